@@ -1,0 +1,267 @@
+//! The fake script: what a scripted runtime does, step by step.
+//!
+//! A script is written inside a scenario file (`[[fake.steps]]`), expanded by the harness
+//! (preludes included) and handed to a fake as JSON. One engine in `fakes/` runs every step;
+//! a thin codec per protocol turns the protocol sugar (`chunk`, `permission`, `stop`, …) into
+//! frames. Each step sets exactly one *action* key; `params`, `answer`, `to` and `violation`
+//! modify the action they sit beside.
+
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+/// A whole script, as the harness hands it to a fake (`--script <file.json>`).
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct Script {
+    /// `acp`, `dsh-sdk` or `codex`: must match the fake binary.
+    pub protocol: String,
+    #[serde(default)]
+    pub steps: Vec<Step>,
+}
+
+/// A JSON-RPC error object to answer with.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct RpcError {
+    pub code: i64,
+    pub message: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub data: Option<Value>,
+}
+
+/// ACP `session/request_permission` sugar.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct Permission {
+    /// The tool kind, sent as is (absent: no `kind` field; an unknown value needs `violation`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub kind: Option<String>,
+    /// Tool title (untrusted text; must never reach the model).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub title: Option<String>,
+    /// Raw tool input (untrusted; must never reach the model).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub raw_input: Option<Value>,
+    /// Offered options in order. Default: `allow`/`allow_once`, then `reject`/`reject_once`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub options: Option<Vec<PermissionOption>>,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct PermissionOption {
+    pub id: String,
+    /// `allow_once`, `allow_always`, `reject_once` or `reject_always`.
+    pub kind: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub name: Option<String>,
+}
+
+/// A process the script spawns (a grandchild of the subject).
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct Grandchild {
+    /// Inherit the runtime's stdout (so the subject sees no EOF while it lives).
+    #[serde(default)]
+    pub hold_stdout: bool,
+    /// Ignore SIGTERM (needs SIGKILL).
+    #[serde(default)]
+    pub trap_sigterm: bool,
+    /// Leave the runtime's process group and session (`setsid`).
+    #[serde(default)]
+    pub setsid: bool,
+}
+
+/// One step. Exactly one action key is set.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct Step {
+    // ---- scenario-level (expanded by the harness; never reaches a fake) ----
+    /// Splice the steps of `scenarios/preludes/<name>.toml` here.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub include: Option<String>,
+
+    // ---- wire actions (every protocol) ----
+    /// Wait for a request or notification with this method from the subject. Anything else
+    /// the subject sends meanwhile is its protocol violation (requests get a JSON-RPC error),
+    /// except what the protocol tolerates (ACP `session/cancel`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub expect: Option<String>,
+    /// Answer the latest open request (or the one named by `to`) with this result.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reply: Option<Value>,
+    /// Answer the latest open request (or the one named by `to`) with this error.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error: Option<RpcError>,
+    /// Send a notification with this method (`params` beside it).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub notify: Option<String>,
+    /// Send a request with this method (`params` beside it) and wait for the answer.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub request: Option<String>,
+    /// Write this line to stdout verbatim (a newline is added).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub raw: Option<String>,
+
+    // ---- ACP sugar ----
+    /// `session/update` `agent_message_chunk` with this text.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub chunk: Option<String>,
+    /// `session/update` `agent_thought_chunk` with this text.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub thought: Option<String>,
+    /// `session/update` with this `update` object.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub update: Option<Value>,
+    /// `session/request_permission`; waits for the answer.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub permission: Option<Permission>,
+    /// Answer the open `session/prompt` with this stop reason.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stop: Option<String>,
+
+    // ---- process behaviour ----
+    /// Write this text to stderr (a newline is added).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stderr: Option<String>,
+    /// Report a named checkpoint to the harness.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub checkpoint: Option<String>,
+    /// Block until the harness releases this name.
+    #[serde(rename = "await", default, skip_serializing_if = "Option::is_none")]
+    pub await_: Option<String>,
+    /// Block until stdin reaches EOF.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub wait_eof: Option<bool>,
+    /// Sleep. Only for what is genuinely about time (a grace period expiring).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub delay_ms: Option<u64>,
+    /// Close stdout (the process stays alive).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub close_stdout: Option<bool>,
+    /// Exit now with this code.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub exit: Option<i32>,
+    /// Die by this signal, raised on itself (`SIGABRT`, `SIGKILL`, …; core dumps disabled).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub signal: Option<String>,
+    /// From now on, ignore SIGTERM.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ignore_sigterm: Option<bool>,
+    /// From now on, do not exit at stdin EOF.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ignore_eof: Option<bool>,
+    /// Spawn a grandchild with its own behaviour.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub spawn: Option<Grandchild>,
+
+    // ---- modifiers ----
+    /// With `expect`: a subset the received params must contain. With `notify`/`request`: the
+    /// params to send.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub params: Option<Value>,
+    /// With `request` or `permission`: the result the subject must answer (exact).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub answer: Option<Value>,
+    /// With `reply`, `error` or `stop`: the method of the open request to answer.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub to: Option<String>,
+    /// This step sends something invalid on purpose; says why. Frames it sends are exempt from
+    /// the protocol schema test and marked in the transcript.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub violation: Option<String>,
+}
+
+/// The action keys, in the order they are documented.
+pub const ACTION_KEYS: &[&str] = &[
+    "include",
+    "expect",
+    "reply",
+    "error",
+    "notify",
+    "request",
+    "raw",
+    "chunk",
+    "thought",
+    "update",
+    "permission",
+    "stop",
+    "stderr",
+    "checkpoint",
+    "await",
+    "wait_eof",
+    "delay_ms",
+    "close_stdout",
+    "exit",
+    "signal",
+    "ignore_sigterm",
+    "ignore_eof",
+    "spawn",
+];
+
+impl Step {
+    /// The action keys this step sets (a valid step sets exactly one).
+    pub fn actions(&self) -> Vec<&'static str> {
+        let set = [
+            self.include.is_some(),
+            self.expect.is_some(),
+            self.reply.is_some(),
+            self.error.is_some(),
+            self.notify.is_some(),
+            self.request.is_some(),
+            self.raw.is_some(),
+            self.chunk.is_some(),
+            self.thought.is_some(),
+            self.update.is_some(),
+            self.permission.is_some(),
+            self.stop.is_some(),
+            self.stderr.is_some(),
+            self.checkpoint.is_some(),
+            self.await_.is_some(),
+            self.wait_eof.is_some(),
+            self.delay_ms.is_some(),
+            self.close_stdout.is_some(),
+            self.exit.is_some(),
+            self.signal.is_some(),
+            self.ignore_sigterm.is_some(),
+            self.ignore_eof.is_some(),
+            self.spawn.is_some(),
+        ];
+        ACTION_KEYS
+            .iter()
+            .zip(set)
+            .filter_map(|(k, on)| on.then_some(*k))
+            .collect()
+    }
+
+    /// Checks the step's shape: one action, and modifiers only where they mean something.
+    pub fn check(&self) -> Result<&'static str, String> {
+        let actions = self.actions();
+        let action = match actions.as_slice() {
+            [one] => *one,
+            [] => {
+                return Err(format!(
+                    "a step needs exactly one action key (one of: {})",
+                    ACTION_KEYS.join(", ")
+                ));
+            }
+            many => {
+                return Err(format!(
+                    "a step sets several actions ({}); split it into one step per action",
+                    many.join(", ")
+                ));
+            }
+        };
+        if self.params.is_some() && !matches!(action, "expect" | "notify" | "request") {
+            return Err(format!("`params` does not apply to `{action}`"));
+        }
+        if self.answer.is_some() && !matches!(action, "request" | "permission") {
+            return Err(format!("`answer` does not apply to `{action}`"));
+        }
+        if self.to.is_some() && !matches!(action, "reply" | "error" | "stop") {
+            return Err(format!("`to` does not apply to `{action}`"));
+        }
+        Ok(action)
+    }
+}
