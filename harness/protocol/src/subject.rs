@@ -3,11 +3,14 @@
 //! `docs/subject-protocol.md`; every line a subject sends is validated against
 //! `docs/subject-protocol.schema.json` before it is parsed into these types.
 
+use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
 /// Foreground tool call or one-shot background Job.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[derive(
+    Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize, JsonSchema,
+)]
 #[serde(rename_all = "lowercase")]
 pub enum Mode {
     Foreground,

@@ -1,0 +1,94 @@
+//! Every command-line flag, in one place.
+
+use std::path::PathBuf;
+
+use clap::{Args, Parser, Subcommand};
+
+#[derive(Debug, Parser)]
+#[command(
+    name = "conform",
+    version,
+    about = "Conformance harness for out-of-process subagent providers",
+    long_about = "Runs scenario files against a subject (the reference provider by default, or a \
+                  real host through the conform-subject/1 adapter protocol) and judges exact \
+                  texts, the diagnostic bound, redaction, delivery and process settling.\n\n\
+                  Exit codes: 0 every case passed, 1 a conformance failure, 2 usage or harness error."
+)]
+pub struct Cli {
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Run scenarios against a subject and report.
+    Run(RunArgs),
+    /// List the scenarios that would run.
+    List(SelectArgs),
+    /// Print a JSON Schema: `scenario` (for editors) or `subject` (the adapter protocol).
+    Schema {
+        #[arg(value_parser = ["scenario", "subject"])]
+        which: String,
+    },
+    /// Run a scripted fake runtime (used by the harness itself).
+    #[command(name = "fake-acp", hide = true, disable_help_flag = true)]
+    FakeAcp {
+        #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
+        args: Vec<String>,
+    },
+    /// Run the reference subject (the default `--subject`).
+    #[command(name = "reference", hide = true, disable_help_flag = true)]
+    Reference {
+        #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
+        args: Vec<String>,
+    },
+}
+
+#[derive(Debug, Args)]
+pub struct SelectArgs {
+    /// Folder of scenario files.
+    /// Folder of scenario files [default: `scenarios/` of this workspace].
+    #[arg(long)]
+    pub scenarios: Option<PathBuf>,
+    /// Run only scenarios whose id contains this text (repeatable: any match).
+    #[arg(long, short = 'f')]
+    pub filter: Vec<String>,
+}
+
+#[derive(Debug, Args)]
+pub struct RunArgs {
+    #[command(flatten)]
+    pub select: SelectArgs,
+    /// The subject command line (run with `sh -c`). Default: the reference subject.
+    #[arg(long)]
+    pub subject: Option<String>,
+    /// Folder of snapshot files.
+    /// [default: `snapshots/` of this workspace]
+    #[arg(long)]
+    pub snapshots: Option<PathBuf>,
+    /// Write every differing or missing snapshot as accepted (read the diffs first).
+    #[arg(long)]
+    pub accept: bool,
+    /// Runs in flight at once (all in one subject process).
+    #[arg(long, short = 'j', default_value_t = 4)]
+    pub jobs: usize,
+    /// Per-run deadline in milliseconds, unless a scenario sets its own.
+    #[arg(long, default_value_t = 20_000)]
+    pub deadline_ms: u64,
+    /// Write a JSON report here.
+    #[arg(long)]
+    pub json: Option<PathBuf>,
+    /// Print transcripts for passing cases too.
+    #[arg(long, short = 'v')]
+    pub verbose: bool,
+}
+
+/// `<name>` in the current folder if it exists, else the one of the workspace conform was
+/// built in (so `cargo run` works from any sub-folder).
+pub fn default_dir(name: &str) -> PathBuf {
+    let here = PathBuf::from(name);
+    if here.is_dir() {
+        return here;
+    }
+    std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("..").join(name)
+}

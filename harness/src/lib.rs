@@ -1,0 +1,18 @@
+//! conform's harness: runs scenarios against a subject and judges what it did.
+//!
+//! Data flows one way: [`scenario`] → fake script + subject `start` ([`run`]) → subject events
+//! and side-channel ledger ([`subject`], [`side`]) → checks ([`verdict`], [`snapshot`]) →
+//! [`report`].
+
+pub mod cli;
+pub mod events;
+pub mod pool;
+pub mod procs;
+pub mod report;
+pub mod run;
+pub mod scenario;
+pub mod side;
+pub mod snapshot;
+pub mod subject;
+pub mod suite;
+pub mod verdict;

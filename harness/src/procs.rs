@@ -1,0 +1,94 @@
+//! Process facts read from the kernel: liveness by pid + start time, pidfds for awaiting exit,
+//! and the last-resort kill. The harness is not the parent of the processes it watches, so it
+//! cannot `wait` them; a pidfd becomes readable when the process exits, which is awaitable.
+
+use std::io;
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
+use std::time::Duration;
+
+use tokio::io::unix::AsyncFd;
+
+/// What `/proc/<pid>/stat` says about a process.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Stat {
+    pub state: char,
+    pub ppid: i32,
+    pub pgrp: i32,
+    pub start_time: u64,
+}
+
+pub fn stat(pid: i32) -> Option<Stat> {
+    let text = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    // The command name is in parentheses and may contain spaces: parse after the last ')'.
+    let rest = &text[text.rfind(')')? + 2..];
+    let fields: Vec<&str> = rest.split_whitespace().collect();
+    Some(Stat {
+        state: fields.first()?.chars().next()?,
+        ppid: fields.get(1)?.parse().ok()?,
+        pgrp: fields.get(2)?.parse().ok()?,
+        start_time: fields.get(19)?.parse().ok()?,
+    })
+}
+
+/// True while the process named by pid and start time still runs (a zombie has exited).
+pub fn alive(pid: i32, start_time: u64) -> bool {
+    stat(pid).is_some_and(|s| s.start_time == start_time && s.state != 'Z')
+}
+
+pub fn pidfd_open(pid: i32) -> io::Result<OwnedFd> {
+    // SAFETY: plain syscall; on success it returns a new fd we own.
+    let fd = unsafe { libc::syscall(libc::SYS_pidfd_open, pid, 0) };
+    if fd < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    // SAFETY: the kernel just handed us this fd.
+    Ok(unsafe { OwnedFd::from_raw_fd(fd as RawFd) })
+}
+
+/// Waits until the process behind `pidfd` exits, at most `budget`. True if it exited.
+pub async fn wait_exit(pidfd: &OwnedFd, budget: Duration) -> bool {
+    let Ok(own) = pidfd.try_clone() else {
+        return false;
+    };
+    // SAFETY: the AsyncFd owns its own duplicate of the pidfd, so the fd stays open for as
+    // long as it is registered and is deregistered before it is closed.
+    let Ok(afd) = (unsafe { AsyncFd::register_with_interest(own, tokio::io::Interest::READABLE) })
+    else {
+        return false;
+    };
+    tokio::time::timeout(budget, afd.readable()).await.is_ok()
+}
+
+/// SIGKILL through the pidfd (no pid-reuse race).
+pub fn kill(pidfd: &OwnedFd) {
+    // SAFETY: plain syscall on an fd we own.
+    unsafe {
+        libc::syscall(
+            libc::SYS_pidfd_send_signal,
+            pidfd.as_raw_fd(),
+            libc::SIGKILL,
+            std::ptr::null::<libc::siginfo_t>(),
+            0,
+        );
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test]
+    async fn a_pidfd_reports_exit_and_liveness_follows() {
+        let mut child = std::process::Command::new("sleep").arg("30").spawn().unwrap();
+        let pid = child.id() as i32;
+        let st = stat(pid).unwrap();
+        assert!(alive(pid, st.start_time));
+        assert!(!alive(pid, st.start_time + 1), "another start time is another process");
+        let fd = pidfd_open(pid).unwrap();
+        assert!(!wait_exit(&fd, Duration::from_millis(20)).await);
+        kill(&fd);
+        assert!(wait_exit(&fd, Duration::from_secs(5)).await);
+        assert!(!alive(pid, st.start_time), "a zombie counts as exited");
+        child.wait().unwrap();
+    }
+}

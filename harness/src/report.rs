@@ -1,0 +1,135 @@
+//! The human report: a table of every case, then each failure with its checks, the subject
+//! transcript, the runtime's wire transcript and the subject's stderr tail. Also a JSON form.
+
+use std::fmt::Write as _;
+
+use comfy_table::{Table, presets::UTF8_BORDERS_ONLY};
+use conform_protocol::side::{Direction, FakeEvent};
+use serde_json::json;
+
+use crate::run::Observed;
+use crate::suite::{CaseReport, SuiteReport, Verdict};
+
+pub fn human(report: &SuiteReport, verbose: bool) -> String {
+    let mut out = String::new();
+    let _ = writeln!(out, "subject: {}", report.subject);
+    let mut table = Table::new();
+    table.load_preset(UTF8_BORDERS_ONLY);
+    table.set_header(["case", "mode", "result", "ms", "first failed check"]);
+    for c in &report.cases {
+        let (result, check) = match &c.verdict {
+            Verdict::Pass => ("pass".to_owned(), String::new()),
+            Verdict::Fail => (
+                "FAIL".to_owned(),
+                c.findings.first().map(|f| f.check.to_owned()).unwrap_or_default(),
+            ),
+            Verdict::Skip(why) => ("skip".to_owned(), why.clone()),
+        };
+        let ms = c
+            .obs
+            .as_ref()
+            .map(|o| o.elapsed.as_millis().to_string())
+            .unwrap_or_default();
+        table.add_row([c.scenario.id.clone(), c.mode.to_string(), result, ms, check]);
+    }
+    let _ = writeln!(out, "{table}");
+    for c in &report.cases {
+        if matches!(c.verdict, Verdict::Fail) || (verbose && c.obs.is_some()) {
+            out.push_str(&case_detail(c));
+        }
+        if let Some(note) = &c.snapshot {
+            let _ = writeln!(out, "\n{} ({}): {note}", c.scenario.id, c.mode);
+        }
+    }
+    if !report.stragglers.is_empty() {
+        let _ = writeln!(
+            out,
+            "\nprocesses left behind after the suite (killed): {}",
+            report.stragglers.join(", ")
+        );
+    }
+    let count = |f: fn(&Verdict) -> bool| report.cases.iter().filter(|c| f(&c.verdict)).count();
+    let _ = writeln!(
+        out,
+        "\n{} passed, {} failed, {} skipped in {:.1} s",
+        count(|v| matches!(v, Verdict::Pass)),
+        count(|v| matches!(v, Verdict::Fail)),
+        count(|v| matches!(v, Verdict::Skip(_))),
+        report.elapsed.as_secs_f64()
+    );
+    out
+}
+
+fn case_detail(c: &CaseReport) -> String {
+    let mut out = String::new();
+    let _ = writeln!(
+        out,
+        "\n━━ {} ({}) — {}\n   {}",
+        c.scenario.id,
+        c.mode,
+        c.scenario.file.title,
+        c.scenario.path.display()
+    );
+    for f in &c.findings {
+        let _ = writeln!(out, "  ✗ [{}] {}", f.check, indent(&f.message, "    "));
+    }
+    if let Some(obs) = &c.obs {
+        out.push_str(&transcripts(obs));
+    }
+    out
+}
+
+fn transcripts(obs: &Observed) -> String {
+    let mut out = String::new();
+    let _ = writeln!(out, "  subject transcript (run {}):", obs.run);
+    for line in &obs.transcript {
+        let _ = writeln!(out, "    {line}");
+    }
+    let _ = writeln!(out, "  runtime ledger:");
+    for l in &obs.fake {
+        let text = match &l.event {
+            FakeEvent::Frame { dir, frame, violation, .. } => format!(
+                "{} {}{}",
+                match dir {
+                    Direction::Recv => "subject→runtime",
+                    Direction::Sent => "runtime→subject",
+                },
+                frame,
+                violation.as_ref().map(|v| format!("   (violation on purpose: {v})")).unwrap_or_default()
+            ),
+            other => serde_json::to_string(other).unwrap_or_default(),
+        };
+        let _ = writeln!(out, "    [{}] {text}", l.pid);
+    }
+    if !obs.host_logs.is_empty() {
+        let _ = writeln!(out, "  host log:");
+        for l in &obs.host_logs {
+            let _ = writeln!(out, "    {}", indent(l, "    "));
+        }
+    }
+    if !obs.stderr_tail.is_empty() {
+        let _ = writeln!(out, "  subject stderr tail:\n    {}", indent(&obs.stderr_tail, "    "));
+    }
+    out
+}
+
+fn indent(text: &str, pad: &str) -> String {
+    text.replace('\n', &format!("\n{pad}"))
+}
+
+pub fn json(report: &SuiteReport) -> serde_json::Value {
+    json!({
+        "subject": report.subject,
+        "exitCode": report.exit_code(),
+        "elapsedMs": report.elapsed.as_millis() as u64,
+        "stragglers": report.stragglers,
+        "cases": report.cases.iter().map(|c| json!({
+            "id": c.scenario.id,
+            "mode": c.mode,
+            "verdict": match &c.verdict { Verdict::Pass => "pass", Verdict::Fail => "fail", Verdict::Skip(_) => "skip" },
+            "skipReason": match &c.verdict { Verdict::Skip(r) => Some(r.clone()), _ => None },
+            "findings": c.findings.iter().map(|f| json!({"check": f.check, "blame": format!("{:?}", f.blame).to_lowercase(), "message": f.message})).collect::<Vec<_>>(),
+            "elapsedMs": c.obs.as_ref().map(|o| o.elapsed.as_millis() as u64),
+        })).collect::<Vec<_>>(),
+    })
+}

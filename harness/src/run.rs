@@ -1,0 +1,386 @@
+//! Runs one scenario in one mode: start the subject's run, drive cancels and releases from the
+//! fakes' checkpoints, collect every event until the run is over, then check that the run's
+//! processes are gone. Waits only on events and a per-run deadline; never sleeps.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::{Duration, Instant, SystemTime};
+
+use conform_protocol::side::{FakeEvent, FakeLine, Role};
+use conform_protocol::subject::{FromSubject, Mode, Runtime, StartError, ToSubject};
+use serde_json::{Map, Value, json};
+
+use crate::events::{RunEvent, Router};
+use crate::pool::SubjectPool;
+use crate::procs;
+use crate::scenario::{CwdKind, RuntimeKind, Scenario, Trigger};
+use crate::side::SideServer;
+use crate::subject::Transcripts;
+
+/// Everything a run needs from the suite.
+pub struct Ctx {
+    pub router: Arc<Router>,
+    pub side: SideServer,
+    pub pool: SubjectPool,
+    pub transcripts: Arc<Transcripts>,
+    /// argv prefix that starts a fake for a protocol: `<prefix…> <protocol> --script …`.
+    pub fake_argv: Vec<String>,
+    pub work: PathBuf,
+    pub default_deadline: Duration,
+}
+
+/// How long processes get to be gone after the subject said the run was settled.
+const SETTLE_BUDGET: Duration = Duration::from_millis(500);
+
+/// What the harness saw during one run.
+#[derive(Debug, Default)]
+pub struct Observed {
+    pub run: String,
+    pub dispatched: bool,
+    pub start_rejected: Option<StartError>,
+    pub result: Option<RunResult>,
+    pub tool_result: Option<(bool, String)>,
+    pub notices: Vec<(String, String)>,
+    pub job_output: Option<String>,
+    pub settled: bool,
+    pub host_logs: Vec<String>,
+    pub subject_invalid: Vec<(String, String)>,
+    pub subject_gone: Option<String>,
+    pub fake: Vec<FakeLine>,
+    pub cancel_sent: bool,
+    pub timed_out: Option<Duration>,
+    /// Processes of this run still alive when they should have been gone (then killed).
+    pub leftovers: Vec<String>,
+    /// Subject messages in arrival order (their `type`), for ordering checks.
+    pub order: Vec<&'static str>,
+    pub transcript: Vec<String>,
+    pub stderr_tail: String,
+    pub elapsed: Duration,
+}
+
+#[derive(Clone, Debug)]
+pub struct RunResult {
+    pub stop_reason: String,
+    pub output: Vec<Value>,
+    pub diagnostic: Option<String>,
+}
+
+impl RunResult {
+    pub fn output_text(&self) -> String {
+        self.output
+            .iter()
+            .filter(|b| b.get("type").and_then(Value::as_str) == Some("text"))
+            .filter_map(|b| b.get("text").and_then(Value::as_str))
+            .collect()
+    }
+}
+
+static NEXT_RUN: AtomicU64 = AtomicU64::new(1);
+
+pub async fn run_case(ctx: &Ctx, scenario: &Scenario, mode: Mode) -> Observed {
+    let run = format!("r{}", NEXT_RUN.fetch_add(1, Ordering::Relaxed));
+    let started = Instant::now();
+    let mut obs = Observed {
+        run: run.clone(),
+        ..Observed::default()
+    };
+    let mut rx = ctx.router.open(&run);
+    let subject = match ctx.pool.get().await {
+        Ok(s) => s,
+        Err(e) => {
+            obs.subject_gone = Some(e.to_string());
+            ctx.router.close(&run);
+            return obs;
+        }
+    };
+    subject.adopt(&run);
+    let deadline = scenario
+        .file
+        .deadline_ms
+        .map_or(ctx.default_deadline, Duration::from_millis);
+    let start = match start_message(ctx, scenario, mode, &run, deadline) {
+        Ok(m) => m,
+        Err(e) => {
+            obs.fake.push(fault(&run, format!("could not prepare the run: {e}")));
+            ctx.router.close(&run);
+            return obs;
+        }
+    };
+    ctx.transcripts.record(&run, format!(">> {}", serde_json::to_string(&start).unwrap()));
+    subject.send(&start).await;
+
+    let until = tokio::time::Instant::now() + deadline;
+    let mut pending_releases: Vec<(i32, String, Trigger)> = Vec::new();
+    let mut job_output_sent = false;
+    loop {
+        let event = tokio::select! {
+            e = rx.recv() => e,
+            () = tokio::time::sleep_until(until) => { obs.timed_out = Some(deadline); break; }
+        };
+        let Some(event) = event else { break };
+        match event {
+            RunEvent::Subject(msg) => record_subject(&mut obs, msg),
+            RunEvent::SubjectInvalid { line, error } => obs.subject_invalid.push((line, error)),
+            RunEvent::SubjectGone { detail } => {
+                obs.subject_gone = Some(detail);
+                break;
+            }
+            RunEvent::Fake(line) => {
+                match &line.event {
+                    FakeEvent::Checkpoint { name } => {
+                        if scenario.file.cancel.as_ref().is_some_and(|c| &c.at == name)
+                            && !obs.cancel_sent
+                        {
+                            obs.cancel_sent = true;
+                            let msg = ToSubject::Cancel { run: run.clone() };
+                            ctx.transcripts
+                                .record(&run, format!(">> {}", serde_json::to_string(&msg).unwrap()));
+                            subject.send(&msg).await;
+                        }
+                    }
+                    FakeEvent::Awaiting { name } => {
+                        let trigger = scenario.file.fake.release.get(name).copied().unwrap_or_default();
+                        pending_releases.push((line.pid, name.clone(), trigger));
+                    }
+                    _ => {}
+                }
+                obs.fake.push(line);
+            }
+        }
+        pending_releases.retain(|(pid, name, trigger)| {
+            let due = match trigger {
+                Trigger::Immediately => true,
+                Trigger::Dispatched => obs.dispatched,
+                Trigger::Result => obs.result.is_some(),
+                Trigger::Cancel => obs.cancel_sent,
+            };
+            if due {
+                ctx.side.release(&run, *pid, name);
+            }
+            !due
+        });
+        let over = obs.settled || obs.start_rejected.is_some();
+        let ready = over && obs.tool_result.is_some();
+        match mode {
+            Mode::Foreground if ready => break,
+            Mode::Background if ready && (!obs.notices.is_empty() || obs.cancel_sent) => {
+                if obs.job_output.is_some() {
+                    break;
+                }
+                if !job_output_sent {
+                    job_output_sent = true;
+                    let msg = ToSubject::JobOutput {
+                        run: run.clone(),
+                        wait: true,
+                    };
+                    ctx.transcripts
+                        .record(&run, format!(">> {}", serde_json::to_string(&msg).unwrap()));
+                    subject.send(&msg).await;
+                }
+            }
+            _ => {}
+        }
+    }
+    // Whatever remains of the run's processes: after a clean end they get a short budget to be
+    // gone; after a hang or a subject crash they are cleaned up at once.
+    let clean = obs.timed_out.is_none() && obs.subject_gone.is_none();
+    for p in ctx.side.ledger(&run) {
+        let Some(fd) = &p.pidfd else { continue };
+        let budget = if clean { SETTLE_BUDGET } else { Duration::ZERO };
+        let gone = !procs::alive(p.pid, p.start_time) || procs::wait_exit(fd, budget).await;
+        if !gone {
+            obs.leftovers.push(format!("pid {} ({})", p.pid, role_name(p.role)));
+            procs::kill(fd);
+            procs::wait_exit(fd, Duration::from_secs(5)).await;
+        }
+    }
+    // Late side-channel lines (a fake's last words) still belong to the transcript.
+    while let Ok(RunEvent::Fake(line)) = rx.try_recv() {
+        obs.fake.push(line);
+    }
+    ctx.router.close(&run);
+    subject.release(&run);
+    if obs.timed_out.is_some() || obs.subject_gone.is_some() || !obs.subject_invalid.is_empty() {
+        obs.stderr_tail = subject.stderr_tail();
+    }
+    obs.transcript = ctx.transcripts.take(&run);
+    obs.elapsed = started.elapsed();
+    obs
+}
+
+fn role_name(role: Role) -> &'static str {
+    match role {
+        Role::Runtime => "runtime",
+        Role::Grandchild => "grandchild",
+    }
+}
+
+fn fault(run: &str, detail: String) -> FakeLine {
+    FakeLine {
+        run: run.to_owned(),
+        pid: 0,
+        event: FakeEvent::Fault { detail },
+    }
+}
+
+fn record_subject(obs: &mut Observed, msg: FromSubject) {
+    match msg {
+        FromSubject::Hello { .. } => {}
+        FromSubject::Dispatched { .. } => {
+            obs.order.push("dispatched");
+            obs.dispatched = true;
+        }
+        FromSubject::StartRejected { error, .. } => {
+            obs.order.push("start_rejected");
+            obs.start_rejected = Some(error);
+        }
+        FromSubject::Result {
+            stop_reason,
+            output,
+            diagnostic,
+            ..
+        } => {
+            obs.order.push("result");
+            obs.result = Some(RunResult {
+                stop_reason,
+                output,
+                diagnostic,
+            });
+        }
+        FromSubject::ToolResult { is_error, text, .. } => {
+            obs.order.push("tool_result");
+            obs.tool_result = Some((is_error, text));
+        }
+        FromSubject::Notice { job, text, .. } => {
+            obs.order.push("notice");
+            obs.notices.push((job, text));
+        }
+        FromSubject::JobOutput { text, .. } => {
+            obs.order.push("job_output");
+            obs.job_output = Some(text);
+        }
+        FromSubject::Settled { .. } => {
+            obs.order.push("settled");
+            obs.settled = true;
+        }
+        FromSubject::HostLog { text, .. } => obs.host_logs.push(text),
+    }
+}
+
+fn start_message(
+    ctx: &Ctx,
+    scenario: &Scenario,
+    mode: Mode,
+    run: &str,
+    deadline: Duration,
+) -> std::io::Result<ToSubject> {
+    let dir = ctx.work.join(run);
+    std::fs::create_dir_all(&dir)?;
+    let script_path = dir.join("script.json");
+    std::fs::write(&script_path, serde_json::to_vec_pretty(&scenario.script)?)?;
+    let provider = &scenario.file.provider;
+    let mut argv = ctx.fake_argv.clone();
+    argv.push(format!("fake-{provider}"));
+    argv.extend([
+        "--script".into(),
+        path_str(&script_path),
+        "--side".into(),
+        path_str(ctx.side.path()),
+        "--run".into(),
+        run.to_owned(),
+    ]);
+    let subject = &scenario.file.subject;
+    if subject.runtime == RuntimeKind::MissingBinary {
+        argv[0] = path_str(&dir.join("no-such-dir").join("missing-runtime"));
+    }
+    let cwd = match subject.cwd {
+        CwdKind::Workspace => {
+            let ws = dir.join("workspace");
+            std::fs::create_dir_all(&ws)?;
+            path_str(&ws)
+        }
+        CwdKind::Missing => path_str(&dir.join("missing-workspace")),
+        CwdKind::Relative => "relative/workspace".to_owned(),
+        CwdKind::File => {
+            let f = dir.join("not-a-directory");
+            std::fs::write(&f, b"")?;
+            path_str(&f)
+        }
+    };
+    let mut config = Map::new();
+    if let Some(p) = &subject.permission {
+        config.insert("permission".into(), json!(p));
+    }
+    if let Some(ms) = subject.dispose_eof_grace_ms {
+        config.insert("disposeEofGraceMs".into(), json!(ms));
+    }
+    if let Some(ms) = subject.dispose_grace_ms {
+        config.insert("disposeGraceMs".into(), json!(ms));
+    }
+    let env: Map<String, Value> = subject
+        .env
+        .iter()
+        .map(|(k, v)| (k.clone(), json!(v)))
+        .collect::<BTreeMap<_, _>>()
+        .into_iter()
+        .collect();
+    Ok(ToSubject::Start {
+        run: run.to_owned(),
+        provider: provider.clone(),
+        mode,
+        label: scenario.id.clone(),
+        task: scenario.file.task.clone(),
+        runtime: Runtime {
+            command: argv[0].clone(),
+            args: argv[1..].to_vec(),
+            env,
+            cwd,
+        },
+        config,
+        expected_by: rfc3339(SystemTime::now() + deadline),
+    })
+}
+
+fn path_str(p: &Path) -> String {
+    p.to_string_lossy().into_owned()
+}
+
+/// RFC 3339 UTC with seconds, without pulling in a date crate.
+pub fn rfc3339(t: SystemTime) -> String {
+    let secs = t
+        .duration_since(SystemTime::UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs() as i64);
+    let (days, rem) = (secs.div_euclid(86_400), secs.rem_euclid(86_400));
+    // Civil-from-days (Howard Hinnant's algorithm).
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z.rem_euclid(146_097);
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let d = doy - (153 * mp + 2) / 5 + 1;
+    let m = if mp < 10 { mp + 3 } else { mp - 9 };
+    let y = yoe + era * 400 + i64::from(m <= 2);
+    format!(
+        "{y:04}-{m:02}-{d:02}T{:02}:{:02}:{:02}Z",
+        rem / 3600,
+        rem % 3600 / 60,
+        rem % 60
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn rfc3339_formats_known_instants() {
+        let t = SystemTime::UNIX_EPOCH + Duration::from_secs(1_796_000_000);
+        assert_eq!(rfc3339(t), "2026-11-30T00:53:20Z");
+        assert_eq!(rfc3339(SystemTime::UNIX_EPOCH), "1970-01-01T00:00:00Z");
+        let leap = SystemTime::UNIX_EPOCH + Duration::from_secs(951_782_400);
+        assert_eq!(rfc3339(leap), "2000-02-29T00:00:00Z");
+    }
+}

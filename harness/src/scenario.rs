@@ -1,0 +1,492 @@
+//! Scenario files: one TOML file per case under `scenarios/<provider>/…`, documented in
+//! `docs/scenarios.md`. Loading turns them into [`Scenario`]s with preludes expanded; any
+//! malformed file is rejected with file, line, column and what was expected.
+
+use std::collections::BTreeMap;
+use std::ops::Range;
+use std::path::{Path, PathBuf};
+
+use conform_protocol::script::{Script, Step};
+use conform_protocol::subject::Mode;
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+use toml::Spanned;
+
+/// The folder under `scenarios/` that holds shared step lists.
+pub const PRELUDE_DIR: &str = "preludes";
+
+/// A scenario as written in its file.
+#[derive(Clone, Debug, Deserialize, Serialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ScenarioFile {
+    /// One line saying what the case proves.
+    pub title: String,
+    /// `acp`, `dsh-sdk` or `codex`.
+    pub provider: String,
+    /// Modes to run; default both.
+    #[serde(default = "all_modes")]
+    pub modes: Vec<Mode>,
+    /// The task text the parent model delegates (untrusted: it must never appear in a diagnostic).
+    #[serde(default = "default_task")]
+    pub task: String,
+    /// Extra strings that must never reach model-visible text.
+    #[serde(default)]
+    pub secrets: Vec<String>,
+    /// Longest the whole run may take before it counts as the subject hanging.
+    #[serde(default)]
+    pub deadline_ms: Option<u64>,
+    #[serde(default)]
+    pub subject: SubjectSection,
+    #[serde(default)]
+    pub fake: FakeSection,
+    #[serde(default)]
+    pub cancel: Option<CancelSection>,
+    #[serde(default)]
+    pub expect: ExpectSection,
+}
+
+fn all_modes() -> Vec<Mode> {
+    Mode::ALL.to_vec()
+}
+
+fn default_task() -> String {
+    "Carry out the scripted task.".to_owned()
+}
+
+/// How the subject is configured and what it is pointed at.
+#[derive(Clone, Debug, Default, Deserialize, Serialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct SubjectSection {
+    /// Permission policy: `allow` or `reject`.
+    pub permission: Option<String>,
+    /// How long dispose waits after stdin EOF before SIGTERM.
+    pub dispose_eof_grace_ms: Option<u64>,
+    /// How long dispose waits after SIGTERM before SIGKILL (and after SIGKILL).
+    pub dispose_grace_ms: Option<u64>,
+    /// What the provider is told to spawn.
+    #[serde(default)]
+    pub runtime: RuntimeKind,
+    /// The child's working directory.
+    #[serde(default)]
+    pub cwd: CwdKind,
+    /// Extra environment for the child.
+    #[serde(default)]
+    pub env: BTreeMap<String, String>,
+}
+
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Deserialize, Serialize, JsonSchema)]
+#[serde(rename_all = "kebab-case")]
+pub enum RuntimeKind {
+    /// The scripted fake for the scenario's provider.
+    #[default]
+    Fake,
+    /// A command that does not exist (spawn failure).
+    MissingBinary,
+}
+
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Deserialize, Serialize, JsonSchema)]
+#[serde(rename_all = "kebab-case")]
+pub enum CwdKind {
+    /// A fresh empty directory per run.
+    #[default]
+    Workspace,
+    /// An absolute path that does not exist.
+    Missing,
+    /// A relative path.
+    Relative,
+    /// An existing regular file.
+    File,
+}
+
+/// The fake runtime's script.
+#[derive(Clone, Debug, Default, Deserialize, Serialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct FakeSection {
+    #[serde(default)]
+    #[schemars(with = "Vec<Step>")]
+    pub steps: Vec<Spanned<Step>>,
+    /// When to release each `await` name: `immediately` (default), `dispatched`, `result`
+    /// or `cancel` (after the harness sent the cancel).
+    #[serde(default)]
+    pub release: BTreeMap<String, Trigger>,
+}
+
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Deserialize, Serialize, JsonSchema)]
+#[serde(rename_all = "kebab-case")]
+pub enum Trigger {
+    #[default]
+    Immediately,
+    Dispatched,
+    Result,
+    Cancel,
+}
+
+/// Local cancellation: the foreground call is aborted, or the background job killed.
+#[derive(Clone, Debug, Deserialize, Serialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct CancelSection {
+    /// Cancel when the fake reports this checkpoint.
+    pub at: String,
+}
+
+/// Contract-level expectations. With `stop_reason` set, the result's diagnostic must equal
+/// `diagnostic` exactly, and an absent `diagnostic` means the result must carry none.
+#[derive(Clone, Debug, Default, Deserialize, Serialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ExpectSection {
+    /// `start()` must reject with exactly this model-visible message.
+    pub start_error: Option<String>,
+    /// The shared stop reason: `completed`, `max-tokens`, `refusal`, `aborted`, `error`.
+    pub stop_reason: Option<String>,
+    pub diagnostic: Option<String>,
+    /// Concatenated text of the result's output blocks.
+    pub output: Option<String>,
+    /// Background job status: `completed`, `failed` or `killed`.
+    pub job_status: Option<String>,
+    /// Which rung of the teardown ladder ended the runtime: `eof`, `sigterm`, `sigkill`.
+    pub teardown: Option<String>,
+    /// The answers the subject must give to the fake's requests, in order
+    /// (e.g. a permission outcome).
+    #[serde(default)]
+    pub answers: Vec<Value>,
+}
+
+/// A loaded, expanded scenario.
+#[derive(Clone, Debug)]
+pub struct Scenario {
+    /// Stable id: the path under `scenarios/` without `.toml`, e.g. `acp/stop/max-turn-requests`.
+    pub id: String,
+    pub path: PathBuf,
+    pub file: ScenarioFile,
+    /// The fake's script with preludes spliced in.
+    pub script: Script,
+}
+
+/// A scenario file that could not be loaded.
+#[derive(Debug, thiserror::Error)]
+pub enum ScenarioError {
+    #[error("{path}: {source}")]
+    Io {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+    #[error("{path}:{line}:{column}: {message}")]
+    Invalid {
+        path: PathBuf,
+        line: usize,
+        column: usize,
+        message: String,
+    },
+}
+
+fn invalid(path: &Path, text: &str, span: Option<Range<usize>>, message: String) -> ScenarioError {
+    let (line, column) = span.map_or((1, 1), |s| line_col(text, s.start));
+    ScenarioError::Invalid {
+        path: path.to_owned(),
+        line,
+        column,
+        message,
+    }
+}
+
+/// 1-based line and column (in characters) of a byte offset.
+pub fn line_col(text: &str, offset: usize) -> (usize, usize) {
+    let offset = offset.min(text.len());
+    let before = &text[..offset];
+    let line = before.matches('\n').count() + 1;
+    let column = before.rsplit('\n').next().map_or(0, |l| l.chars().count()) + 1;
+    (line, column)
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct PreludeFile {
+    #[allow(dead_code)]
+    #[serde(default)]
+    title: Option<String>,
+    steps: Vec<Spanned<Step>>,
+}
+
+/// Every scenario under `root` (skipping `preludes/`), sorted by id, with preludes expanded.
+pub fn discover(root: &Path) -> Result<Vec<Scenario>, Vec<ScenarioError>> {
+    let mut files = Vec::new();
+    let mut errors = Vec::new();
+    walk(root, root, &mut files, &mut errors);
+    files.sort();
+    let mut scenarios = Vec::new();
+    for path in files {
+        match load(root, &path) {
+            Ok(s) => scenarios.push(s),
+            Err(e) => errors.push(e),
+        }
+    }
+    if errors.is_empty() {
+        Ok(scenarios)
+    } else {
+        Err(errors)
+    }
+}
+
+fn walk(root: &Path, dir: &Path, out: &mut Vec<PathBuf>, errors: &mut Vec<ScenarioError>) {
+    let entries = match std::fs::read_dir(dir) {
+        Ok(e) => e,
+        Err(source) => {
+            errors.push(ScenarioError::Io {
+                path: dir.to_owned(),
+                source,
+            });
+            return;
+        }
+    };
+    for entry in entries.flatten() {
+        let path = entry.path();
+        if path.is_dir() {
+            if dir == root && entry.file_name() == PRELUDE_DIR {
+                continue;
+            }
+            walk(root, &path, out, errors);
+        } else if path.extension().is_some_and(|e| e == "toml") {
+            out.push(path);
+        }
+    }
+}
+
+/// Loads one scenario file.
+pub fn load(root: &Path, path: &Path) -> Result<Scenario, ScenarioError> {
+    let text = std::fs::read_to_string(path).map_err(|source| ScenarioError::Io {
+        path: path.to_owned(),
+        source,
+    })?;
+    let file: ScenarioFile =
+        toml::from_str(&text).map_err(|e| invalid(path, &text, e.span(), e.message().to_owned()))?;
+    let id = path
+        .strip_prefix(root)
+        .unwrap_or(path)
+        .with_extension("")
+        .to_string_lossy()
+        .replace('\\', "/");
+    check_file(path, &text, &file)?;
+    let mut steps = Vec::new();
+    expand(root, path, &text, &file.fake.steps, &mut steps, 0)?;
+    let script = Script {
+        protocol: file.provider.clone(),
+        steps,
+    };
+    Ok(Scenario {
+        id,
+        path: path.to_owned(),
+        file,
+        script,
+    })
+}
+
+const PROVIDERS: &[&str] = &["acp", "dsh-sdk", "codex"];
+const STOP_REASONS: &[&str] = &["completed", "max-tokens", "refusal", "aborted", "error"];
+
+fn check_file(path: &Path, text: &str, file: &ScenarioFile) -> Result<(), ScenarioError> {
+    let at_key = |key: &str| find_key(text, key);
+    if !PROVIDERS.contains(&file.provider.as_str()) {
+        return Err(invalid(
+            path,
+            text,
+            at_key("provider"),
+            format!(
+                "unknown provider `{}`, expected one of: {}",
+                file.provider,
+                PROVIDERS.join(", ")
+            ),
+        ));
+    }
+    if file.modes.is_empty() {
+        return Err(invalid(path, text, at_key("modes"), "`modes` is empty".into()));
+    }
+    if let Some(p) = &file.subject.permission
+        && p != "allow"
+        && p != "reject"
+    {
+        return Err(invalid(
+            path,
+            text,
+            at_key("permission"),
+            format!("permission policy `{p}`, expected `allow` or `reject`"),
+        ));
+    }
+    if let Some(r) = &file.expect.stop_reason
+        && !STOP_REASONS.contains(&r.as_str())
+    {
+        return Err(invalid(
+            path,
+            text,
+            at_key("stop_reason"),
+            format!("stop reason `{r}`, expected one of: {}", STOP_REASONS.join(", ")),
+        ));
+    }
+    if let Some(s) = &file.expect.job_status
+        && !["completed", "failed", "killed"].contains(&s.as_str())
+    {
+        return Err(invalid(
+            path,
+            text,
+            at_key("job_status"),
+            format!("job status `{s}`, expected `completed`, `failed` or `killed`"),
+        ));
+    }
+    if let Some(t) = &file.expect.teardown
+        && !["eof", "sigterm", "sigkill"].contains(&t.as_str())
+    {
+        return Err(invalid(
+            path,
+            text,
+            at_key("teardown"),
+            format!("teardown rung `{t}`, expected `eof`, `sigterm` or `sigkill`"),
+        ));
+    }
+    if file.expect.start_error.is_some() && file.expect.stop_reason.is_some() {
+        return Err(invalid(
+            path,
+            text,
+            at_key("start_error"),
+            "`start_error` and `stop_reason` exclude each other: a rejected start has no result"
+                .into(),
+        ));
+    }
+    if file.expect.start_error.is_none() && file.expect.stop_reason.is_none() {
+        return Err(invalid(
+            path,
+            text,
+            find_key(text, "[expect]"),
+            "`[expect]` needs `stop_reason` (a published run) or `start_error` (a rejected start)"
+                .into(),
+        ));
+    }
+    Ok(())
+}
+
+/// Byte span of the first line that starts with `key` (for pointing at semantic errors).
+fn find_key(text: &str, key: &str) -> Option<Range<usize>> {
+    let mut offset = 0;
+    for line in text.split_inclusive('\n') {
+        let trimmed = line.trim_start();
+        if trimmed.starts_with(key) {
+            let start = offset + (line.len() - trimmed.len());
+            return Some(start..start + key.len());
+        }
+        offset += line.len();
+    }
+    None
+}
+
+fn expand(
+    root: &Path,
+    path: &Path,
+    text: &str,
+    steps: &[Spanned<Step>],
+    out: &mut Vec<Step>,
+    depth: usize,
+) -> Result<(), ScenarioError> {
+    for step in steps {
+        let action = step
+            .get_ref()
+            .check()
+            .map_err(|m| invalid(path, text, Some(step.span()), m))?;
+        if action != "include" {
+            out.push(step.get_ref().clone());
+            continue;
+        }
+        let name = step.get_ref().include.as_deref().unwrap_or_default();
+        if depth > 4 {
+            return Err(invalid(
+                path,
+                text,
+                Some(step.span()),
+                format!("prelude `{name}` includes itself (too deep)"),
+            ));
+        }
+        let prelude_path = root.join(PRELUDE_DIR).join(format!("{name}.toml"));
+        let prelude_text = std::fs::read_to_string(&prelude_path).map_err(|e| {
+            invalid(
+                path,
+                text,
+                Some(step.span()),
+                format!("prelude `{name}` ({}): {e}", prelude_path.display()),
+            )
+        })?;
+        let prelude: PreludeFile = toml::from_str(&prelude_text).map_err(|e| {
+            invalid(&prelude_path, &prelude_text, e.span(), e.message().to_owned())
+        })?;
+        expand(root, &prelude_path, &prelude_text, &prelude.steps, out, depth + 1)?;
+    }
+    Ok(())
+}
+
+/// JSON Schema of a scenario file, for editors (`conform schema scenario`).
+pub fn json_schema() -> Value {
+    serde_json::to_value(schemars::schema_for!(ScenarioFile)).expect("schema serialises")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn load_text(text: &str) -> Result<Scenario, ScenarioError> {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path();
+        std::fs::create_dir_all(root.join("preludes")).unwrap();
+        std::fs::write(
+            root.join("preludes/hs.toml"),
+            "[[steps]]\nexpect = \"initialize\"\n[[steps]]\nreply = { protocolVersion = 1 }\n",
+        )
+        .unwrap();
+        std::fs::create_dir_all(root.join("acp")).unwrap();
+        let path = root.join("acp/case.toml");
+        std::fs::write(&path, text).unwrap();
+        load(root, &path)
+    }
+
+    const OK: &str = "title = \"t\"\nprovider = \"acp\"\n[[fake.steps]]\ninclude = \"hs\"\n[[fake.steps]]\nchunk = \"hi\"\n[expect]\nstop_reason = \"completed\"\n";
+
+    #[test]
+    fn expands_preludes_and_derives_the_id() {
+        let s = load_text(OK).unwrap();
+        assert_eq!(s.id, "acp/case");
+        let actions: Vec<_> = s.script.steps.iter().map(|s| s.check().unwrap()).collect();
+        assert_eq!(actions, ["expect", "reply", "chunk"]);
+        assert_eq!(s.file.modes, Mode::ALL);
+    }
+
+    #[test]
+    fn a_step_with_two_actions_names_its_line_and_column() {
+        let text = OK.replace("chunk = \"hi\"", "chunk = \"hi\"\nstop = \"end_turn\"");
+        let err = load_text(&text).unwrap_err().to_string();
+        assert!(err.contains("case.toml:6:1: a step sets several actions (chunk, stop)"), "{err}");
+    }
+
+    #[test]
+    fn an_unknown_key_names_its_line_and_column() {
+        let text = OK.replace("chunk = \"hi\"", "chunks = \"hi\"");
+        let err = load_text(&text).unwrap_err().to_string();
+        assert!(err.contains("case.toml:6:1: unknown field `chunks`"), "{err}");
+    }
+
+    #[test]
+    fn bad_toml_names_its_line_and_column() {
+        let text = OK.replace("title = \"t\"", "title = \"t");
+        let err = load_text(&text).unwrap_err().to_string();
+        assert!(err.contains("case.toml:1:"), "{err}");
+    }
+
+    #[test]
+    fn an_unknown_stop_reason_is_rejected() {
+        let text = OK.replace("\"completed\"", "\"done\"");
+        let err = load_text(&text).unwrap_err().to_string();
+        assert!(err.contains("case.toml:8:1: stop reason `done`"), "{err}");
+    }
+
+    #[test]
+    fn a_missing_prelude_is_rejected_at_the_include() {
+        let text = OK.replace("\"hs\"", "\"nope\"");
+        let err = load_text(&text).unwrap_err().to_string();
+        assert!(err.contains("case.toml:3:1: prelude `nope`"), "{err}");
+    }
+}

@@ -1,0 +1,163 @@
+//! The harness end of the fakes' side channel: a Unix socket every fake process connects to.
+//! Registration is synchronous — a pidfd is opened before the fake is acknowledged — so the
+//! ledger names each process without a pid-reuse window.
+
+use std::collections::HashMap;
+use std::os::fd::OwnedFd;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+
+use conform_protocol::side::{FakeEvent, FakeLine, Role, ToFake};
+use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
+use tokio::net::UnixListener;
+use tokio::sync::mpsc;
+
+use crate::events::{RunEvent, Router};
+use crate::procs;
+
+/// One registered fake process.
+#[derive(Debug)]
+pub struct Registered {
+    pub run: String,
+    pub pid: i32,
+    pub role: Role,
+    pub start_time: u64,
+    pub pidfd: Option<OwnedFd>,
+}
+
+#[derive(Default)]
+struct Shared {
+    ledger: HashMap<String, Vec<Arc<Registered>>>,
+    writers: HashMap<(String, i32), mpsc::UnboundedSender<ToFake>>,
+}
+
+pub struct SideServer {
+    path: PathBuf,
+    shared: Arc<Mutex<Shared>>,
+    task: tokio::task::JoinHandle<()>,
+}
+
+impl SideServer {
+    pub fn bind(path: &Path, router: Arc<Router>) -> std::io::Result<SideServer> {
+        let listener = UnixListener::bind(path)?;
+        let shared = Arc::new(Mutex::new(Shared::default()));
+        let accept_shared = shared.clone();
+        let task = tokio::spawn(async move {
+            while let Ok((stream, _)) = listener.accept().await {
+                tokio::spawn(serve(stream, accept_shared.clone(), router.clone()));
+            }
+        });
+        Ok(SideServer {
+            path: path.to_owned(),
+            shared,
+            task,
+        })
+    }
+
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// Every process registered for `run` so far.
+    pub fn ledger(&self, run: &str) -> Vec<Arc<Registered>> {
+        self.shared
+            .lock()
+            .unwrap()
+            .ledger
+            .get(run)
+            .cloned()
+            .unwrap_or_default()
+    }
+
+    /// Every process registered, for the end-of-suite sweep.
+    pub fn all(&self) -> Vec<Arc<Registered>> {
+        let shared = self.shared.lock().unwrap();
+        shared.ledger.values().flatten().cloned().collect()
+    }
+
+    pub fn release(&self, run: &str, pid: i32, name: &str) {
+        if let Some(w) = self
+            .shared
+            .lock()
+            .unwrap()
+            .writers
+            .get(&(run.to_owned(), pid))
+        {
+            let _ = w.send(ToFake::Release {
+                name: name.to_owned(),
+            });
+        }
+    }
+}
+
+impl Drop for SideServer {
+    fn drop(&mut self) {
+        self.task.abort();
+        let _ = std::fs::remove_file(&self.path);
+    }
+}
+
+async fn serve(stream: tokio::net::UnixStream, shared: Arc<Mutex<Shared>>, router: Arc<Router>) {
+    let (read, mut write) = stream.into_split();
+    let (tx, mut rx) = mpsc::unbounded_channel::<ToFake>();
+    let writer = tokio::spawn(async move {
+        while let Some(msg) = rx.recv().await {
+            let mut line = serde_json::to_string(&msg).expect("serialises");
+            line.push('\n');
+            if write.write_all(line.as_bytes()).await.is_err() {
+                break;
+            }
+        }
+    });
+    let mut keys = Vec::new();
+    let mut lines = BufReader::new(read).lines();
+    while let Ok(Some(line)) = lines.next_line().await {
+        let fake: FakeLine = match serde_json::from_str(&line) {
+            Ok(f) => f,
+            Err(e) => {
+                // A fake that cannot speak its own side channel is the harness's bug; the run
+                // cannot be attributed, so tell every open run.
+                for run in router.runs() {
+                    router.send(
+                        &run,
+                        RunEvent::Fake(FakeLine {
+                            run: run.clone(),
+                            pid: 0,
+                            event: FakeEvent::Fault {
+                                detail: format!("unreadable side-channel line ({e}): {line}"),
+                            },
+                        }),
+                    );
+                }
+                continue;
+            }
+        };
+        if let FakeEvent::Register {
+            role, start_time, ..
+        } = &fake.event
+        {
+            let entry = Arc::new(Registered {
+                run: fake.run.clone(),
+                pid: fake.pid,
+                role: *role,
+                start_time: *start_time,
+                pidfd: procs::pidfd_open(fake.pid).ok(),
+            });
+            let mut s = shared.lock().unwrap();
+            s.ledger.entry(fake.run.clone()).or_default().push(entry);
+            s.writers.insert((fake.run.clone(), fake.pid), tx.clone());
+            keys.push((fake.run.clone(), fake.pid));
+            drop(s);
+            let _ = tx.send(ToFake::Ack);
+        }
+        router.send(&fake.run.clone(), RunEvent::Fake(fake));
+    }
+    {
+        let mut s = shared.lock().unwrap();
+        for key in keys {
+            s.writers.remove(&key);
+        }
+    }
+    drop(tx);
+    let _ = writer.await;
+}

@@ -1,0 +1,275 @@
+//! A whole `conform run`: load and select scenarios, start the side channel and the subject,
+//! run every case (several in flight in one subject), judge, and sweep what is left.
+
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use conform_protocol::subject::Mode;
+use tokio::sync::Semaphore;
+use tokio::task::JoinSet;
+
+use crate::events::Router;
+use crate::pool::SubjectPool;
+use crate::procs;
+use crate::run::{self, Ctx, Observed};
+use crate::scenario::{self, Scenario};
+use crate::side::SideServer;
+use crate::snapshot::{self, Outcome};
+use crate::subject::Transcripts;
+use crate::verdict::{self, Blame, Finding};
+
+#[derive(Debug)]
+pub enum Verdict {
+    Pass,
+    Fail,
+    Skip(String),
+}
+
+#[derive(Debug)]
+pub struct CaseReport {
+    pub scenario: Arc<Scenario>,
+    pub mode: Mode,
+    pub verdict: Verdict,
+    pub findings: Vec<Finding>,
+    pub snapshot: Option<String>,
+    pub obs: Option<Observed>,
+}
+
+pub struct SuiteReport {
+    pub subject: String,
+    pub cases: Vec<CaseReport>,
+    /// Processes found alive after the suite (then killed).
+    pub stragglers: Vec<String>,
+    pub elapsed: Duration,
+}
+
+impl SuiteReport {
+    pub fn exit_code(&self) -> i32 {
+        let harness = self
+            .cases
+            .iter()
+            .flat_map(|c| &c.findings)
+            .any(|f| f.blame == Blame::Harness);
+        if harness {
+            2
+        } else if !self.stragglers.is_empty()
+            || self.cases.iter().any(|c| matches!(c.verdict, Verdict::Fail))
+        {
+            1
+        } else {
+            0
+        }
+    }
+}
+
+pub struct Options {
+    pub scenarios: PathBuf,
+    pub filters: Vec<String>,
+    pub subject: Option<String>,
+    pub snapshots: PathBuf,
+    pub accept: bool,
+    pub jobs: usize,
+    pub deadline: Duration,
+    pub progress: bool,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum SuiteError {
+    #[error("{} scenario file(s) could not be loaded:\n{}", .0.len(), .0.iter().map(|e| format!("  {e}")).collect::<Vec<_>>().join("\n"))]
+    Scenarios(Vec<scenario::ScenarioError>),
+    #[error("no scenario matches the filter")]
+    NothingSelected,
+    #[error("harness setup failed: {0}")]
+    Setup(#[from] std::io::Error),
+}
+
+/// Loads and filters scenarios.
+pub fn select(dir: &std::path::Path, filters: &[String]) -> Result<Vec<Scenario>, SuiteError> {
+    let all = scenario::discover(dir).map_err(SuiteError::Scenarios)?;
+    let chosen: Vec<Scenario> = all
+        .into_iter()
+        .filter(|s| filters.is_empty() || filters.iter().any(|f| s.id.contains(f.as_str())))
+        .collect();
+    if chosen.is_empty() {
+        return Err(SuiteError::NothingSelected);
+    }
+    Ok(chosen)
+}
+
+pub async fn run(opts: Options) -> Result<SuiteReport, SuiteError> {
+    let started = Instant::now();
+    let scenarios: Vec<Arc<Scenario>> = select(&opts.scenarios, &opts.filters)?
+        .into_iter()
+        .map(Arc::new)
+        .collect();
+    let work = tempfile::Builder::new().prefix("conform-").tempdir()?;
+    let router = Arc::new(Router::default());
+    let side = SideServer::bind(&work.path().join("side.sock"), router.clone())?;
+    let exe = std::env::current_exe()?.to_string_lossy().into_owned();
+    let argv = match &opts.subject {
+        Some(cmd) => vec!["sh".to_owned(), "-c".to_owned(), cmd.clone()],
+        None => vec![exe.clone(), "reference".to_owned()],
+    };
+    let transcripts = Arc::new(Transcripts::default());
+    let pool = SubjectPool::new(argv, router.clone(), transcripts.clone());
+    let ctx = Arc::new(Ctx {
+        router,
+        side,
+        pool,
+        transcripts,
+        fake_argv: vec![exe],
+        work: work.path().to_owned(),
+        default_deadline: opts.deadline,
+    });
+
+    let caps = ctx.pool.get().await.ok().map(|s| s.caps.clone());
+    let subject_name = match &caps {
+        Some(c) => format!("{} {} ({})", c.name, c.version, ctx.pool.command()),
+        None => format!("(did not start) {}", ctx.pool.command()),
+    };
+
+    let mut cases: Vec<(Arc<Scenario>, Mode)> = Vec::new();
+    for s in &scenarios {
+        for m in &s.file.modes {
+            cases.push((s.clone(), *m));
+        }
+    }
+    let bar = progress_bar(cases.len(), opts.progress);
+    let limit = Arc::new(Semaphore::new(opts.jobs.max(1)));
+    let mut set = JoinSet::new();
+    let mut reports = Vec::new();
+    for (index, (s, mode)) in cases.into_iter().enumerate() {
+        if let Some(c) = &caps {
+            let reason = if !c.providers.contains(&s.file.provider) {
+                Some(format!("the subject has no `{}` provider", s.file.provider))
+            } else if !c.modes.contains(&mode) {
+                Some(format!("the subject does not run {mode} calls"))
+            } else {
+                None
+            };
+            if let Some(reason) = reason {
+                bar.inc(1);
+                reports.push((
+                    index,
+                    CaseReport {
+                        scenario: s,
+                        mode,
+                        verdict: Verdict::Skip(reason),
+                        findings: vec![],
+                        snapshot: None,
+                        obs: None,
+                    },
+                ));
+                continue;
+            }
+        }
+        let ctx = ctx.clone();
+        let limit = limit.clone();
+        let bar = bar.clone();
+        let snapshots = opts.snapshots.clone();
+        let accept = opts.accept;
+        set.spawn(async move {
+            let _permit = limit.acquire_owned().await.expect("semaphore open");
+            bar.set_message(format!("{} ({mode})", s.id));
+            let obs = run::run_case(&ctx, &s, mode).await;
+            let report = judge(&s, mode, obs, &snapshots, accept);
+            bar.inc(1);
+            (index, report)
+        });
+    }
+    while let Some(done) = set.join_next().await {
+        match done {
+            Ok(r) => reports.push(r),
+            Err(e) => std::panic::resume_unwind(e.into_panic()),
+        }
+    }
+    bar.finish_and_clear();
+    reports.sort_by_key(|(i, _)| *i);
+
+    ctx.pool.shutdown().await;
+    let mut stragglers = Vec::new();
+    for p in ctx.side.all() {
+        if procs::alive(p.pid, p.start_time)
+            && let Some(fd) = &p.pidfd
+        {
+            stragglers.push(format!("pid {} of run {}", p.pid, p.run));
+            procs::kill(fd);
+            procs::wait_exit(fd, Duration::from_secs(5)).await;
+        }
+    }
+    Ok(SuiteReport {
+        subject: subject_name,
+        cases: reports.into_iter().map(|(_, r)| r).collect(),
+        stragglers,
+        elapsed: started.elapsed(),
+    })
+}
+
+fn judge(
+    s: &Arc<Scenario>,
+    mode: Mode,
+    obs: Observed,
+    snapshots: &std::path::Path,
+    accept: bool,
+) -> CaseReport {
+    let mut findings = verdict::judge(s, mode, &obs);
+    let mut snapshot_note = None;
+    let ran_to_end = obs.subject_gone.is_none() && obs.timed_out.is_none();
+    let harness_fault = findings.iter().any(|f| f.blame == Blame::Harness);
+    if ran_to_end && !harness_fault {
+        let actual = snapshot::render(&obs);
+        match snapshot::check(snapshots, s, mode, &actual, accept) {
+            Ok(Outcome::Matches) => {}
+            Ok(Outcome::Accepted) => {
+                snapshot_note = Some(format!("accepted new snapshot:\n{actual}"));
+            }
+            Ok(Outcome::Missing { new }) => findings.push(Finding {
+                check: "snapshot",
+                blame: Blame::Subject,
+                message: format!(
+                    "no stored snapshot; this run's texts are in {} (read them, then `cargo insta review` or `conform run --accept`):\n{actual}",
+                    new.display()
+                ),
+            }),
+            Ok(Outcome::Differs { diff, new }) => findings.push(Finding {
+                check: "snapshot",
+                blame: Blame::Subject,
+                message: format!(
+                    "the model-visible texts differ from the snapshot (new texts in {}):\n{diff}",
+                    new.display()
+                ),
+            }),
+            Err(e) => findings.push(Finding {
+                check: "harness.snapshot",
+                blame: Blame::Harness,
+                message: format!("could not read or write the snapshot: {e}"),
+            }),
+        }
+    }
+    let verdict = if findings.is_empty() {
+        Verdict::Pass
+    } else {
+        Verdict::Fail
+    };
+    CaseReport {
+        scenario: s.clone(),
+        mode,
+        verdict,
+        findings,
+        snapshot: snapshot_note,
+        obs: Some(obs),
+    }
+}
+
+fn progress_bar(len: usize, enabled: bool) -> indicatif::ProgressBar {
+    if !enabled {
+        return indicatif::ProgressBar::hidden();
+    }
+    let bar = indicatif::ProgressBar::new(len as u64);
+    bar.set_style(
+        indicatif::ProgressStyle::with_template("{bar:30} {pos}/{len} {elapsed} {wide_msg}")
+            .expect("template"),
+    );
+    bar
+}

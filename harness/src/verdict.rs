@@ -1,0 +1,450 @@
+//! Judging one run: every check has a stable id (`expect.diagnostic`, `contract.bound`, …) so a
+//! failure names the requirement it broke. Checks read only what the run observed; snapshots are
+//! judged by the caller.
+
+use conform_protocol::side::{FakeEvent, Role};
+use conform_protocol::subject::Mode;
+use serde_json::Value;
+
+use crate::run::Observed;
+use crate::scenario::Scenario;
+
+/// The shared diagnostic bound, in UTF-8 bytes.
+pub const MAX_DIAGNOSTIC_BYTES: usize = 4096;
+
+/// Who is to blame for a failed check.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Blame {
+    /// The subject broke the contract.
+    Subject,
+    /// The harness or a fake failed; the run proves nothing about the subject.
+    Harness,
+}
+
+#[derive(Clone, Debug)]
+pub struct Finding {
+    pub check: &'static str,
+    pub blame: Blame,
+    pub message: String,
+}
+
+fn subject(check: &'static str, message: String) -> Finding {
+    Finding {
+        check,
+        blame: Blame::Subject,
+        message,
+    }
+}
+
+/// Every model-visible text of the run, with where it came from.
+pub fn model_visible(obs: &Observed) -> Vec<(&'static str, &str)> {
+    let mut texts = Vec::new();
+    if let Some(e) = &obs.start_rejected {
+        texts.push(("start rejection", e.message.as_str()));
+    }
+    if let Some(d) = obs.result.as_ref().and_then(|r| r.diagnostic.as_deref()) {
+        texts.push(("diagnostic", d));
+    }
+    if let Some((_, t)) = &obs.tool_result {
+        texts.push(("tool result", t.as_str()));
+    }
+    for (_, t) in &obs.notices {
+        texts.push(("notice", t.as_str()));
+    }
+    if let Some(t) = &obs.job_output {
+        texts.push(("job_output", t.as_str()));
+    }
+    texts
+}
+
+/// Untrusted strings of a scenario that must never reach model-visible text: what the fake
+/// writes outside assistant output (stderr, thoughts, tool titles and inputs, raw lines, error
+/// payloads, unknown enum values), the task, and the scenario's declared secrets. Short strings
+/// are skipped: they collide with the fixed vocabulary (`edit`, `read`).
+pub fn untrusted_strings(scenario: &Scenario) -> Vec<String> {
+    const KNOWN_STOPS: &[&str] = &[
+        "end_turn",
+        "max_tokens",
+        "max_turn_requests",
+        "refusal",
+        "cancelled",
+    ];
+    let mut out: Vec<String> = scenario.file.secrets.clone();
+    out.push(scenario.file.task.clone());
+    for step in &scenario.script.steps {
+        out.extend(step.stderr.clone());
+        out.extend(step.thought.clone());
+        out.extend(step.raw.clone());
+        if let Some(stop) = &step.stop
+            && !KNOWN_STOPS.contains(&stop.as_str())
+        {
+            out.push(stop.clone());
+        }
+        if let Some(p) = &step.permission {
+            out.extend(p.title.clone());
+            if let Some(raw) = &p.raw_input {
+                leaves(raw, &mut out);
+            }
+        }
+        if let Some(u) = &step.update {
+            leaves(u, &mut out);
+        }
+        if let Some(e) = &step.error {
+            out.push(e.message.clone());
+            if let Some(d) = &e.data {
+                leaves(d, &mut out);
+            }
+        }
+        if let Some(r) = &step.reply {
+            // Reply payloads are protocol data; only free text inside them is a secret.
+            leaves(r, &mut out);
+        }
+    }
+    out.retain(|s| s.chars().count() >= 8);
+    out.sort();
+    out.dedup();
+    out
+}
+
+fn leaves(v: &Value, out: &mut Vec<String>) {
+    match v {
+        Value::String(s) => out.push(s.clone()),
+        Value::Array(a) => a.iter().for_each(|x| leaves(x, out)),
+        Value::Object(o) => o.values().for_each(|x| leaves(x, out)),
+        _ => {}
+    }
+}
+
+/// Which rung of the teardown ladder ended the runtime process, from its own ledger.
+pub fn teardown_rung(obs: &Observed) -> Option<&'static str> {
+    let runtime_pid = obs.fake.iter().find_map(|l| match &l.event {
+        FakeEvent::Register {
+            role: Role::Runtime,
+            ..
+        } => Some(l.pid),
+        _ => None,
+    })?;
+    let mine = || obs.fake.iter().filter(move |l| l.pid == runtime_pid);
+    let term = mine().find_map(|l| match &l.event {
+        FakeEvent::Signal { signal, action } if signal == "SIGTERM" => Some(action.clone()),
+        _ => None,
+    });
+    let exited = mine().any(|l| matches!(l.event, FakeEvent::Exit { .. }));
+    Some(match term.as_deref() {
+        Some("exit") => "sigterm",
+        _ if exited => "eof",
+        _ => "sigkill",
+    })
+}
+
+pub fn judge(scenario: &Scenario, mode: Mode, obs: &Observed) -> Vec<Finding> {
+    let mut f = Vec::new();
+    let expect = &scenario.file.expect;
+
+    // --- the harness's own health ---
+    for line in &obs.fake {
+        if let FakeEvent::Fault { detail } = &line.event {
+            f.push(Finding {
+                check: "harness.fake",
+                blame: Blame::Harness,
+                message: format!("fake pid {}: {detail}", line.pid),
+            });
+        }
+    }
+    if !obs.fake.iter().any(|l| matches!(l.event, FakeEvent::Register { .. }))
+        && scenario.file.subject.runtime == crate::scenario::RuntimeKind::Fake
+        && expect.start_error.is_none()
+        && obs.subject_gone.is_none()
+        && obs.timed_out.is_none()
+    {
+        f.push(Finding {
+            check: "harness.fake",
+            blame: Blame::Harness,
+            message: "the fake runtime never registered on the side channel".into(),
+        });
+    }
+
+    // --- the subject as a process ---
+    if let Some(detail) = &obs.subject_gone {
+        f.push(subject("subject.alive", detail.clone()));
+    }
+    if let Some(d) = obs.timed_out {
+        f.push(subject(
+            "subject.deadline",
+            format!("the run did not finish within {} ms", d.as_millis()),
+        ));
+    }
+    for (line, error) in &obs.subject_invalid {
+        f.push(subject("subject.protocol", format!("{error}\n  line: {line}")));
+    }
+    for line in &obs.fake {
+        if let FakeEvent::Violation { detail } = &line.event {
+            f.push(subject(
+                "wire.violation",
+                format!("the runtime saw a protocol violation: {detail}"),
+            ));
+        }
+    }
+    if obs.subject_gone.is_some() || obs.timed_out.is_some() {
+        return f;
+    }
+
+    // --- expectations from the scenario ---
+    match (&expect.start_error, &obs.start_rejected) {
+        (Some(want), Some(got)) if &got.message != want => f.push(subject(
+            "expect.start-error",
+            format!("start rejected with `{}`, expected `{want}`", got.message),
+        )),
+        (Some(want), None) => f.push(subject(
+            "expect.start-error",
+            format!("start was not rejected, expected `{want}`"),
+        )),
+        (None, Some(got)) => f.push(subject(
+            "expect.start-error",
+            format!("start was rejected unexpectedly: {}: {}", got.name, got.message),
+        )),
+        _ => {}
+    }
+    if let Some(want) = &expect.stop_reason {
+        match &obs.result {
+            None => f.push(subject("expect.stop-reason", "no result was reported".into())),
+            Some(r) => {
+                if &r.stop_reason != want {
+                    f.push(subject(
+                        "expect.stop-reason",
+                        format!("stop reason `{}`, expected `{want}`", r.stop_reason),
+                    ));
+                }
+                if r.diagnostic != expect.diagnostic {
+                    f.push(subject(
+                        "expect.diagnostic",
+                        format!(
+                            "diagnostic {}, expected {}",
+                            show(r.diagnostic.as_deref()),
+                            show(expect.diagnostic.as_deref())
+                        ),
+                    ));
+                }
+                if let Some(want) = &expect.output
+                    && &r.output_text() != want
+                {
+                    f.push(subject(
+                        "expect.output",
+                        format!("output {:?}, expected {want:?}", r.output_text()),
+                    ));
+                }
+            }
+        }
+    }
+    if mode == Mode::Background
+        && let Some(want) = &expect.job_status
+    {
+        let got = obs.job_output.as_deref().and_then(job_status);
+        if got.as_deref() != Some(want.as_str()) {
+            f.push(subject(
+                "expect.job-status",
+                format!("job status {}, expected `{want}`", show(got.as_deref())),
+            ));
+        }
+    }
+    if let Some(want) = &expect.teardown {
+        let got = teardown_rung(obs);
+        if got != Some(want.as_str()) {
+            f.push(subject(
+                "expect.teardown",
+                format!("the runtime ended at teardown rung {}, expected `{want}`", show(got)),
+            ));
+        }
+    }
+    let answers: Vec<&Value> = obs
+        .fake
+        .iter()
+        .filter_map(|l| match &l.event {
+            FakeEvent::Answer { answer, .. } => Some(answer),
+            _ => None,
+        })
+        .collect();
+    if !expect.answers.is_empty() && answers != expect.answers.iter().collect::<Vec<_>>() {
+        f.push(subject(
+            "expect.answers",
+            format!(
+                "the subject answered {}, expected {}",
+                serde_json::to_string(&answers).unwrap(),
+                serde_json::to_string(&expect.answers).unwrap()
+            ),
+        ));
+    }
+
+    // --- the contract, whatever the scenario says ---
+    if let Some(r) = &obs.result {
+        if let Some(d) = &r.diagnostic {
+            if d.len() > MAX_DIAGNOSTIC_BYTES {
+                f.push(subject(
+                    "contract.bound",
+                    format!("the diagnostic is {} bytes, over {MAX_DIAGNOSTIC_BYTES}", d.len()),
+                ));
+            }
+            if r.stop_reason == "completed" {
+                f.push(subject(
+                    "contract.no-diagnostic",
+                    "a completed result carries a diagnostic".into(),
+                ));
+            }
+            if r.stop_reason == "aborted" && obs.cancel_sent {
+                f.push(subject(
+                    "contract.no-diagnostic",
+                    "a locally cancelled result carries a diagnostic".into(),
+                ));
+            }
+        }
+        if !obs.dispatched {
+            f.push(subject(
+                "delivery.dispatch-receipt",
+                "a result was reported for a run that was never dispatched".into(),
+            ));
+        }
+    }
+    for secret in untrusted_strings(scenario) {
+        for (what, text) in model_visible(obs) {
+            if text.contains(&secret) {
+                f.push(subject(
+                    "contract.redaction",
+                    format!("the {what} contains untrusted text {secret:?}"),
+                ));
+            }
+        }
+    }
+    if mode == Mode::Foreground
+        && let (Some((is_error, text)), Some(r)) = (&obs.tool_result, &obs.result)
+    {
+        if *is_error == (r.stop_reason == "completed") && obs.settled {
+            f.push(subject(
+                "presentation.is-error",
+                format!("isError is {is_error} for stop reason `{}`", r.stop_reason),
+            ));
+        }
+        if let Some(d) = &r.diagnostic
+            && !text.contains(d.as_str())
+        {
+            f.push(subject(
+                "presentation.same-diagnostic",
+                "the tool result does not show the result's diagnostic".into(),
+            ));
+        }
+    }
+    if mode == Mode::Background {
+        check_background(obs, &mut f);
+    }
+
+    // --- processes ---
+    if !obs.leftovers.is_empty() {
+        let check = if obs.start_rejected.is_some() {
+            "process.rollback"
+        } else {
+            "process.settled"
+        };
+        f.push(subject(
+            check,
+            format!(
+                "still running after the subject said the run was over (killed by the harness): {}",
+                obs.leftovers.join(", ")
+            ),
+        ));
+    }
+    f
+}
+
+fn check_background(obs: &Observed, f: &mut Vec<Finding>) {
+    let Some((_, started)) = &obs.tool_result else {
+        return;
+    };
+    let Some(job) = started.strip_prefix("started background subagent job ") else {
+        f.push(subject(
+            "presentation.background-start",
+            format!("the background tool result is {started:?}"),
+        ));
+        return;
+    };
+    let killed = obs.cancel_sent;
+    match (obs.notices.as_slice(), killed) {
+        ([], false) => f.push(subject(
+            "delivery.completion",
+            if obs.fake.iter().any(|l| matches!(l.event, FakeEvent::Terminal)) {
+                "done_but_not_forwarded: the child finished but no completion notice reached the parent".into()
+            } else {
+                "suspect_delivery_failure: no completion notice reached the parent".into()
+            },
+        )),
+        ([(j, text)], _) => {
+            if j != job || !text.starts_with(&format!("background job {job} ")) {
+                f.push(subject(
+                    "delivery.job-id",
+                    format!("the notice names job `{j}`, the tool result named `{job}`"),
+                ));
+            }
+            if killed {
+                f.push(subject(
+                    "delivery.no-notice-after-kill",
+                    "a job killed through job_kill still sent a completion notice".into(),
+                ));
+            }
+            if let Some(out) = &obs.job_output
+                && let (Some(a), Some(b)) = (status_line(text), out.lines().last())
+                && a != b
+            {
+                f.push(subject(
+                    "presentation.same-status",
+                    format!("the notice says {a} but job_output says {b}"),
+                ));
+            }
+        }
+        (many, _) if many.len() > 1 => f.push(subject(
+            "delivery.single-notice",
+            format!("{} completion notices for one job", many.len()),
+        )),
+        _ => {}
+    }
+    if obs.job_output.is_none() {
+        f.push(subject("delivery.job-output", "job_output never answered".into()));
+    }
+}
+
+/// `[status: failed, …]` from a notice.
+fn status_line(notice: &str) -> Option<&str> {
+    let start = notice.find(" finished [status: ")? + " finished ".len();
+    let end = notice.rfind("]. Read its output with job_output.")? + 1;
+    notice.get(start..end)
+}
+
+/// `failed` from a job_output's last line `[status: failed, …]`.
+pub fn job_status(job_output: &str) -> Option<String> {
+    let last = job_output.lines().rev().find(|l| l.starts_with("[status: "))?;
+    let rest = &last["[status: ".len()..];
+    let end = rest.find([',', ']'])?;
+    Some(rest[..end].to_owned())
+}
+
+fn show(s: Option<&str>) -> String {
+    s.map_or_else(|| "none".to_owned(), |s| format!("{s:?}"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn job_status_reads_the_status_line() {
+        assert_eq!(job_status("(no new output)\n[status: killed]").as_deref(), Some("killed"));
+        assert_eq!(
+            job_status("(no new output)\n[status: failed, error; diagnostic: x]").as_deref(),
+            Some("failed")
+        );
+        assert_eq!(job_status("answer").as_deref(), None);
+    }
+
+    #[test]
+    fn status_line_is_cut_from_a_notice() {
+        let n = "background job subagent-2 (subagent: a) finished [status: failed, error; diagnostic: X (a; b)]. Read its output with job_output.";
+        assert_eq!(status_line(n), Some("[status: failed, error; diagnostic: X (a; b)]"));
+    }
+}
