@@ -1,1 +1,17 @@
+//! Scripted stdio runtimes for the conformance harness.
+//!
+//! One protocol-neutral [`engine`] runs a [`conform_protocol::script::Script`]; a thin
+//! [`codec::Codec`] per protocol builds and classifies frames and expands the protocol sugar.
+//! Everything the fake sees and does is reported to the harness over the [`side`] channel.
+//! Each fake binary is a one-line call into [`cli::main`] with its codec.
 
+pub mod acp;
+pub mod cli;
+pub mod codec;
+pub mod engine;
+pub mod error;
+pub mod params;
+pub mod process;
+pub mod side;
+pub mod signals;
+pub mod wire;

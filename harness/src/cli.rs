@@ -90,5 +90,7 @@ pub fn default_dir(name: &str) -> PathBuf {
     if here.is_dir() {
         return here;
     }
-    std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("..").join(name)
+    std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("..")
+        .join(name)
 }

@@ -9,15 +9,24 @@ use conform::{report, scenario, suite};
 fn main() -> ExitCode {
     let cli = Cli::parse();
     match cli.command {
-        Command::FakeAcp { args } => { let _ = args; todo!() }
-        Command::Reference { args } => { let _ = args; todo!() }
+        Command::FakeAcp { args } => conform_fakes::cli::main_with_args(
+            Box::new(conform_fakes::acp::AcpCodec::new()),
+            args,
+            vec!["fake-acp".to_owned()],
+        ),
+        Command::Reference { args } => {
+            ExitCode::from(conform_reference::main_with_args(args) as u8)
+        }
         Command::Schema { which } => {
             let schema = if which == "scenario" {
                 scenario::json_schema()
             } else {
                 serde_json::from_str(conform::subject::SCHEMA_TEXT).expect("schema is JSON")
             };
-            println!("{}", serde_json::to_string_pretty(&schema).expect("serialises"));
+            println!(
+                "{}",
+                serde_json::to_string_pretty(&schema).expect("serialises")
+            );
             ExitCode::SUCCESS
         }
         Command::List(sel) => {
@@ -45,7 +54,10 @@ fn main() -> ExitCode {
                 }
             };
             let opts = suite::Options {
-                scenarios: args.select.scenarios.unwrap_or_else(|| default_dir("scenarios")),
+                scenarios: args
+                    .select
+                    .scenarios
+                    .unwrap_or_else(|| default_dir("scenarios")),
                 filters: args.select.filter,
                 subject: args.subject,
                 snapshots: args.snapshots.unwrap_or_else(|| default_dir("snapshots")),

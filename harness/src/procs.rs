@@ -79,11 +79,17 @@ mod tests {
 
     #[tokio::test]
     async fn a_pidfd_reports_exit_and_liveness_follows() {
-        let mut child = std::process::Command::new("sleep").arg("30").spawn().unwrap();
+        let mut child = std::process::Command::new("sleep")
+            .arg("30")
+            .spawn()
+            .unwrap();
         let pid = child.id() as i32;
         let st = stat(pid).unwrap();
         assert!(alive(pid, st.start_time));
-        assert!(!alive(pid, st.start_time + 1), "another start time is another process");
+        assert!(
+            !alive(pid, st.start_time + 1),
+            "another start time is another process"
+        );
         let fd = pidfd_open(pid).unwrap();
         assert!(!wait_exit(&fd, Duration::from_millis(20)).await);
         kill(&fd);

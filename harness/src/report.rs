@@ -21,7 +21,10 @@ pub fn human(report: &SuiteReport, verbose: bool) -> String {
             Verdict::Pass => ("pass".to_owned(), String::new()),
             Verdict::Fail => (
                 "FAIL".to_owned(),
-                c.findings.first().map(|f| f.check.to_owned()).unwrap_or_default(),
+                c.findings
+                    .first()
+                    .map(|f| f.check.to_owned())
+                    .unwrap_or_default(),
             ),
             Verdict::Skip(why) => ("skip".to_owned(), why.clone()),
         };
@@ -88,14 +91,22 @@ fn transcripts(obs: &Observed) -> String {
     let _ = writeln!(out, "  runtime ledger:");
     for l in &obs.fake {
         let text = match &l.event {
-            FakeEvent::Frame { dir, frame, violation, .. } => format!(
+            FakeEvent::Frame {
+                dir,
+                frame,
+                violation,
+                ..
+            } => format!(
                 "{} {}{}",
                 match dir {
                     Direction::Recv => "subject→runtime",
                     Direction::Sent => "runtime→subject",
                 },
                 frame,
-                violation.as_ref().map(|v| format!("   (violation on purpose: {v})")).unwrap_or_default()
+                violation
+                    .as_ref()
+                    .map(|v| format!("   (violation on purpose: {v})"))
+                    .unwrap_or_default()
             ),
             other => serde_json::to_string(other).unwrap_or_default(),
         };
@@ -108,7 +119,11 @@ fn transcripts(obs: &Observed) -> String {
         }
     }
     if !obs.stderr_tail.is_empty() {
-        let _ = writeln!(out, "  subject stderr tail:\n    {}", indent(&obs.stderr_tail, "    "));
+        let _ = writeln!(
+            out,
+            "  subject stderr tail:\n    {}",
+            indent(&obs.stderr_tail, "    ")
+        );
     }
     out
 }

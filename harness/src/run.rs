@@ -12,7 +12,7 @@ use conform_protocol::side::{FakeEvent, FakeLine, Role};
 use conform_protocol::subject::{FromSubject, Mode, Runtime, StartError, ToSubject};
 use serde_json::{Map, Value, json};
 
-use crate::events::{RunEvent, Router};
+use crate::events::{Router, RunEvent};
 use crate::pool::SubjectPool;
 use crate::procs;
 use crate::scenario::{CwdKind, RuntimeKind, Scenario, Trigger};
@@ -103,12 +103,16 @@ pub async fn run_case(ctx: &Ctx, scenario: &Scenario, mode: Mode) -> Observed {
     let start = match start_message(ctx, scenario, mode, &run, deadline) {
         Ok(m) => m,
         Err(e) => {
-            obs.fake.push(fault(&run, format!("could not prepare the run: {e}")));
+            obs.fake
+                .push(fault(&run, format!("could not prepare the run: {e}")));
             ctx.router.close(&run);
             return obs;
         }
     };
-    ctx.transcripts.record(&run, format!(">> {}", serde_json::to_string(&start).unwrap()));
+    ctx.transcripts.record(
+        &run,
+        format!(">> {}", serde_json::to_string(&start).unwrap()),
+    );
     subject.send(&start).await;
 
     let until = tokio::time::Instant::now() + deadline;
@@ -129,19 +133,24 @@ pub async fn run_case(ctx: &Ctx, scenario: &Scenario, mode: Mode) -> Observed {
             }
             RunEvent::Fake(line) => {
                 match &line.event {
-                    FakeEvent::Checkpoint { name } => {
+                    FakeEvent::Checkpoint { name }
                         if scenario.file.cancel.as_ref().is_some_and(|c| &c.at == name)
-                            && !obs.cancel_sent
-                        {
-                            obs.cancel_sent = true;
-                            let msg = ToSubject::Cancel { run: run.clone() };
-                            ctx.transcripts
-                                .record(&run, format!(">> {}", serde_json::to_string(&msg).unwrap()));
-                            subject.send(&msg).await;
-                        }
+                            && !obs.cancel_sent =>
+                    {
+                        obs.cancel_sent = true;
+                        let msg = ToSubject::Cancel { run: run.clone() };
+                        ctx.transcripts
+                            .record(&run, format!(">> {}", serde_json::to_string(&msg).unwrap()));
+                        subject.send(&msg).await;
                     }
                     FakeEvent::Awaiting { name } => {
-                        let trigger = scenario.file.fake.release.get(name).copied().unwrap_or_default();
+                        let trigger = scenario
+                            .file
+                            .fake
+                            .release
+                            .get(name)
+                            .copied()
+                            .unwrap_or_default();
                         pending_releases.push((line.pid, name.clone(), trigger));
                     }
                     _ => {}
@@ -161,24 +170,24 @@ pub async fn run_case(ctx: &Ctx, scenario: &Scenario, mode: Mode) -> Observed {
             }
             !due
         });
-        let over = obs.settled || obs.start_rejected.is_some();
-        let ready = over && obs.tool_result.is_some();
+        // A foreground tool result comes after dispose; a background job is terminal once
+        // job_output (asked after its notice, or after job_kill) answers.
         match mode {
-            Mode::Foreground if ready => break,
-            Mode::Background if ready && (!obs.notices.is_empty() || obs.cancel_sent) => {
-                if obs.job_output.is_some() {
-                    break;
-                }
-                if !job_output_sent {
-                    job_output_sent = true;
-                    let msg = ToSubject::JobOutput {
-                        run: run.clone(),
-                        wait: true,
-                    };
-                    ctx.transcripts
-                        .record(&run, format!(">> {}", serde_json::to_string(&msg).unwrap()));
-                    subject.send(&msg).await;
-                }
+            Mode::Foreground if obs.tool_result.is_some() => break,
+            Mode::Background if obs.job_output.is_some() => break,
+            Mode::Background
+                if obs.tool_result.is_some()
+                    && (!obs.notices.is_empty() || obs.cancel_sent)
+                    && !job_output_sent =>
+            {
+                job_output_sent = true;
+                let msg = ToSubject::JobOutput {
+                    run: run.clone(),
+                    wait: true,
+                };
+                ctx.transcripts
+                    .record(&run, format!(">> {}", serde_json::to_string(&msg).unwrap()));
+                subject.send(&msg).await;
             }
             _ => {}
         }
@@ -191,7 +200,8 @@ pub async fn run_case(ctx: &Ctx, scenario: &Scenario, mode: Mode) -> Observed {
         let budget = if clean { SETTLE_BUDGET } else { Duration::ZERO };
         let gone = !procs::alive(p.pid, p.start_time) || procs::wait_exit(fd, budget).await;
         if !gone {
-            obs.leftovers.push(format!("pid {} ({})", p.pid, role_name(p.role)));
+            obs.leftovers
+                .push(format!("pid {} ({})", p.pid, role_name(p.role)));
             procs::kill(fd);
             procs::wait_exit(fd, Duration::from_secs(5)).await;
         }

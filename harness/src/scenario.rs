@@ -258,8 +258,8 @@ pub fn load(root: &Path, path: &Path) -> Result<Scenario, ScenarioError> {
         path: path.to_owned(),
         source,
     })?;
-    let file: ScenarioFile =
-        toml::from_str(&text).map_err(|e| invalid(path, &text, e.span(), e.message().to_owned()))?;
+    let file: ScenarioFile = toml::from_str(&text)
+        .map_err(|e| invalid(path, &text, e.span(), e.message().to_owned()))?;
     let id = path
         .strip_prefix(root)
         .unwrap_or(path)
@@ -299,7 +299,12 @@ fn check_file(path: &Path, text: &str, file: &ScenarioFile) -> Result<(), Scenar
         ));
     }
     if file.modes.is_empty() {
-        return Err(invalid(path, text, at_key("modes"), "`modes` is empty".into()));
+        return Err(invalid(
+            path,
+            text,
+            at_key("modes"),
+            "`modes` is empty".into(),
+        ));
     }
     if let Some(p) = &file.subject.permission
         && p != "allow"
@@ -319,7 +324,10 @@ fn check_file(path: &Path, text: &str, file: &ScenarioFile) -> Result<(), Scenar
             path,
             text,
             at_key("stop_reason"),
-            format!("stop reason `{r}`, expected one of: {}", STOP_REASONS.join(", ")),
+            format!(
+                "stop reason `{r}`, expected one of: {}",
+                STOP_REASONS.join(", ")
+            ),
         ));
     }
     if let Some(s) = &file.expect.job_status
@@ -413,9 +421,21 @@ fn expand(
             )
         })?;
         let prelude: PreludeFile = toml::from_str(&prelude_text).map_err(|e| {
-            invalid(&prelude_path, &prelude_text, e.span(), e.message().to_owned())
+            invalid(
+                &prelude_path,
+                &prelude_text,
+                e.span(),
+                e.message().to_owned(),
+            )
         })?;
-        expand(root, &prelude_path, &prelude_text, &prelude.steps, out, depth + 1)?;
+        expand(
+            root,
+            &prelude_path,
+            &prelude_text,
+            &prelude.steps,
+            out,
+            depth + 1,
+        )?;
     }
     Ok(())
 }
@@ -459,14 +479,20 @@ mod tests {
     fn a_step_with_two_actions_names_its_line_and_column() {
         let text = OK.replace("chunk = \"hi\"", "chunk = \"hi\"\nstop = \"end_turn\"");
         let err = load_text(&text).unwrap_err().to_string();
-        assert!(err.contains("case.toml:6:1: a step sets several actions (chunk, stop)"), "{err}");
+        assert!(
+            err.contains("case.toml:5:1: a step sets several actions (chunk, stop)"),
+            "{err}"
+        );
     }
 
     #[test]
     fn an_unknown_key_names_its_line_and_column() {
         let text = OK.replace("chunk = \"hi\"", "chunks = \"hi\"");
         let err = load_text(&text).unwrap_err().to_string();
-        assert!(err.contains("case.toml:6:1: unknown field `chunks`"), "{err}");
+        assert!(
+            err.contains("case.toml:6:1: unknown field `chunks`"),
+            "{err}"
+        );
     }
 
     #[test]

@@ -12,7 +12,7 @@ use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
 use tokio::net::UnixListener;
 use tokio::sync::mpsc;
 
-use crate::events::{RunEvent, Router};
+use crate::events::{Router, RunEvent};
 use crate::procs;
 
 /// One registered fake process.

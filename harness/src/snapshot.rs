@@ -60,9 +60,14 @@ pub fn file_name(scenario: &Scenario, mode: Mode) -> String {
 pub enum Outcome {
     Matches,
     /// No snapshot yet; `.snap.new` written.
-    Missing { new: PathBuf },
+    Missing {
+        new: PathBuf,
+    },
     /// Differs; unified diff from the stored to the actual text, `.snap.new` written.
-    Differs { diff: String, new: PathBuf },
+    Differs {
+        diff: String,
+        new: PathBuf,
+    },
     Accepted,
 }
 
@@ -130,6 +135,9 @@ mod tests {
             "started background subagent job subagent-[job]"
         );
         assert_eq!(mask_job_ids("subagent-acp: x"), "subagent-acp: x");
-        assert_eq!(mask_job_ids("job subagent-3 (subagent: a)"), "job subagent-[job] (subagent: a)");
+        assert_eq!(
+            mask_job_ids("job subagent-3 (subagent: a)"),
+            "job subagent-[job] (subagent: a)"
+        );
     }
 }

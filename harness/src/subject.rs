@@ -14,7 +14,7 @@ use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
 use tokio::process::{Child, ChildStdin, Command};
 use tokio::sync::{oneshot, watch};
 
-use crate::events::{RunEvent, Router};
+use crate::events::{Router, RunEvent};
 
 /// The JSON Schema every subject line is validated against (also shipped in `docs/`).
 pub const SCHEMA_TEXT: &str = include_str!("../../docs/subject-protocol.schema.json");
@@ -33,7 +33,10 @@ pub fn parse_line(line: &str) -> Result<FromSubject, String> {
         .map(|e| format!("{} at `{}`", e, e.instance_path()))
         .collect();
     if !errors.is_empty() {
-        return Err(format!("breaks the subject protocol: {}", errors.join("; ")));
+        return Err(format!(
+            "breaks the subject protocol: {}",
+            errors.join("; ")
+        ));
     }
     serde_json::from_value(value).map_err(|e| format!("breaks the subject protocol: {e}"))
 }

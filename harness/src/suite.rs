@@ -54,7 +54,10 @@ impl SuiteReport {
         if harness {
             2
         } else if !self.stragglers.is_empty()
-            || self.cases.iter().any(|c| matches!(c.verdict, Verdict::Fail))
+            || self
+                .cases
+                .iter()
+                .any(|c| matches!(c.verdict, Verdict::Fail))
         {
             1
         } else {

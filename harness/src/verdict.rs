@@ -2,7 +2,7 @@
 //! failure names the requirement it broke. Checks read only what the run observed; snapshots are
 //! judged by the caller.
 
-use conform_protocol::side::{FakeEvent, Role};
+use conform_protocol::side::{Direction, FakeEvent, Role};
 use conform_protocol::subject::Mode;
 use serde_json::Value;
 
@@ -151,7 +151,31 @@ pub fn judge(scenario: &Scenario, mode: Mode, obs: &Observed) -> Vec<Finding> {
             });
         }
     }
-    if !obs.fake.iter().any(|l| matches!(l.event, FakeEvent::Register { .. }))
+    // Every frame a fake sends must be valid for its protocol unless the scenario marked it.
+    if scenario.file.provider == "acp" {
+        for line in &obs.fake {
+            if let FakeEvent::Frame {
+                dir: Direction::Sent,
+                frame,
+                violation: None,
+                answers,
+            } = &line.event
+                && let Err(e) = conform_fakes::acp::validate_frame(frame, answers.as_deref())
+            {
+                f.push(Finding {
+                    check: "harness.fake-schema",
+                    blame: Blame::Harness,
+                    message: format!(
+                        "the fake sent a frame that is not valid ACP v1 without a `violation` mark: {e}\n  frame: {frame}"
+                    ),
+                });
+            }
+        }
+    }
+    if !obs
+        .fake
+        .iter()
+        .any(|l| matches!(l.event, FakeEvent::Register { .. }))
         && scenario.file.subject.runtime == crate::scenario::RuntimeKind::Fake
         && expect.start_error.is_none()
         && obs.subject_gone.is_none()
@@ -175,7 +199,10 @@ pub fn judge(scenario: &Scenario, mode: Mode, obs: &Observed) -> Vec<Finding> {
         ));
     }
     for (line, error) in &obs.subject_invalid {
-        f.push(subject("subject.protocol", format!("{error}\n  line: {line}")));
+        f.push(subject(
+            "subject.protocol",
+            format!("{error}\n  line: {line}"),
+        ));
     }
     for line in &obs.fake {
         if let FakeEvent::Violation { detail } = &line.event {
@@ -201,13 +228,19 @@ pub fn judge(scenario: &Scenario, mode: Mode, obs: &Observed) -> Vec<Finding> {
         )),
         (None, Some(got)) => f.push(subject(
             "expect.start-error",
-            format!("start was rejected unexpectedly: {}: {}", got.name, got.message),
+            format!(
+                "start was rejected unexpectedly: {}: {}",
+                got.name, got.message
+            ),
         )),
         _ => {}
     }
     if let Some(want) = &expect.stop_reason {
         match &obs.result {
-            None => f.push(subject("expect.stop-reason", "no result was reported".into())),
+            None => f.push(subject(
+                "expect.stop-reason",
+                "no result was reported".into(),
+            )),
             Some(r) => {
                 if &r.stop_reason != want {
                     f.push(subject(
@@ -252,7 +285,10 @@ pub fn judge(scenario: &Scenario, mode: Mode, obs: &Observed) -> Vec<Finding> {
         if got != Some(want.as_str()) {
             f.push(subject(
                 "expect.teardown",
-                format!("the runtime ended at teardown rung {}, expected `{want}`", show(got)),
+                format!(
+                    "the runtime ended at teardown rung {}, expected `{want}`",
+                    show(got)
+                ),
             ));
         }
     }
@@ -281,7 +317,10 @@ pub fn judge(scenario: &Scenario, mode: Mode, obs: &Observed) -> Vec<Finding> {
             if d.len() > MAX_DIAGNOSTIC_BYTES {
                 f.push(subject(
                     "contract.bound",
-                    format!("the diagnostic is {} bytes, over {MAX_DIAGNOSTIC_BYTES}", d.len()),
+                    format!(
+                        "the diagnostic is {} bytes, over {MAX_DIAGNOSTIC_BYTES}",
+                        d.len()
+                    ),
                 ));
             }
             if r.stop_reason == "completed" {
@@ -389,7 +428,7 @@ fn check_background(obs: &Observed, f: &mut Vec<Finding>) {
                 ));
             }
             if let Some(out) = &obs.job_output
-                && let (Some(a), Some(b)) = (status_line(text), out.lines().last())
+                && let (Some(a), Some(b)) = (status_line(text), job_status_text(out))
                 && a != b
             {
                 f.push(subject(
@@ -405,7 +444,10 @@ fn check_background(obs: &Observed, f: &mut Vec<Finding>) {
         _ => {}
     }
     if obs.job_output.is_none() {
-        f.push(subject("delivery.job-output", "job_output never answered".into()));
+        f.push(subject(
+            "delivery.job-output",
+            "job_output never answered".into(),
+        ));
     }
 }
 
@@ -416,10 +458,18 @@ fn status_line(notice: &str) -> Option<&str> {
     notice.get(start..end)
 }
 
+/// The status line of a job_output (`[status: …]` to the end; a diagnostic in it may span
+/// several lines).
+fn job_status_text(job_output: &str) -> Option<&str> {
+    if job_output.starts_with("[status: ") {
+        return Some(job_output);
+    }
+    job_output.find("\n[status: ").map(|i| &job_output[i + 1..])
+}
+
 /// `failed` from a job_output's last line `[status: failed, …]`.
 pub fn job_status(job_output: &str) -> Option<String> {
-    let last = job_output.lines().rev().find(|l| l.starts_with("[status: "))?;
-    let rest = &last["[status: ".len()..];
+    let rest = &job_status_text(job_output)?["[status: ".len()..];
     let end = rest.find([',', ']'])?;
     Some(rest[..end].to_owned())
 }
@@ -434,17 +484,28 @@ mod tests {
 
     #[test]
     fn job_status_reads_the_status_line() {
-        assert_eq!(job_status("(no new output)\n[status: killed]").as_deref(), Some("killed"));
+        assert_eq!(
+            job_status("(no new output)\n[status: killed]").as_deref(),
+            Some("killed")
+        );
         assert_eq!(
             job_status("(no new output)\n[status: failed, error; diagnostic: x]").as_deref(),
             Some("failed")
         );
         assert_eq!(job_status("answer").as_deref(), None);
+        let multi = "(no new output)\n[status: failed, error; diagnostic: A\nB (policy: x)]";
+        assert_eq!(
+            job_status_text(multi),
+            Some("[status: failed, error; diagnostic: A\nB (policy: x)]")
+        );
     }
 
     #[test]
     fn status_line_is_cut_from_a_notice() {
         let n = "background job subagent-2 (subagent: a) finished [status: failed, error; diagnostic: X (a; b)]. Read its output with job_output.";
-        assert_eq!(status_line(n), Some("[status: failed, error; diagnostic: X (a; b)]"));
+        assert_eq!(
+            status_line(n),
+            Some("[status: failed, error; diagnostic: X (a; b)]")
+        );
     }
 }

@@ -1,1 +1,5 @@
-fn main() {}
+fn main() {
+    std::process::exit(conform_reference::main_with_args(
+        std::env::args().skip(1).collect(),
+    ));
+}

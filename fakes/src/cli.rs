@@ -1,0 +1,234 @@
+//! The command line every fake binary shares:
+//!
+//! ```text
+//! fake-<protocol> --script <file.json> --side <socket> --run <id>
+//! fake-<protocol> --grandchild --side <socket> --run <id> [--trap-sigterm] [--setsid]
+//! ```
+//!
+//! Errors (bad arguments, unreadable or invalid script) go to stderr and, when the side
+//! channel is reachable, as a `Fault`; the exit code is then 2.
+
+use std::sync::Arc;
+
+use conform_protocol::script::Script;
+use conform_protocol::side::{FakeEvent, Role, ToFake};
+use tokio::sync::mpsc;
+
+use crate::codec::Codec;
+use crate::engine::{self, Engine, SideAddr};
+use crate::error::FakeError;
+use crate::process;
+use crate::side::Side;
+use crate::signals::{SignalPolicy, Signals};
+
+/// Exit code for the fake's own failures.
+pub const FAULT_EXIT: i32 = 2;
+
+#[derive(Debug, Default, PartialEq)]
+pub struct Args {
+    pub script: Option<String>,
+    pub side: Option<String>,
+    pub run: Option<String>,
+    pub grandchild: bool,
+    pub trap_sigterm: bool,
+    pub setsid: bool,
+    /// The first problem met while parsing. Parsing goes on past it so `--side` is still
+    /// known and the problem can be reported there.
+    pub error: Option<String>,
+}
+
+impl Args {
+    pub fn parse(args: impl IntoIterator<Item = String>) -> Args {
+        let mut out = Args::default();
+        let mut problems = Vec::new();
+        let mut it = args.into_iter();
+        while let Some(arg) = it.next() {
+            let mut value = |name: &str| {
+                let v = it.next();
+                if v.is_none() {
+                    problems.push(format!("{name} needs a value"));
+                }
+                v
+            };
+            match arg.as_str() {
+                "--script" => out.script = value("--script"),
+                "--side" => out.side = value("--side"),
+                "--run" => out.run = value("--run"),
+                "--grandchild" => out.grandchild = true,
+                "--trap-sigterm" => out.trap_sigterm = true,
+                "--setsid" => out.setsid = true,
+                other => problems.push(format!("unknown argument {other:?}")),
+            }
+        }
+        out.error = problems.into_iter().next();
+        out
+    }
+
+    /// Whether the arguments are complete and known (`--side` is checked first, by the caller).
+    pub fn check(&self) -> Result<(), FakeError> {
+        if let Some(e) = &self.error {
+            return Err(FakeError::Usage(e.clone()));
+        }
+        if self.run.is_none() {
+            return Err(FakeError::Usage("--run <id> is required".into()));
+        }
+        if !self.grandchild && self.script.is_none() {
+            return Err(FakeError::Usage("--script <file.json> is required".into()));
+        }
+        Ok(())
+    }
+}
+
+pub fn load_script(path: &str, codec: &dyn Codec) -> Result<Script, FakeError> {
+    let text = std::fs::read_to_string(path).map_err(|source| FakeError::ScriptRead {
+        path: path.into(),
+        source,
+    })?;
+    let script: Script =
+        serde_json::from_str(&text).map_err(|e| FakeError::Script(format!("{path}: {e}")))?;
+    engine::validate(&script, codec).map_err(FakeError::Script)?;
+    Ok(script)
+}
+
+/// Entry point of a fake binary.
+pub fn main(codec: Box<dyn Codec>) -> ! {
+    main_with_args(codec, std::env::args().skip(1).collect(), Vec::new())
+}
+
+/// Entry point with explicit arguments; `self_args` are the leading arguments that make the
+/// current executable this fake again (for grandchildren of a multi-call binary).
+pub fn main_with_args(codec: Box<dyn Codec>, args: Vec<String>, self_args: Vec<String>) -> ! {
+    let _ = process::SELF_ARGS.set(self_args);
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .unwrap_or_else(|e| {
+            eprintln!("fake: cannot start the runtime: {e}");
+            std::process::exit(FAULT_EXIT)
+        });
+    runtime.block_on(run(args, codec));
+    unreachable!("the fake never returns from its script")
+}
+
+async fn run(argv: Vec<String>, codec: Box<dyn Codec>) {
+    let usage = "usage: --script <file.json> --side <socket> --run <id> \
+                 | --grandchild --side <socket> --run <id> [--trap-sigterm] [--setsid]";
+    let args = Args::parse(argv);
+    let Some(side_path) = args.side.clone() else {
+        let why = args
+            .error
+            .as_deref()
+            .unwrap_or("--side <socket> is required");
+        eprintln!("fake: {why}\n{usage}");
+        std::process::exit(FAULT_EXIT);
+    };
+    let grandchild = args.grandchild;
+    if grandchild && args.setsid {
+        // Before registering, so `Register` shows the new session and group.
+        if let Err(e) = process::setsid() {
+            eprintln!("fake: setsid failed: {e}");
+        }
+    }
+    // Handlers first so no termination signal is lost; reported once `Register` is out.
+    let signals = Signals::install().unwrap_or_else(|e| {
+        eprintln!("fake: cannot install signal handlers: {e}");
+        std::process::exit(FAULT_EXIT)
+    });
+    let run_id = args.run.clone().unwrap_or_default();
+    let (side, control) = match Side::connect(&side_path, &run_id) {
+        Ok(ok) => ok,
+        Err(e) => {
+            eprintln!("fake: {e}");
+            std::process::exit(FAULT_EXIT);
+        }
+    };
+    let side = Arc::new(side);
+    let role = if grandchild {
+        Role::Grandchild
+    } else {
+        Role::Runtime
+    };
+    side.send(process::register_event(role));
+
+    if let Err(e) = args.check() {
+        fail(&side, &format!("{e}\n{usage}"));
+    }
+    let script = match &args.script {
+        Some(path) if !grandchild => match load_script(path, codec.as_ref()) {
+            Ok(script) => Some(script),
+            Err(e) => fail(&side, &e.to_string()),
+        },
+        _ => None,
+    };
+
+    let policy = Arc::new(SignalPolicy::default());
+    policy.set_ignore_sigterm(args.trap_sigterm);
+    signals.spawn(side.clone(), policy.clone());
+    let control = wait_for_ack(control).await;
+
+    let Some(script) = script else {
+        // A grandchild lives until something kills it.
+        engine::park().await;
+        unreachable!()
+    };
+    let incoming = crate::wire::spawn_stdin_reader(side.clone());
+    let addr = SideAddr {
+        path: side_path,
+        run: args.run.unwrap_or_default(),
+    };
+    let engine = Engine::new(codec, side, addr, policy, incoming, control);
+    engine.run(script.steps).await;
+}
+
+/// Blocks until the harness acknowledges the registration (it opens a pidfd meanwhile).
+async fn wait_for_ack(
+    mut control: mpsc::UnboundedReceiver<ToFake>,
+) -> mpsc::UnboundedReceiver<ToFake> {
+    loop {
+        match control.recv().await {
+            Some(ToFake::Ack) => return control,
+            Some(other) => eprintln!("fake: {other:?} before the registration ack; ignored"),
+            None => {
+                eprintln!("fake: side channel closed before the registration ack");
+                std::process::exit(FAULT_EXIT);
+            }
+        }
+    }
+}
+
+fn fail(side: &Side, detail: &str) -> ! {
+    eprintln!("fake: {detail}");
+    side.send(FakeEvent::Fault {
+        detail: detail.into(),
+    });
+    side.send(FakeEvent::Exit {
+        code: Some(FAULT_EXIT),
+        signal: None,
+    });
+    std::process::exit(FAULT_EXIT)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn parse(args: &[&str]) -> Args {
+        Args::parse(args.iter().map(|s| s.to_string()))
+    }
+
+    #[test]
+    fn arguments() {
+        let a = parse(&["--script", "s.json", "--side", "/s", "--run", "r1"]);
+        assert_eq!(a.script.as_deref(), Some("s.json"));
+        assert!(a.check().is_ok());
+        let g = parse(&["--grandchild", "--side", "/s", "--run", "r", "--setsid"]);
+        assert!(g.grandchild && g.setsid && !g.trap_sigterm);
+        assert!(g.check().is_ok());
+        assert!(parse(&["--script"]).check().is_err());
+        let bogus = parse(&["--bogus", "--side", "/s"]);
+        assert_eq!(bogus.side.as_deref(), Some("/s"));
+        assert!(bogus.check().is_err());
+        assert!(parse(&["--side", "/s", "--run", "r"]).check().is_err());
+    }
+}

@@ -1,0 +1,183 @@
+//! The per-protocol seam. The engine knows steps, not protocols: a codec builds envelopes,
+//! classifies what the subject sent, says what the real runtime tolerates and how it answers
+//! an unknown method, and expands the protocol's sugar steps into plain wire actions.
+//! The default methods implement JSON-RPC 2.0 framing, which every supported protocol shares
+//! (with or without the `jsonrpc` member).
+
+use conform_protocol::script::{RpcError, Step};
+use serde_json::{Map, Value, json};
+
+/// One incoming frame, classified.
+#[derive(Debug, PartialEq)]
+pub enum Msg<'a> {
+    Request {
+        id: &'a Value,
+        method: &'a str,
+        params: Option<&'a Value>,
+    },
+    Notification {
+        method: &'a str,
+        params: Option<&'a Value>,
+    },
+    Response {
+        id: &'a Value,
+        /// `Ok(result)` or `Err(error object)`.
+        outcome: Result<&'a Value, &'a Value>,
+    },
+    /// Not a message of this protocol (not JSON, not an object, no method/result/error).
+    Malformed(String),
+}
+
+/// A sugar step expanded into a plain wire action.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Sugar {
+    Notify {
+        method: String,
+        params: Option<Value>,
+    },
+    Request {
+        method: String,
+        params: Option<Value>,
+        answer: Option<Value>,
+    },
+    /// Answer the open request with this method (`to`, else the latest open one).
+    Reply { to: Option<String>, result: Value },
+}
+
+pub trait Codec: Send {
+    /// The `protocol` a script must name for this codec.
+    fn protocol(&self) -> &'static str;
+
+    /// `Some("2.0")` when every frame carries `"jsonrpc":"2.0"`; `None` when the real runtime
+    /// leaves it out (codex app-server).
+    fn jsonrpc_version(&self) -> Option<&'static str> {
+        Some("2.0")
+    }
+
+    /// Rejects sugar this protocol does not have (checked before the script runs).
+    fn check_step(&self, action: &str) -> Result<(), String> {
+        match action {
+            "chunk" | "thought" | "update" | "permission" | "stop" => Err(format!(
+                "`{action}` is not available for protocol {}",
+                self.protocol()
+            )),
+            _ => Ok(()),
+        }
+    }
+
+    /// Expands a sugar step; `Ok(None)` when the step is not sugar.
+    fn sugar(&mut self, step: &Step) -> Result<Option<Sugar>, String>;
+
+    /// Frames real hosts send unasked, recorded but never a violation (ACP `session/cancel`).
+    fn tolerated(&self, method: &str, is_request: bool) -> bool;
+
+    /// How the real runtime answers a tolerated request (codex `turn/interrupt`).
+    fn tolerated_reply(&self, _method: &str) -> Result<Value, RpcError> {
+        Ok(json!({}))
+    }
+
+    /// The error the real runtime answers an unknown request with.
+    fn unknown_method_error(&self, method: &str) -> RpcError {
+        RpcError {
+            code: -32601,
+            message: "Method not found".into(),
+            data: Some(json!({ "method": method })),
+        }
+    }
+
+    /// Whether answering this method ends the subject's main request (→ `Terminal`).
+    fn is_terminal(&self, method: &str) -> bool;
+
+    /// Learns from an answer the fake sent (e.g. the session id it handed out).
+    fn answered(&mut self, _method: &str, _outcome: &Result<Value, RpcError>) {}
+
+    /// Id of the `n`th request the fake sends (from 0).
+    fn request_id(&self, n: u64) -> Value {
+        Value::from(n)
+    }
+
+    /// A problem with the envelope the subject sent (reported, but the frame is still used).
+    fn envelope_problem(&self, frame: &Value) -> Option<String> {
+        let want = self.jsonrpc_version()?;
+        // Non-objects are reported as malformed frames instead.
+        frame.as_object()?;
+        match frame.get("jsonrpc") {
+            Some(Value::String(v)) if v == want => None,
+            Some(other) => Some(format!("`jsonrpc` is {other}, not \"{want}\"")),
+            None => Some(format!("`jsonrpc: \"{want}\"` is missing")),
+        }
+    }
+
+    fn classify<'a>(&self, frame: &'a Value) -> Msg<'a> {
+        classify_jsonrpc(frame)
+    }
+
+    fn request(&self, id: Value, method: &str, params: Option<Value>) -> Value {
+        let mut m = self.envelope();
+        m.insert("id".into(), id);
+        m.insert("method".into(), method.into());
+        if let Some(p) = params {
+            m.insert("params".into(), p);
+        }
+        Value::Object(m)
+    }
+
+    fn notification(&self, method: &str, params: Option<Value>) -> Value {
+        let mut m = self.envelope();
+        m.insert("method".into(), method.into());
+        if let Some(p) = params {
+            m.insert("params".into(), p);
+        }
+        Value::Object(m)
+    }
+
+    fn response(&self, id: Value, outcome: Result<Value, RpcError>) -> Value {
+        let mut m = self.envelope();
+        m.insert("id".into(), id);
+        match outcome {
+            Ok(result) => m.insert("result".into(), result),
+            Err(error) => m.insert(
+                "error".into(),
+                serde_json::to_value(error).expect("RpcError serializes"),
+            ),
+        };
+        Value::Object(m)
+    }
+
+    fn envelope(&self) -> Map<String, Value> {
+        let mut m = Map::new();
+        if let Some(v) = self.jsonrpc_version() {
+            m.insert("jsonrpc".into(), v.into());
+        }
+        m
+    }
+}
+
+/// JSON-RPC classification by members: `method` (+`id` → request), or `id` with
+/// `result`/`error` → response.
+pub fn classify_jsonrpc(frame: &Value) -> Msg<'_> {
+    let Value::Object(m) = frame else {
+        return match frame {
+            Value::String(raw) => Msg::Malformed(format!("not JSON: {raw:?}")),
+            other => Msg::Malformed(format!("not a JSON object: {other}")),
+        };
+    };
+    let params = m.get("params").filter(|p| !p.is_null());
+    match (m.get("method"), m.get("id")) {
+        (Some(Value::String(method)), Some(id)) => Msg::Request { id, method, params },
+        (Some(Value::String(method)), None) => Msg::Notification { method, params },
+        (Some(other), _) => Msg::Malformed(format!("`method` is not a string: {other}")),
+        (None, Some(id)) => match (m.get("result"), m.get("error")) {
+            (Some(result), None) => Msg::Response {
+                id,
+                outcome: Ok(result),
+            },
+            (None, Some(error)) => Msg::Response {
+                id,
+                outcome: Err(error),
+            },
+            _ => Msg::Malformed("a response needs exactly one of `result` and `error`".into()),
+        },
+        (None, None) => Msg::Malformed("neither `method` nor `id`".into()),
+    }
+}

@@ -1,0 +1,129 @@
+//! Process facts and process-level actions: `/proc` identity, dying by a signal, closing
+//! stdout, spawning the grandchild.
+
+use std::process::{Command, Stdio};
+use std::str::FromStr;
+
+use conform_protocol::script::Grandchild;
+use conform_protocol::side::{FakeEvent, Role};
+use nix::sys::signal::Signal;
+
+/// The `Register` event for this process.
+pub fn register_event(role: Role) -> FakeEvent {
+    // SAFETY: these calls only read this process's ids.
+    let (ppid, pgid, sid) = unsafe { (libc::getppid(), libc::getpgid(0), libc::getsid(0)) };
+    FakeEvent::Register {
+        role,
+        ppid,
+        pgid,
+        sid,
+        start_time: start_time().unwrap_or(0),
+        stdio: (0..3)
+            .map(|fd| {
+                std::fs::read_link(format!("/proc/self/fd/{fd}"))
+                    .map(|p| p.to_string_lossy().into_owned())
+                    .unwrap_or_else(|e| format!("error: {e}"))
+            })
+            .collect(),
+    }
+}
+
+/// `/proc/self/stat` field 22 (clock ticks since boot).
+pub fn start_time() -> Option<u64> {
+    let stat = std::fs::read_to_string("/proc/self/stat").ok()?;
+    // The command name (field 2) may contain spaces and parentheses: count after the last ')'.
+    let rest = &stat[stat.rfind(')')? + 1..];
+    rest.split_whitespace().nth(22 - 3)?.parse().ok()
+}
+
+/// Parses `SIGABRT` (or `ABRT`).
+pub fn parse_signal(name: &str) -> Result<Signal, String> {
+    let full = if name.starts_with("SIG") {
+        name.to_owned()
+    } else {
+        format!("SIG{name}")
+    };
+    Signal::from_str(&full).map_err(|_| format!("unknown signal {name:?}"))
+}
+
+/// Dies by `sig` with its default disposition (no core file). Returns only if the default
+/// action of `sig` does not terminate the process.
+pub fn die_by(sig: Signal) {
+    let no_core = libc::rlimit {
+        rlim_cur: 0,
+        rlim_max: 0,
+    };
+    // SAFETY: plain syscalls on this process; SIG_DFL is always a valid disposition.
+    unsafe {
+        libc::setrlimit(libc::RLIMIT_CORE, &no_core);
+        libc::signal(sig as libc::c_int, libc::SIG_DFL);
+        let mut set: libc::sigset_t = std::mem::zeroed();
+        libc::sigemptyset(&mut set);
+        libc::sigaddset(&mut set, sig as libc::c_int);
+        libc::pthread_sigmask(libc::SIG_UNBLOCK, &set, std::ptr::null_mut());
+        libc::raise(sig as libc::c_int);
+    }
+}
+
+/// Closes fd 1 for real, so the reader sees EOF while this process lives on.
+pub fn close_stdout() {
+    use std::io::Write;
+    let _ = std::io::stdout().flush();
+    // SAFETY: closing fd 1; the engine never writes to stdout afterwards.
+    unsafe {
+        libc::close(1);
+    }
+}
+
+/// Leaves the process group and session.
+pub fn setsid() -> std::io::Result<()> {
+    // SAFETY: setsid has no memory effects.
+    if unsafe { libc::setsid() } < 0 {
+        return Err(std::io::Error::last_os_error());
+    }
+    Ok(())
+}
+
+/// Leading arguments that make this executable a fake again (empty for a `fake-*` binary;
+/// `["fake-acp"]` when the fake runs as a subcommand of a multi-call binary such as `conform`).
+pub static SELF_ARGS: std::sync::OnceLock<Vec<String>> = std::sync::OnceLock::new();
+
+/// Starts `/proc/self/exe [SELF_ARGS] --grandchild …` and returns its pid. The caller never waits for it:
+/// the grandchild must outlive the runtime when the scenario wants it to.
+pub fn spawn_grandchild(side: &str, run: &str, spec: &Grandchild) -> std::io::Result<i32> {
+    let mut cmd = Command::new("/proc/self/exe");
+    cmd.args(SELF_ARGS.get().map(Vec::as_slice).unwrap_or_default());
+    cmd.args(["--grandchild", "--side", side, "--run", run]);
+    if spec.trap_sigterm {
+        cmd.arg("--trap-sigterm");
+    }
+    if spec.setsid {
+        cmd.arg("--setsid");
+    }
+    cmd.stdin(Stdio::null())
+        .stdout(if spec.hold_stdout {
+            Stdio::inherit()
+        } else {
+            Stdio::null()
+        })
+        .stderr(Stdio::inherit());
+    let child = cmd.spawn()?;
+    Ok(child.id() as i32)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn signal_names() {
+        assert_eq!(parse_signal("SIGABRT"), Ok(Signal::SIGABRT));
+        assert_eq!(parse_signal("KILL"), Ok(Signal::SIGKILL));
+        assert!(parse_signal("SIGNOPE").is_err());
+    }
+
+    #[test]
+    fn start_time_is_read() {
+        assert!(start_time().unwrap() > 0);
+    }
+}

@@ -1,0 +1,240 @@
+//! End-to-end tests of `conform run`: the reference passes the catalog, and each kind of
+//! subject failure the harness promises to catch is caught (a seeded defect per check).
+
+use std::path::{Path, PathBuf};
+use std::process::Output;
+
+use assert_cmd::Command;
+
+fn workspace() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("..")
+}
+
+fn conform() -> Command {
+    let mut cmd = Command::cargo_bin("conform").unwrap();
+    cmd.current_dir(workspace());
+    cmd
+}
+
+fn stdout(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stdout).into_owned()
+}
+
+/// A subject command line: the reference with seeded defects.
+fn defective(defects: &[&str]) -> String {
+    let exe = assert_cmd::cargo::cargo_bin("conform");
+    let mut cmd = format!("'{}' reference", exe.display());
+    for d in defects {
+        cmd.push_str(&format!(" --defect {d}"));
+    }
+    cmd
+}
+
+fn run(args: &[&str]) -> (Option<i32>, String, String) {
+    let out = conform().arg("run").args(args).output().unwrap();
+    (
+        out.status.code(),
+        stdout(&out),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+#[test]
+fn the_reference_passes_the_whole_catalog() {
+    let (code, out, err) = run(&["-j", "4"]);
+    assert_eq!(code, Some(0), "{out}\n{err}");
+    assert!(out.contains(" 0 failed, 0 skipped"), "{out}");
+}
+
+#[test]
+fn a_wrong_snapshot_fails_with_a_readable_diff() {
+    let dir = tempfile::tempdir().unwrap();
+    let name = "acp__stop__max-turn-requests@foreground.snap";
+    let stored = std::fs::read_to_string(workspace().join("snapshots").join(name)).unwrap();
+    let wrong = stored.replace("category: remote-limit", "category: remote-limits");
+    assert_ne!(stored, wrong, "the seeded defect must change the snapshot");
+    std::fs::write(dir.path().join(name), wrong).unwrap();
+    let snapshots = dir.path().to_str().unwrap();
+    let (code, out, _) = run(&[
+        "--filter",
+        "acp/stop/max-turn-requests",
+        "--snapshots",
+        snapshots,
+    ]);
+    assert_eq!(code, Some(1), "{out}");
+    assert!(
+        out.contains("[snapshot] the model-visible texts differ"),
+        "{out}"
+    );
+    assert!(
+        out.contains(
+            "-Diagnostic: Subagent failure (provider: ACP; stage: prompt; category: remote-limits;"
+        ),
+        "{out}"
+    );
+    assert!(
+        out.contains(
+            "+Diagnostic: Subagent failure (provider: ACP; stage: prompt; category: remote-limit;"
+        ),
+        "{out}"
+    );
+    assert!(dir.path().join(name.replace(".snap", ".snap.new")).exists());
+}
+
+#[test]
+fn a_subject_that_crashes_mid_run_fails_that_run_and_the_suite_goes_on() {
+    let subject = defective(&["crash-after-dispatch"]);
+    let (code, out, _) = run(&["--filter", "acp/stop/", "--subject", &subject, "-j", "1"]);
+    assert_eq!(code, Some(1), "{out}");
+    // Every selected case was still run and reported, each as the subject's failure.
+    let failed = out
+        .matches("[subject.alive] the subject exited (exit status: 70)")
+        .count();
+    assert_eq!(failed, 12, "{out}");
+    assert!(out.contains("0 passed, 12 failed"), "{out}");
+    assert!(out.contains("subject transcript (run "), "{out}");
+}
+
+#[test]
+fn a_hanging_subject_misses_the_deadline_and_is_reported() {
+    let subject = defective(&["hang-after-dispatch"]);
+    let (code, out, _) = run(&[
+        "--filter",
+        "acp/success/end-turn",
+        "--subject",
+        &subject,
+        "--deadline-ms",
+        "1500",
+    ]);
+    assert_eq!(code, Some(1), "{out}");
+    assert!(
+        out.contains("[subject.deadline] the run did not finish within 1500 ms"),
+        "{out}"
+    );
+}
+
+#[test]
+fn a_child_left_running_is_reported_and_killed() {
+    let subject = defective(&["skip-teardown"]);
+    let (code, out, _) = run(&["--filter", "acp/success/end-turn", "--subject", &subject]);
+    assert_eq!(code, Some(1), "{out}");
+    assert!(out.contains("[process.settled] still running after the subject said the run was over (killed by the harness): pid "), "{out}");
+}
+
+#[test]
+fn a_wrong_stop_reason_mapping_is_caught() {
+    let subject = defective(&["max-tokens-as-error"]);
+    let (code, out, _) = run(&["--filter", "acp/stop/max-tokens", "--subject", &subject]);
+    assert_eq!(code, Some(1), "{out}");
+    assert!(
+        out.contains("[expect.stop-reason] stop reason `error`, expected `max-tokens`"),
+        "{out}"
+    );
+}
+
+#[test]
+fn a_raw_error_in_model_visible_text_is_caught() {
+    let subject = defective(&["leak-raw-error"]);
+    let (code, out, _) = run(&[
+        "--filter",
+        "acp/stage/process-exit-after-chunk",
+        "--subject",
+        &subject,
+    ]);
+    assert_eq!(code, Some(1), "{out}");
+    assert!(out.contains("[contract.redaction] the diagnostic contains untrusted text \"Traceback: KeyError SECRET_TRACEBACK_VALUE\""), "{out}");
+}
+
+#[test]
+fn a_malformed_scenario_names_file_line_and_column() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::create_dir_all(dir.path().join("acp")).unwrap();
+    std::fs::write(
+        dir.path().join("acp/bad.toml"),
+        "title = \"t\"\nprovider = \"acp\"\n[[fake.steps]]\nchunk = \"a\"\nstop = \"end_turn\"\n[expect]\nstop_reason = \"completed\"\n",
+    )
+    .unwrap();
+    let (code, _, err) = run(&["--scenarios", dir.path().to_str().unwrap()]);
+    assert_eq!(code, Some(2), "{err}");
+    assert!(
+        err.contains("acp/bad.toml:3:1: a step sets several actions (chunk, stop)"),
+        "{err}"
+    );
+}
+
+#[test]
+fn a_subject_that_breaks_the_subject_protocol_is_reported_with_the_line() {
+    let dir = tempfile::tempdir().unwrap();
+    let script = dir.path().join("subject.sh");
+    // Answers hello, then claims a result for the run in a shape the schema rejects.
+    std::fs::write(
+        &script,
+        r#"read -r hello
+echo '{"type":"hello","protocol":"conform-subject/1","subject":{"name":"bad","version":"0"},"providers":["acp"],"modes":["foreground"]}'
+while read -r line; do
+  run=$(printf '%s' "$line" | sed -n 's/.*"run":"\([^"]*\)".*/\1/p')
+  [ -n "$run" ] && echo "{\"type\":\"result\",\"run\":\"$run\",\"stopReason\":\"completed\"}"
+  case "$line" in *shutdown*) exit 0;; esac
+done
+"#,
+    )
+    .unwrap();
+    let subject = format!("sh {}", script.display());
+    let (code, out, _) = run(&[
+        "--filter",
+        "acp/success/end-turn",
+        "--subject",
+        &subject,
+        "--deadline-ms",
+        "1500",
+    ]);
+    assert_eq!(code, Some(1), "{out}");
+    assert!(
+        out.contains("[subject.protocol] breaks the subject protocol"),
+        "{out}"
+    );
+    assert!(out.contains("\"stopReason\":\"completed\"}"), "{out}");
+    // Background is not offered by this subject: skipped with a reason, not failed.
+    assert!(
+        out.contains("the subject does not run background calls"),
+        "{out}"
+    );
+}
+
+#[test]
+fn an_unmarked_invalid_fake_frame_is_a_harness_fault() {
+    // Every frame the fakes send is validated against the ACP v1 schema; only frames a step
+    // marks `violation = "…"` are exempt. Dropping the mark must turn the run into exit 2.
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path();
+    std::fs::create_dir_all(root.join("acp")).unwrap();
+    std::fs::create_dir_all(root.join("preludes")).unwrap();
+    for p in ["acp-handshake", "acp-prompt"] {
+        std::fs::copy(
+            workspace().join(format!("scenarios/preludes/{p}.toml")),
+            root.join(format!("preludes/{p}.toml")),
+        )
+        .unwrap();
+    }
+    let original =
+        std::fs::read_to_string(workspace().join("scenarios/acp/stop/unknown.toml")).unwrap();
+    let unmarked: String = original
+        .lines()
+        .filter(|l| !l.starts_with("violation"))
+        .map(|l| format!("{l}\n"))
+        .collect();
+    assert_ne!(original, unmarked);
+    std::fs::write(root.join("acp/unknown.toml"), unmarked).unwrap();
+    let (code, out, _) = run(&[
+        "--scenarios",
+        root.to_str().unwrap(),
+        "--snapshots",
+        root.to_str().unwrap(),
+    ]);
+    assert_eq!(code, Some(2), "{out}");
+    assert!(
+        out.contains("[harness.fake-schema] the fake sent a frame that is not valid ACP v1"),
+        "{out}"
+    );
+    assert!(out.contains("\"teleported_elsewhere\""), "{out}");
+}

@@ -1,0 +1,738 @@
+//! The ACP provider: one child per run; handshake, prompt, unattended permissions, the
+//! stop-reason/failure mapping of seed 000, start rollback and dispose.
+//!
+//! Every fact is local to one run ([`AcpRun`]); nothing diagnostic is shared between runs.
+
+use std::collections::VecDeque;
+use std::future::Future;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use conform_protocol::subject::{Runtime, StartError};
+use serde_json::{Map, Value, json};
+use tokio::io::{AsyncBufReadExt, BufReader};
+use tokio::process::ChildStderr;
+use tokio::sync::{mpsc, watch};
+
+use crate::cli::Defects;
+use crate::diagnostic::{
+    Category, FailureLine, PermissionFact, Policy, Stage, limit_diagnostic, tool_kind,
+    with_permission,
+};
+use crate::host::SubagentResult;
+use crate::jsonrpc::{ErrorObject, Handler, JsonRpc, Reply, RpcError};
+use crate::process::{self, ManagedChild};
+use crate::util::{fresh_uuid, rfc3339_now};
+
+pub const ERROR_NAME: &str = "AcpRunFailure";
+pub const PREFIX: &str = "subagent-acp: ";
+pub const ABORTED_BEFORE_START: &str = "subagent request was aborted before the ACP child started";
+/// Name of the error for a start rejected by local cancellation (the real host throws a plain
+/// `Error`).
+pub const ABORT_ERROR_NAME: &str = "Error";
+const STDERR_TAIL_LINES: usize = 50;
+
+/// Host-only log sink (becomes `host_log` for this run).
+pub type Log = Arc<dyn Fn(String) + Send + Sync>;
+
+#[derive(Clone, Debug, PartialEq)]
+pub struct AcpConfig {
+    pub permission: Policy,
+    pub dispose_eof_grace: Duration,
+    pub dispose_grace: Duration,
+}
+
+#[derive(Debug, thiserror::Error, PartialEq)]
+#[error("invalid ACP provider configuration: {0}")]
+pub struct ConfigError(String);
+
+fn grace(config: &Map<String, Value>, key: &str, default_ms: u64) -> Result<Duration, ConfigError> {
+    match config.get(key) {
+        None | Some(Value::Null) => Ok(Duration::from_millis(default_ms)),
+        Some(v) => match v.as_f64() {
+            Some(ms) if ms.is_finite() && ms > 0.0 && ms <= 2_147_483_647.0 => {
+                Ok(Duration::from_secs_f64(ms / 1000.0))
+            }
+            _ => Err(ConfigError(format!(
+                "{key} must be a positive number of ms"
+            ))),
+        },
+    }
+}
+
+impl AcpConfig {
+    pub fn from_map(config: &Map<String, Value>) -> Result<Self, ConfigError> {
+        let permission = match config.get("permission") {
+            None | Some(Value::Null) => Policy::Reject,
+            Some(Value::String(s)) if s == "reject" => Policy::Reject,
+            Some(Value::String(s)) if s == "allow" => Policy::Allow,
+            Some(_) => return Err(ConfigError("permission must be allow or reject".into())),
+        };
+        Ok(AcpConfig {
+            permission,
+            dispose_eof_grace: grace(config, "disposeEofGraceMs", 6000)?,
+            dispose_grace: grace(config, "disposeGraceMs", 3000)?,
+        })
+    }
+}
+
+/// Map a `session/prompt` result's `stopReason` to the shared stop reason and diagnostic.
+pub fn map_stop_reason(
+    raw: Option<&Value>,
+    permission: Option<&PermissionFact>,
+    max_tokens_as_error: bool,
+) -> (&'static str, Option<String>) {
+    let alone = permission.map(ToString::to_string);
+    match raw.and_then(Value::as_str) {
+        Some("end_turn") => ("completed", None),
+        Some("max_tokens") if max_tokens_as_error => ("error", alone),
+        Some("max_tokens") => ("max-tokens", alone),
+        Some("refusal") => ("refusal", alone),
+        Some("cancelled") => ("aborted", alone),
+        Some("max_turn_requests") => (
+            "error",
+            Some(with_permission(
+                &FailureLine::acp(Stage::Prompt, Category::RemoteLimit)
+                    .with_stop_reason("max_turn_requests"),
+                permission,
+            )),
+        ),
+        _ => (
+            "error",
+            Some(with_permission(
+                &FailureLine::acp(Stage::Prompt, Category::Unknown),
+                permission,
+            )),
+        ),
+    }
+}
+
+/// The unattended permission answer: `(response, allowed)`.
+pub fn answer_permission(policy: Policy, params: &Value) -> (Value, bool) {
+    if policy == Policy::Allow {
+        let chosen = params
+            .get("options")
+            .and_then(Value::as_array)
+            .into_iter()
+            .flatten()
+            .find(|o| {
+                matches!(
+                    o.get("kind").and_then(Value::as_str),
+                    Some("allow_once" | "allow_always")
+                ) && o.get("optionId").is_some_and(Value::is_string)
+            });
+        if let Some(option) = chosen {
+            return (
+                json!({"outcome": {"outcome": "selected", "optionId": option["optionId"]}}),
+                true,
+            );
+        }
+    }
+    (json!({"outcome": {"outcome": "cancelled"}}), false)
+}
+
+/// What the host side hears from the provider.
+#[derive(Debug)]
+pub enum ProviderEvent {
+    Published {
+        child_session_key: String,
+        dispatch_at: String,
+    },
+    Rejected {
+        error: StartError,
+        cancelled: bool,
+    },
+    Result(SubagentResult),
+    Disposed(Result<(), StartError>),
+}
+
+pub struct RunSpec {
+    pub task: String,
+    pub runtime: Runtime,
+    pub config: Map<String, Value>,
+}
+
+#[derive(Default)]
+struct RunState {
+    session_id: Option<String>,
+    prompting: bool,
+    /// The result was settled: later permission requests are answered `cancelled`, later chunks
+    /// are no longer part of the output.
+    settled: bool,
+    output: String,
+    permission: Option<PermissionFact>,
+}
+
+struct AcpHandler {
+    state: Arc<Mutex<RunState>>,
+    policy: Policy,
+    log: Log,
+}
+
+impl Handler for AcpHandler {
+    fn on_request(&self, _id: &Value, method: &str, params: Value) -> Reply {
+        if method != "session/request_permission" {
+            (self.log)(format!("ACP child sent unsupported request {method}"));
+            return Reply::Error(ErrorObject::method_not_found());
+        }
+        let mut st = self.state.lock().expect("run state");
+        if st.settled {
+            return Reply::Result(json!({"outcome": {"outcome": "cancelled"}}));
+        }
+        let (answer, allowed) = answer_permission(self.policy, &params);
+        if st.prompting {
+            st.permission = Some(PermissionFact {
+                policy: self.policy,
+                request: tool_kind(params.get("toolCall").and_then(|t| t.get("kind"))),
+                allowed,
+            });
+        }
+        Reply::Result(answer)
+    }
+
+    fn on_notification(&self, method: &str, params: Value) {
+        if method != "session/update" {
+            return;
+        }
+        let mut st = self.state.lock().expect("run state");
+        if st.settled {
+            return;
+        }
+        if let (Some(ours), Some(theirs)) = (
+            st.session_id.as_deref(),
+            params.get("sessionId").and_then(Value::as_str),
+        ) && ours != theirs
+        {
+            return;
+        }
+        let update = &params["update"];
+        if update["sessionUpdate"] == "agent_message_chunk"
+            && update["content"]["type"] == "text"
+            && let Some(text) = update["content"]["text"].as_str()
+        {
+            st.output.push_str(text);
+        }
+    }
+
+    fn on_garbage(&self, line: &str) {
+        (self.log)(format!("ACP child wrote a non-JSON-RPC line: {line}"));
+    }
+}
+
+/// Resolves when local cancellation was requested (never, if the sender is gone).
+async fn cancelled(cancel: &mut watch::Receiver<bool>) {
+    if cancel.wait_for(|c| *c).await.is_err() {
+        std::future::pending::<()>().await;
+    }
+}
+
+enum Step<T> {
+    Done(T),
+    Cancelled,
+}
+
+async fn race<T>(fut: impl Future<Output = T>, cancel: &mut watch::Receiver<bool>) -> Step<T> {
+    tokio::select! {
+        biased;
+        _ = cancelled(cancel) => Step::Cancelled,
+        v = fut => Step::Done(v),
+    }
+}
+
+struct StderrTail {
+    lines: Mutex<VecDeque<String>>,
+    done: watch::Sender<bool>,
+}
+
+fn forward_stderr(stderr: ChildStderr, log: Log) -> Arc<StderrTail> {
+    let (done, _) = watch::channel(false);
+    let tail = Arc::new(StderrTail {
+        lines: Mutex::new(VecDeque::new()),
+        done,
+    });
+    let t = tail.clone();
+    tokio::spawn(async move {
+        let mut reader = BufReader::new(stderr);
+        let mut buf = Vec::new();
+        loop {
+            buf.clear();
+            match reader.read_until(b'\n', &mut buf).await {
+                Ok(0) | Err(_) => break,
+                Ok(_) => {}
+            }
+            let line = String::from_utf8_lossy(&buf)
+                .trim_end_matches(['\n', '\r'])
+                .to_owned();
+            log(format!("child stderr: {line}"));
+            let mut lines = t.lines.lock().expect("stderr tail");
+            lines.push_back(line);
+            if lines.len() > STDERR_TAIL_LINES {
+                lines.pop_front();
+            }
+        }
+        t.done.send_replace(true);
+    });
+    tail
+}
+
+/// One live ACP child and its facts.
+struct AcpRun {
+    config: AcpConfig,
+    defects: Defects,
+    log: Log,
+    child: ManagedChild,
+    rpc: JsonRpc,
+    state: Arc<Mutex<RunState>>,
+    stderr: Arc<StderrTail>,
+    cancel_sent: bool,
+}
+
+fn failure(message: String) -> StartError {
+    StartError {
+        name: ERROR_NAME.into(),
+        message,
+    }
+}
+
+fn teardown_line() -> FailureLine {
+    FailureLine::acp(Stage::Teardown, Category::Unknown)
+}
+
+fn reject(events: &mpsc::UnboundedSender<ProviderEvent>, error: StartError, cancelled: bool) {
+    let _ = events.send(ProviderEvent::Rejected { error, cancelled });
+}
+
+/// Drive one run from spawn to settled dispose, reporting to `events`.
+pub async fn run(
+    spec: RunSpec,
+    defects: Defects,
+    log: Log,
+    mut cancel: watch::Receiver<bool>,
+    events: mpsc::UnboundedSender<ProviderEvent>,
+) {
+    let start_line =
+        |stage, category| failure(format!("{PREFIX}{}", FailureLine::acp(stage, category)));
+    let config = match AcpConfig::from_map(&spec.config) {
+        Ok(c) => c,
+        Err(e) => {
+            log(e.to_string());
+            return reject(
+                &events,
+                start_line(Stage::Initialize, Category::Configuration),
+                false,
+            );
+        }
+    };
+    if *cancel.borrow() {
+        return reject(&events, aborted_error(), true);
+    }
+    let cwd = PathBuf::from(&spec.runtime.cwd);
+    if !cwd.is_absolute() || !cwd.is_dir() {
+        log(format!(
+            "ACP child cwd is not an absolute existing directory: {cwd:?}"
+        ));
+        return reject(
+            &events,
+            start_line(Stage::Initialize, Category::Configuration),
+            false,
+        );
+    }
+    let (env, ignored) = process::child_env(std::env::vars(), &spec.runtime.env);
+    if !ignored.is_empty() {
+        log(format!(
+            "ignored non-string runtime env entries: {ignored:?}"
+        ));
+    }
+    let spawned = match process::spawn(
+        &spec.runtime.command,
+        &spec.runtime.args,
+        Path::new(&cwd),
+        &env,
+    ) {
+        Ok(s) => s,
+        Err(e) => {
+            log(format!("ACP child {e}"));
+            return reject(
+                &events,
+                start_line(Stage::Process, Category::ProcessStart),
+                false,
+            );
+        }
+    };
+    log(format!(
+        "ACP child spawned, process group {}",
+        spawned.child.pgid()
+    ));
+    let state = Arc::new(Mutex::new(RunState::default()));
+    let handler = Arc::new(AcpHandler {
+        state: state.clone(),
+        policy: config.permission,
+        log: log.clone(),
+    });
+    let stderr = forward_stderr(spawned.stderr, log.clone());
+    let rpc = JsonRpc::new(spawned.stdout, spawned.stdin, handler);
+    let mut acp = AcpRun {
+        config,
+        defects,
+        log,
+        child: spawned.child,
+        rpc,
+        state,
+        stderr,
+        cancel_sent: false,
+    };
+
+    let session_id = match acp.handshake(&spec, &mut cancel).await {
+        Ok(id) => id,
+        Err(HandshakeFailure::Cancelled) => {
+            let error = match acp.teardown().await {
+                Ok(()) => aborted_error(),
+                Err(()) => failure(format!("{PREFIX}{}", teardown_line())),
+            };
+            return reject(&events, error, true);
+        }
+        Err(HandshakeFailure::Failed(line)) => {
+            let mut message = format!("{PREFIX}{line}");
+            if acp.defects.leak_raw_error {
+                message = acp.leak(message).await;
+            }
+            let error = match acp.teardown().await {
+                Ok(()) => failure(message),
+                Err(()) => StartError {
+                    name: "AggregateError".into(),
+                    message: format!("{message}; {PREFIX}{}", teardown_line()),
+                },
+            };
+            return reject(&events, error, false);
+        }
+    };
+
+    acp.state.lock().expect("run state").session_id = Some(session_id.clone());
+    let _ = events.send(ProviderEvent::Published {
+        child_session_key: fresh_uuid(),
+        dispatch_at: rfc3339_now(),
+    });
+    let result = acp.prompt(&spec, &session_id, &mut cancel).await;
+    let _ = events.send(ProviderEvent::Result(result));
+    let disposed = acp.dispose().await;
+    let _ = events.send(ProviderEvent::Disposed(disposed));
+}
+
+fn aborted_error() -> StartError {
+    StartError {
+        name: ABORT_ERROR_NAME.into(),
+        message: ABORTED_BEFORE_START.into(),
+    }
+}
+
+enum HandshakeFailure {
+    Cancelled,
+    Failed(FailureLine),
+}
+
+impl AcpRun {
+    async fn handshake(
+        &mut self,
+        spec: &RunSpec,
+        cancel: &mut watch::Receiver<bool>,
+    ) -> Result<String, HandshakeFailure> {
+        let init = self.rpc.request(
+            "initialize",
+            json!({"protocolVersion": 1, "clientCapabilities": {}}),
+        );
+        match race(init, cancel).await {
+            Step::Cancelled => return Err(HandshakeFailure::Cancelled),
+            Step::Done(Ok(_)) => {}
+            Step::Done(Err(RpcError::Remote { code, message, .. })) => {
+                (self.log)(format!("initialize error response {code}: {message}"));
+                return Err(HandshakeFailure::Failed(FailureLine::acp(
+                    Stage::Initialize,
+                    Category::Transport,
+                )));
+            }
+            Step::Done(Err(e)) => {
+                (self.log)(format!("initialize failed: {e}"));
+                return Err(HandshakeFailure::Failed(
+                    self.wire_lost(Stage::Initialize, Stage::Initialize).await,
+                ));
+            }
+        }
+        let new = self.rpc.request(
+            "session/new",
+            json!({"cwd": spec.runtime.cwd, "mcpServers": []}),
+        );
+        match race(new, cancel).await {
+            Step::Cancelled => Err(HandshakeFailure::Cancelled),
+            Step::Done(Ok(v)) => match v.get("sessionId").and_then(Value::as_str) {
+                Some(id) if !id.is_empty() => Ok(id.to_owned()),
+                _ => {
+                    (self.log)("ACP child published without a session id".into());
+                    Err(HandshakeFailure::Failed(FailureLine::acp(
+                        Stage::NewSession,
+                        Category::Protocol,
+                    )))
+                }
+            },
+            Step::Done(Err(RpcError::Remote { code, message, .. })) => {
+                (self.log)(format!("session/new error response {code}: {message}"));
+                Err(HandshakeFailure::Failed(FailureLine::acp(
+                    Stage::NewSession,
+                    Category::Protocol,
+                )))
+            }
+            Step::Done(Err(e)) => {
+                (self.log)(format!("session/new failed: {e}"));
+                Err(HandshakeFailure::Failed(
+                    self.wire_lost(Stage::NewSession, Stage::NewSession).await,
+                ))
+            }
+        }
+    }
+
+    /// Classify a lost wire: if the child exits within `disposeGraceMs`, its exit facts at
+    /// `exit_stage`; otherwise `transport` at `transport_stage`.
+    async fn wire_lost(&self, exit_stage: Stage, transport_stage: Stage) -> FailureLine {
+        match self.child.wait_exit(self.config.dispose_grace).await {
+            Some(exit) => FailureLine::acp(exit_stage, Category::ProcessExit).with_exit(exit),
+            None => FailureLine::acp(transport_stage, Category::Transport),
+        }
+    }
+
+    async fn prompt(
+        &mut self,
+        spec: &RunSpec,
+        session_id: &str,
+        cancel: &mut watch::Receiver<bool>,
+    ) -> SubagentResult {
+        self.state.lock().expect("run state").prompting = true;
+        let prompt = self.rpc.request(
+            "session/prompt",
+            json!({"sessionId": session_id, "prompt": [{"type": "text", "text": spec.task}]}),
+        );
+        let step = race(prompt, cancel).await;
+        // Settle the facts at this point: later chunks and permissions do not count.
+        let (output, permission) = {
+            let mut st = self.state.lock().expect("run state");
+            st.settled = true;
+            (std::mem::take(&mut st.output), st.permission)
+        };
+        let (stop_reason, diagnostic) = match step {
+            Step::Cancelled => {
+                // Local cancel: aborted at once, no diagnostic; then tell the child.
+                self.send_cancel().await;
+                return SubagentResult {
+                    stop_reason: "aborted".into(),
+                    output_text: output,
+                    diagnostic: None,
+                };
+            }
+            Step::Done(Ok(v)) => map_stop_reason(
+                v.get("stopReason"),
+                permission.as_ref(),
+                self.defects.max_tokens_as_error,
+            ),
+            Step::Done(Err(RpcError::Remote { code, message, .. })) => {
+                (self.log)(format!("session/prompt error response {code}: {message}"));
+                let line = FailureLine::acp(Stage::Prompt, Category::Unknown);
+                ("error", Some(with_permission(&line, permission.as_ref())))
+            }
+            Step::Done(Err(e)) => {
+                (self.log)(format!("session/prompt failed: {e}"));
+                let line = self.wire_lost(Stage::Process, Stage::Prompt).await;
+                ("error", Some(with_permission(&line, permission.as_ref())))
+            }
+        };
+        let mut diagnostic = diagnostic;
+        if self.defects.leak_raw_error && stop_reason != "completed" {
+            diagnostic = Some(match diagnostic {
+                Some(d) => self.leak(d).await,
+                None => self.leak(String::new()).await,
+            });
+        }
+        SubagentResult {
+            stop_reason: stop_reason.into(),
+            output_text: output,
+            diagnostic: diagnostic.map(|d| limit_diagnostic(&d)),
+        }
+    }
+
+    /// The `leak-raw-error` defect: append the raw stderr tail.
+    async fn leak(&self, text: String) -> String {
+        let mut done = self.stderr.done.subscribe();
+        let _ = tokio::time::timeout(Duration::from_millis(500), done.wait_for(|d| *d)).await;
+        let tail: Vec<String> = self
+            .stderr
+            .lines
+            .lock()
+            .expect("stderr tail")
+            .iter()
+            .cloned()
+            .collect();
+        if tail.is_empty() {
+            return text;
+        }
+        if text.is_empty() {
+            tail.join("\n")
+        } else {
+            format!("{text}\n{}", tail.join("\n"))
+        }
+    }
+
+    /// `session/cancel`, once per run, only while the session is known and the wire is open.
+    async fn send_cancel(&mut self) {
+        if self.cancel_sent || !self.rpc.is_open() {
+            return;
+        }
+        let Some(session_id) = self.state.lock().expect("run state").session_id.clone() else {
+            return;
+        };
+        self.cancel_sent = true;
+        if let Err(e) = self
+            .rpc
+            .notify("session/cancel", json!({"sessionId": session_id}))
+            .await
+        {
+            (self.log)(format!("session/cancel not delivered: {e}"));
+        }
+    }
+
+    /// Close stdin and walk the ladder. Raw failure goes to the host log only.
+    async fn teardown(&mut self) -> Result<(), ()> {
+        self.rpc.close_stdin().await;
+        let eof = self.rpc.eof_watch();
+        match self
+            .child
+            .settle(
+                &eof,
+                self.config.dispose_eof_grace,
+                self.config.dispose_grace,
+            )
+            .await
+        {
+            Ok(()) => {
+                let exit = self.child.exited().unwrap_or_default();
+                (self.log)(format!(
+                    "ACP child settled (exit code {:?}, signal {:?})",
+                    exit.code, exit.signal
+                ));
+                Ok(())
+            }
+            Err(e) => {
+                (self.log)(format!("ACP child teardown failed: {e}"));
+                Err(())
+            }
+        }
+    }
+
+    async fn dispose(&mut self) -> Result<(), StartError> {
+        if self.defects.skip_teardown {
+            (self.log)("skip-teardown defect: dispose leaves the child running".into());
+            return Ok(());
+        }
+        self.send_cancel().await;
+        self.teardown()
+            .await
+            .map_err(|()| failure(format!("{PREFIX}{}", teardown_line())))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const PERM: PermissionFact = PermissionFact {
+        policy: Policy::Reject,
+        request: "execute",
+        allowed: false,
+    };
+    const PERM_LINE: &str =
+        "ACP unattended decision (policy: reject; request: execute; decision: denied)";
+
+    #[test]
+    fn stop_reasons() {
+        let m = |raw: Value, p: Option<&PermissionFact>| map_stop_reason(Some(&raw), p, false);
+        assert_eq!(m(json!("end_turn"), None), ("completed", None));
+        assert_eq!(m(json!("end_turn"), Some(&PERM)), ("completed", None));
+        assert_eq!(m(json!("max_tokens"), None), ("max-tokens", None));
+        assert_eq!(m(json!("refusal"), None), ("refusal", None));
+        assert_eq!(m(json!("cancelled"), None), ("aborted", None));
+        assert_eq!(
+            m(json!("cancelled"), Some(&PERM)),
+            ("aborted", Some(PERM_LINE.to_string()))
+        );
+        assert_eq!(
+            m(json!("max_tokens"), Some(&PERM)),
+            ("max-tokens", Some(PERM_LINE.to_string()))
+        );
+        assert_eq!(
+            m(json!("max_turn_requests"), None),
+            (
+                "error",
+                Some("Subagent failure (provider: ACP; stage: prompt; category: remote-limit; stop reason: max_turn_requests)".into())
+            )
+        );
+        assert_eq!(
+            m(json!("max_turn_requests"), Some(&PERM)).1.unwrap(),
+            format!(
+                "Subagent failure (provider: ACP; stage: prompt; category: remote-limit; stop reason: max_turn_requests)\n{PERM_LINE}"
+            )
+        );
+        for raw in [json!("SECRET_TOKEN"), json!(7), Value::Null] {
+            let (stop, diag) = m(raw, None);
+            assert_eq!(stop, "error");
+            assert_eq!(
+                diag.unwrap(),
+                "Subagent failure (provider: ACP; stage: prompt; category: unknown)"
+            );
+        }
+        assert_eq!(map_stop_reason(None, None, false).0, "error");
+        assert_eq!(
+            map_stop_reason(Some(&json!("max_tokens")), None, true),
+            ("error", None)
+        );
+    }
+
+    #[test]
+    fn permission_answers() {
+        let params = json!({"toolCall": {"kind": "edit"}, "options": [
+            {"optionId": "no", "kind": "reject_once"},
+            {"optionId": "always", "kind": "allow_always"},
+            {"optionId": "once", "kind": "allow_once"}]});
+        assert_eq!(
+            answer_permission(Policy::Allow, &params),
+            (
+                json!({"outcome": {"outcome": "selected", "optionId": "always"}}),
+                true
+            )
+        );
+        assert_eq!(
+            answer_permission(Policy::Reject, &params),
+            (json!({"outcome": {"outcome": "cancelled"}}), false)
+        );
+        let no_allow = json!({"options": [{"optionId": "no", "kind": "reject_once"}]});
+        assert_eq!(
+            answer_permission(Policy::Allow, &no_allow),
+            (json!({"outcome": {"outcome": "cancelled"}}), false)
+        );
+    }
+
+    #[test]
+    fn config_defaults_and_errors() {
+        let c = AcpConfig::from_map(&Map::new()).unwrap();
+        assert_eq!(c.permission, Policy::Reject);
+        assert_eq!(c.dispose_eof_grace, Duration::from_millis(6000));
+        assert_eq!(c.dispose_grace, Duration::from_millis(3000));
+        let mut m = Map::new();
+        m.insert("permission".into(), "allow".into());
+        m.insert("disposeGraceMs".into(), 150.into());
+        let c = AcpConfig::from_map(&m).unwrap();
+        assert_eq!(c.permission, Policy::Allow);
+        assert_eq!(c.dispose_grace, Duration::from_millis(150));
+        m.insert("disposeEofGraceMs".into(), (-1).into());
+        assert!(AcpConfig::from_map(&m).is_err());
+        let mut m = Map::new();
+        m.insert("permission".into(), "ask".into());
+        assert!(AcpConfig::from_map(&m).is_err());
+    }
+}

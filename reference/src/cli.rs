@@ -1,0 +1,124 @@
+//! Command line: `conform-reference [--defect <name>]... [--help] [--version]`.
+
+/// Deliberate misbehaviours for the harness's self-tests. All off by default.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Defects {
+    pub crash_after_dispatch: bool,
+    pub hang_after_dispatch: bool,
+    pub skip_teardown: bool,
+    pub leak_raw_error: bool,
+    pub max_tokens_as_error: bool,
+}
+
+pub const DEFECTS: [(&str, &str); 5] = [
+    (
+        "crash-after-dispatch",
+        "exit with code 70 right after sending the first `dispatched`, abandoning all children",
+    ),
+    (
+        "hang-after-dispatch",
+        "after the first `dispatched`, never send anything else for that run (no result, settled, tool_result, notice or job_output); its child is still cleaned up silently",
+    ),
+    (
+        "skip-teardown",
+        "dispose() sends `settled` at once without session/cancel, stdin EOF or signals, leaving the child running",
+    ),
+    (
+        "leak-raw-error",
+        "append the child's raw stderr tail to every non-completed diagnostic and start rejection message (a redaction defect)",
+    ),
+    (
+        "max-tokens-as-error",
+        "map the ACP stop reason `max_tokens` to `error` instead of `max-tokens`",
+    ),
+];
+
+pub fn help_text() -> String {
+    let mut s = String::from(
+        "conform-reference: the reference subject of conform.\n\n\
+         Speaks the subject protocol (conform-subject/1) on stdin/stdout, one JSON object per\n\
+         line, and hosts one ACP provider run per `start`.\n\n\
+         USAGE:\n    conform-reference [--defect <NAME>]...\n\n\
+         OPTIONS:\n    --defect <NAME>   enable a deliberate defect (repeatable; all off by default)\n    \
+         -h, --help        print this help\n    -V, --version     print the version\n\n\
+         DEFECTS:\n",
+    );
+    for (name, what) in DEFECTS {
+        s.push_str(&format!("    {name:<22}{what}\n"));
+    }
+    s
+}
+
+#[derive(Debug, PartialEq, Eq)]
+pub enum Command {
+    Run(Defects),
+    Help,
+    Version,
+}
+
+#[derive(Debug, thiserror::Error, PartialEq, Eq)]
+pub enum CliError {
+    #[error("unknown defect `{0}` (see --help)")]
+    UnknownDefect(String),
+    #[error("--defect needs a value")]
+    MissingValue,
+    #[error("unexpected argument `{0}` (see --help)")]
+    Unexpected(String),
+}
+
+pub fn parse(args: impl IntoIterator<Item = String>) -> Result<Command, CliError> {
+    let mut defects = Defects::default();
+    let mut args = args.into_iter();
+    while let Some(arg) = args.next() {
+        let value = match arg.as_str() {
+            "-h" | "--help" => return Ok(Command::Help),
+            "-V" | "--version" => return Ok(Command::Version),
+            "--defect" => args.next().ok_or(CliError::MissingValue)?,
+            other => match other.strip_prefix("--defect=") {
+                Some(v) => v.to_owned(),
+                None => return Err(CliError::Unexpected(other.to_owned())),
+            },
+        };
+        match value.as_str() {
+            "crash-after-dispatch" => defects.crash_after_dispatch = true,
+            "hang-after-dispatch" => defects.hang_after_dispatch = true,
+            "skip-teardown" => defects.skip_teardown = true,
+            "leak-raw-error" => defects.leak_raw_error = true,
+            "max-tokens-as-error" => defects.max_tokens_as_error = true,
+            _ => return Err(CliError::UnknownDefect(value)),
+        }
+    }
+    Ok(Command::Run(defects))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn p(args: &[&str]) -> Result<Command, CliError> {
+        parse(args.iter().map(|s| s.to_string()))
+    }
+
+    #[test]
+    fn parses_defects() {
+        assert_eq!(p(&[]), Ok(Command::Run(Defects::default())));
+        assert_eq!(
+            p(&["--defect", "skip-teardown", "--defect=leak-raw-error"]),
+            Ok(Command::Run(Defects {
+                skip_teardown: true,
+                leak_raw_error: true,
+                ..Defects::default()
+            }))
+        );
+        assert_eq!(
+            p(&["--defect", "nope"]),
+            Err(CliError::UnknownDefect("nope".into()))
+        );
+        assert_eq!(p(&["--defect"]), Err(CliError::MissingValue));
+        assert_eq!(p(&["--help"]), Ok(Command::Help));
+        for (name, _) in DEFECTS {
+            assert!(help_text().contains(name));
+            assert!(matches!(p(&["--defect", name]), Ok(Command::Run(_))));
+        }
+    }
+}

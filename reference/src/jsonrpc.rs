@@ -1,0 +1,324 @@
+//! Newline-delimited JSON-RPC 2.0 over a child's stdin/stdout, protocol-neutral.
+//!
+//! One reader task owns the child's stdout: it resolves pending requests, hands inbound requests
+//! and notifications to a synchronous [`Handler`] *in wire order* (so a notification that precedes
+//! a response is always handled before the response is seen), and reports EOF. Writes go through
+//! one locked stdin; a failed write counts as losing the wire.
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+
+use serde_json::{Value, json};
+use tokio::io::{AsyncBufReadExt, AsyncRead, AsyncWrite, AsyncWriteExt, BufReader};
+use tokio::sync::{oneshot, watch};
+
+/// Why a request did not get a result.
+#[derive(Debug, Clone, thiserror::Error)]
+pub enum RpcError {
+    /// The peer answered with a JSON-RPC error object.
+    #[error("JSON-RPC error response {code}: {message}")]
+    Remote {
+        code: i64,
+        message: String,
+        data: Option<Value>,
+    },
+    /// Stdout reached EOF or a write failed before the response arrived.
+    #[error("JSON-RPC wire lost: {0}")]
+    WireLost(String),
+}
+
+/// A JSON-RPC error object to answer an inbound request with.
+#[derive(Debug, Clone)]
+pub struct ErrorObject {
+    pub code: i64,
+    pub message: String,
+}
+
+impl ErrorObject {
+    pub fn method_not_found() -> Self {
+        ErrorObject {
+            code: -32601,
+            message: "Method not found".into(),
+        }
+    }
+}
+
+/// How the handler answers an inbound request.
+pub enum Reply {
+    Result(Value),
+    Error(ErrorObject),
+    /// The handler answers later through [`JsonRpc::respond`] (for providers whose answers
+    /// need async work; the ACP provider answers synchronously).
+    #[allow(dead_code)]
+    Deferred,
+}
+
+/// Inbound traffic, handled synchronously on the reader task in wire order.
+pub trait Handler: Send + Sync + 'static {
+    fn on_request(&self, id: &Value, method: &str, params: Value) -> Reply;
+    fn on_notification(&self, method: &str, params: Value);
+    /// A line that is not a JSON-RPC message (never answered; host-only).
+    fn on_garbage(&self, _line: &str) {}
+}
+
+type Pending = HashMap<u64, oneshot::Sender<Result<Value, RpcError>>>;
+
+struct Inner {
+    next_id: AtomicU64,
+    pending: Mutex<Pending>,
+    writer: tokio::sync::Mutex<Option<Box<dyn AsyncWrite + Send + Unpin>>>,
+    eof: AtomicBool,
+    write_failed: AtomicBool,
+    eof_tx: watch::Sender<bool>,
+}
+
+/// Client end of the wire. Cheap to clone.
+#[derive(Clone)]
+pub struct JsonRpc {
+    inner: Arc<Inner>,
+}
+
+impl JsonRpc {
+    /// Start the reader task over `reader`; `writer` is the peer's stdin.
+    pub fn new(
+        reader: impl AsyncRead + Send + Unpin + 'static,
+        writer: impl AsyncWrite + Send + Unpin + 'static,
+        handler: Arc<dyn Handler>,
+    ) -> Self {
+        let (eof_tx, _) = watch::channel(false);
+        let inner = Arc::new(Inner {
+            next_id: AtomicU64::new(0),
+            pending: Mutex::new(HashMap::new()),
+            writer: tokio::sync::Mutex::new(Some(Box::new(writer))),
+            eof: AtomicBool::new(false),
+            write_failed: AtomicBool::new(false),
+            eof_tx,
+        });
+        let client = JsonRpc { inner };
+        tokio::spawn(client.clone().read_loop(reader, handler));
+        client
+    }
+
+    /// Resolves `true` once the peer's stdout reached EOF (every holder of the pipe is gone).
+    pub fn eof_watch(&self) -> watch::Receiver<bool> {
+        self.inner.eof_tx.subscribe()
+    }
+
+    /// Whether both directions are still usable.
+    pub fn is_open(&self) -> bool {
+        !self.inner.eof.load(Ordering::SeqCst) && !self.inner.write_failed.load(Ordering::SeqCst)
+    }
+
+    pub async fn request(&self, method: &str, params: Value) -> Result<Value, RpcError> {
+        let id = self.inner.next_id.fetch_add(1, Ordering::SeqCst);
+        let (tx, rx) = oneshot::channel();
+        self.inner
+            .pending
+            .lock()
+            .expect("pending lock")
+            .insert(id, tx);
+        // Insert before checking EOF: the reader sets the flag before draining, so either it
+        // drains this entry or we see the flag.
+        if self.inner.eof.load(Ordering::SeqCst) {
+            self.inner.pending.lock().expect("pending lock").remove(&id);
+            return Err(RpcError::WireLost("stdout already closed".into()));
+        }
+        let frame = json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params});
+        if let Err(e) = self.write(&frame).await {
+            self.inner.pending.lock().expect("pending lock").remove(&id);
+            return Err(e);
+        }
+        match rx.await {
+            Ok(result) => result,
+            Err(_) => Err(RpcError::WireLost("request dropped".into())),
+        }
+    }
+
+    pub async fn notify(&self, method: &str, params: Value) -> Result<(), RpcError> {
+        self.write(&json!({"jsonrpc": "2.0", "method": method, "params": params}))
+            .await
+    }
+
+    pub async fn respond(&self, id: &Value, reply: Result<Value, ErrorObject>) {
+        let frame = match reply {
+            Ok(result) => json!({"jsonrpc": "2.0", "id": id, "result": result}),
+            Err(e) => {
+                json!({"jsonrpc": "2.0", "id": id, "error": {"code": e.code, "message": e.message}})
+            }
+        };
+        // A failed answer is recorded as a write failure; the caller sees it as wire loss later.
+        let _ = self.write(&frame).await;
+    }
+
+    /// Close the peer's stdin (EOF). Idempotent.
+    pub async fn close_stdin(&self) {
+        let mut guard = self.inner.writer.lock().await;
+        if let Some(mut w) = guard.take() {
+            let _ = w.shutdown().await;
+        }
+    }
+
+    async fn write(&self, frame: &Value) -> Result<(), RpcError> {
+        let mut line = serde_json::to_vec(frame).expect("serializable frame");
+        line.push(b'\n');
+        let mut guard = self.inner.writer.lock().await;
+        let Some(w) = guard.as_mut() else {
+            return Err(RpcError::WireLost("stdin closed".into()));
+        };
+        let res = async {
+            w.write_all(&line).await?;
+            w.flush().await
+        }
+        .await;
+        if let Err(e) = res {
+            self.inner.write_failed.store(true, Ordering::SeqCst);
+            *guard = None;
+            drop(guard);
+            // Losing the write half loses the wire: fail everything pending.
+            self.fail_pending(&format!("write failed: {e}"));
+            return Err(RpcError::WireLost(format!("write failed: {e}")));
+        }
+        Ok(())
+    }
+
+    fn fail_pending(&self, reason: &str) {
+        let drained: Vec<_> = self
+            .inner
+            .pending
+            .lock()
+            .expect("pending lock")
+            .drain()
+            .collect();
+        for (_, tx) in drained {
+            let _ = tx.send(Err(RpcError::WireLost(reason.to_owned())));
+        }
+    }
+
+    async fn read_loop(self, reader: impl AsyncRead + Send + Unpin, handler: Arc<dyn Handler>) {
+        let mut reader = BufReader::new(reader);
+        let mut buf = Vec::new();
+        loop {
+            buf.clear();
+            match reader.read_until(b'\n', &mut buf).await {
+                Ok(0) => break,
+                Ok(_) => {}
+                Err(e) => {
+                    handler.on_garbage(&format!("stdout read error: {e}"));
+                    break;
+                }
+            }
+            let line = String::from_utf8_lossy(&buf);
+            let line = line.trim();
+            if line.is_empty() {
+                continue;
+            }
+            self.dispatch(line, handler.as_ref()).await;
+        }
+        self.inner.eof.store(true, Ordering::SeqCst);
+        self.fail_pending("stdout reached EOF");
+        self.inner.eof_tx.send_replace(true);
+    }
+
+    async fn dispatch(&self, line: &str, handler: &dyn Handler) {
+        let Ok(Value::Object(mut msg)) = serde_json::from_str::<Value>(line) else {
+            handler.on_garbage(line);
+            return;
+        };
+        let method = msg.get("method").and_then(Value::as_str).map(str::to_owned);
+        let id = msg.remove("id").filter(|id| !id.is_null());
+        let params = match msg.remove("params") {
+            Some(p @ Value::Object(_)) | Some(p @ Value::Array(_)) => p,
+            _ => json!({}),
+        };
+        match (method, id) {
+            (Some(method), Some(id)) => match handler.on_request(&id, &method, params) {
+                Reply::Result(v) => self.respond(&id, Ok(v)).await,
+                Reply::Error(e) => self.respond(&id, Err(e)).await,
+                Reply::Deferred => {}
+            },
+            (Some(method), None) => handler.on_notification(&method, params),
+            (None, Some(id)) => {
+                let Some(id) = id.as_u64() else {
+                    handler.on_garbage(line);
+                    return;
+                };
+                let Some(tx) = self.inner.pending.lock().expect("pending lock").remove(&id) else {
+                    handler.on_garbage(line);
+                    return;
+                };
+                let outcome = if let Some(err) = msg.get("error") {
+                    Err(RpcError::Remote {
+                        code: err.get("code").and_then(Value::as_i64).unwrap_or(0),
+                        message: err
+                            .get("message")
+                            .and_then(Value::as_str)
+                            .unwrap_or("JSON-RPC error")
+                            .to_owned(),
+                        data: err.get("data").cloned(),
+                    })
+                } else {
+                    Ok(msg.remove("result").unwrap_or(Value::Null))
+                };
+                let _ = tx.send(outcome);
+            }
+            (None, None) => handler.on_garbage(line),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    struct Recorder(Mutex<Vec<String>>);
+    impl Handler for Recorder {
+        fn on_request(&self, _id: &Value, method: &str, _params: Value) -> Reply {
+            self.0.lock().unwrap().push(format!("req {method}"));
+            Reply::Error(ErrorObject::method_not_found())
+        }
+        fn on_notification(&self, method: &str, _params: Value) {
+            self.0.lock().unwrap().push(format!("note {method}"));
+        }
+    }
+
+    #[tokio::test]
+    async fn request_response_and_ordering() {
+        let (client_side, peer_side) = tokio::io::duplex(4096);
+        let (peer_read, mut peer_write) = tokio::io::split(peer_side);
+        let (client_read, client_write) = tokio::io::split(client_side);
+        let rec = Arc::new(Recorder(Mutex::new(Vec::new())));
+        let rpc = JsonRpc::new(client_read, client_write, rec.clone());
+        let peer = tokio::spawn(async move {
+            let mut lines = BufReader::new(peer_read).lines();
+            let first = lines.next_line().await.unwrap().unwrap();
+            let v: Value = serde_json::from_str(&first).unwrap();
+            assert_eq!(v["method"], "ping");
+            assert_eq!(v["jsonrpc"], "2.0");
+            peer_write
+                .write_all(b"garbage\n{\"jsonrpc\":\"2.0\",\"method\":\"n\"}\n{\"jsonrpc\":\"2.0\",\"id\":5,\"method\":\"x\"}\n")
+                .await
+                .unwrap();
+            let frame = json!({"jsonrpc":"2.0","id":v["id"],"result":{"ok":true}});
+            peer_write
+                .write_all(format!("{frame}\n").as_bytes())
+                .await
+                .unwrap();
+            let answer = lines.next_line().await.unwrap().unwrap();
+            let a: Value = serde_json::from_str(&answer).unwrap();
+            assert_eq!(a["id"], 5);
+            assert_eq!(a["error"]["code"], -32601);
+            drop(peer_write);
+        });
+        let res = rpc.request("ping", json!({})).await.unwrap();
+        assert_eq!(res, json!({"ok": true}));
+        assert_eq!(*rec.0.lock().unwrap(), vec!["note n", "req x"]);
+        peer.await.unwrap();
+        let mut eof = rpc.eof_watch();
+        eof.wait_for(|e| *e).await.unwrap();
+        assert!(matches!(
+            rpc.request("late", json!({})).await,
+            Err(RpcError::WireLost(_))
+        ));
+    }
+}

@@ -1,0 +1,185 @@
+//! `conform-reference`: the reference subject. Speaks `conform-subject/1` on stdin/stdout and
+//! hosts one ACP provider run per `start` (see `cli::help_text`).
+
+mod acp;
+mod cli;
+mod diagnostic;
+mod host;
+mod jsonrpc;
+mod process;
+mod run;
+mod util;
+mod writer;
+
+use std::collections::HashMap;
+use std::sync::Arc;
+use std::sync::atomic::AtomicBool;
+
+use anyhow::Context;
+use conform_protocol::SUBJECT_PROTOCOL;
+use conform_protocol::subject::{FromSubject, Mode, StartError, SubjectInfo, ToSubject};
+use tokio::io::AsyncBufReadExt;
+use tokio::sync::mpsc;
+use tokio::task::JoinHandle;
+
+use crate::cli::{Command, Defects};
+use crate::run::{Control, StartParams};
+use crate::writer::Out;
+
+/// Runs the reference subject with these arguments (without the program name) and returns
+/// the process exit code. Shared by the `conform-reference` binary and `conform reference`.
+pub fn main_with_args(args: Vec<String>) -> i32 {
+    let defects = match cli::parse(args) {
+        Ok(Command::Run(d)) => d,
+        Ok(Command::Help) => {
+            print!("{}", cli::help_text());
+            return 0;
+        }
+        Ok(Command::Version) => {
+            println!("conform-reference {}", env!("CARGO_PKG_VERSION"));
+            return 0;
+        }
+        Err(e) => {
+            eprintln!("conform-reference: {e}");
+            return 2;
+        }
+    };
+    let code = match tokio::runtime::Runtime::new()
+        .context("starting the tokio runtime")
+        .and_then(|rt| rt.block_on(serve(defects)))
+    {
+        Ok(code) => code,
+        Err(e) => {
+            eprintln!("conform-reference: {e:#}");
+            1
+        }
+    };
+    // Exit without dropping the runtime: the blocking stdin reader thread may still be parked
+    // in read(2), and every run has already been disposed.
+    std::process::exit(code);
+}
+
+struct RunEntry {
+    control: mpsc::UnboundedSender<Control>,
+    task: JoinHandle<()>,
+}
+
+async fn serve(defects: Defects) -> anyhow::Result<i32> {
+    let out = writer::start(defects.crash_after_dispatch);
+    let first_dispatch = Arc::new(AtomicBool::new(false));
+    let mut runs: HashMap<String, RunEntry> = HashMap::new();
+    let mut next_job = 1u64;
+    let mut lines = tokio::io::BufReader::new(tokio::io::stdin()).lines();
+
+    loop {
+        let line = match lines.next_line().await {
+            Ok(Some(line)) => line,
+            Ok(None) => break,
+            Err(e) => {
+                eprintln!("conform-reference: stdin read failed: {e}");
+                break;
+            }
+        };
+        if line.trim().is_empty() {
+            continue;
+        }
+        let msg: ToSubject = match serde_json::from_str(&line) {
+            Ok(m) => m,
+            Err(e) => {
+                eprintln!("conform-reference: ignoring malformed line ({e}): {line}");
+                continue;
+            }
+        };
+        match msg {
+            ToSubject::Hello { protocol } => {
+                if protocol != SUBJECT_PROTOCOL {
+                    eprintln!(
+                        "conform-reference: harness speaks {protocol}, we speak {SUBJECT_PROTOCOL}"
+                    );
+                }
+                out.send(FromSubject::Hello {
+                    protocol: SUBJECT_PROTOCOL.into(),
+                    subject: SubjectInfo {
+                        name: "conform-reference".into(),
+                        version: env!("CARGO_PKG_VERSION").into(),
+                    },
+                    providers: run::PROVIDERS.iter().map(|p| p.to_string()).collect(),
+                    modes: Mode::ALL.to_vec(),
+                });
+            }
+            ToSubject::Start {
+                run,
+                provider,
+                mode,
+                label,
+                task,
+                runtime,
+                config,
+                expected_by,
+            } => {
+                if runs.contains_key(&run) {
+                    out.send(FromSubject::StartRejected {
+                        run,
+                        error: StartError {
+                            name: "SubjectError".into(),
+                            message: "run id already in use".into(),
+                        },
+                    });
+                    continue;
+                }
+                let job = (mode == Mode::Background).then(|| {
+                    let id = format!("subagent-{next_job}");
+                    next_job += 1;
+                    id
+                });
+                let (tx, rx) = mpsc::unbounded_channel();
+                let params = StartParams {
+                    run: run.clone(),
+                    provider,
+                    mode,
+                    label,
+                    task,
+                    runtime,
+                    config,
+                    expected_by,
+                    job,
+                };
+                let task = tokio::spawn(run::host_run(
+                    params,
+                    rx,
+                    out.clone(),
+                    defects,
+                    first_dispatch.clone(),
+                ));
+                runs.insert(run, RunEntry { control: tx, task });
+            }
+            ToSubject::Cancel { run } => forward(&runs, &out, run, Control::Cancel),
+            ToSubject::JobOutput { run, wait } => {
+                forward(&runs, &out, run, Control::JobOutput { wait })
+            }
+            ToSubject::Shutdown => break,
+        }
+    }
+
+    // Shutdown or stdin EOF: cancel and dispose everything still running, wait for it.
+    for entry in runs.values() {
+        let _ = entry.control.send(Control::Shutdown);
+    }
+    for (_, entry) in runs.drain() {
+        let _ = entry.task.await;
+    }
+    out.flush().await;
+    Ok(0)
+}
+
+fn forward(runs: &HashMap<String, RunEntry>, out: &Out, run: String, control: Control) {
+    match runs.get(&run) {
+        Some(entry) => {
+            let _ = entry.control.send(control);
+        }
+        None => out.send(FromSubject::HostLog {
+            text: format!("no run with this id ({control:?} ignored)"),
+            run,
+        }),
+    }
+}

@@ -1,0 +1,259 @@
+//! One run on the host side: ties the harness's control messages (`cancel`, `job_output`,
+//! shutdown) and the provider's events to the subject messages, in the host's order.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+
+use conform_protocol::subject::{FromSubject, Mode, Runtime, StartError};
+use serde_json::{Map, Value};
+use tokio::sync::{mpsc, watch};
+
+use crate::acp::{self, ProviderEvent, RunSpec};
+use crate::cli::Defects;
+use crate::host::{self, JobOutcome, SubagentResult};
+use crate::writer::Out;
+
+#[derive(Debug)]
+pub enum Control {
+    /// Local cancellation (foreground abort / `job_kill`).
+    Cancel,
+    JobOutput {
+        wait: bool,
+    },
+    /// Subject shutdown: cancel, dispose, deliver nothing more than the run's own events.
+    Shutdown,
+}
+
+pub struct StartParams {
+    pub run: String,
+    pub provider: String,
+    pub mode: Mode,
+    pub label: String,
+    pub task: String,
+    pub runtime: Runtime,
+    pub config: Map<String, Value>,
+    pub expected_by: String,
+    /// The job id (background only).
+    pub job: Option<String>,
+}
+
+struct Host {
+    run: String,
+    out: Out,
+    /// `hang-after-dispatch` is active for this run: say nothing more.
+    hung: bool,
+}
+
+impl Host {
+    fn emit(&self, msg: FromSubject) {
+        if !self.hung {
+            self.out.send(msg);
+        }
+    }
+
+    fn log(&self, text: String) {
+        self.emit(FromSubject::HostLog {
+            run: self.run.clone(),
+            text,
+        });
+    }
+
+    fn tool_result(&self, (is_error, text): (bool, String)) {
+        self.emit(FromSubject::ToolResult {
+            run: self.run.clone(),
+            is_error,
+            text,
+        });
+    }
+
+    fn job_output(&self, outcome: Option<&JobOutcome>) {
+        self.emit(FromSubject::JobOutput {
+            run: self.run.clone(),
+            text: host::job_output_text(outcome),
+        });
+    }
+}
+
+/// Drive one run until its provider finished and (for jobs) until shutdown.
+pub async fn host_run(
+    p: StartParams,
+    mut control: mpsc::UnboundedReceiver<Control>,
+    out: Out,
+    defects: Defects,
+    first_dispatch: Arc<AtomicBool>,
+) {
+    let (cancel_tx, cancel_rx) = watch::channel(false);
+    let (ev_tx, mut events) = mpsc::unbounded_channel();
+    let hung_flag = Arc::new(AtomicBool::new(false));
+    let log: acp::Log = {
+        let out = out.clone();
+        let run = p.run.clone();
+        let hung = hung_flag.clone();
+        Arc::new(move |text| {
+            if !hung.load(Ordering::SeqCst) {
+                out.send(FromSubject::HostLog {
+                    run: run.clone(),
+                    text,
+                });
+            }
+        })
+    };
+    let mut host = Host {
+        run: p.run.clone(),
+        out,
+        hung: false,
+    };
+    if p.provider_ok() {
+        tokio::spawn(acp::run(
+            RunSpec {
+                task: p.task.clone(),
+                runtime: p.runtime.clone(),
+                config: p.config.clone(),
+            },
+            defects,
+            log,
+            cancel_rx,
+            ev_tx,
+        ));
+    } else {
+        drop(ev_tx);
+    }
+    if let Some(job) = &p.job {
+        host.tool_result((false, host::background_started(job)));
+    }
+
+    let mut cancel_requested = false;
+    let mut shutdown = false;
+    let mut waiters = 0usize;
+    let mut result: Option<SubagentResult> = None;
+    let mut outcome: Option<JobOutcome> = None;
+    let mut events_open = true;
+    let mut control_open = true;
+
+    while events_open {
+        tokio::select! {
+            ev = events.recv() => match ev {
+                None => events_open = false,
+                Some(ProviderEvent::Published { child_session_key, dispatch_at }) => {
+                    host.emit(FromSubject::Dispatched {
+                        run: p.run.clone(),
+                        child_session_key,
+                        dispatch_at,
+                        expected_by: p.expected_by.clone(),
+                    });
+                    if defects.hang_after_dispatch && !first_dispatch.swap(true, Ordering::SeqCst) {
+                        host.hung = true;
+                        hung_flag.store(true, Ordering::SeqCst);
+                    }
+                }
+                Some(ProviderEvent::Rejected { error, cancelled }) => {
+                    host.emit(FromSubject::StartRejected { run: p.run.clone(), error: error.clone() });
+                    match p.mode {
+                        Mode::Foreground => host.tool_result(host::foreground_start_rejected(&error)),
+                        Mode::Background => {
+                            outcome = Some(host::job_outcome_start_rejected(&error, cancelled));
+                        }
+                    }
+                }
+                Some(ProviderEvent::Result(r)) => {
+                    host.emit(FromSubject::Result {
+                        run: p.run.clone(),
+                        stop_reason: r.stop_reason.clone(),
+                        output: r.output_blocks(),
+                        diagnostic: r.diagnostic.clone(),
+                    });
+                    result = Some(r);
+                }
+                Some(ProviderEvent::Disposed(disposed)) => {
+                    match &disposed {
+                        Ok(()) => host.emit(FromSubject::Settled { run: p.run.clone() }),
+                        // Teardown failed: the tree is not released, so no `settled` claim.
+                        Err(e) => host.log(format!("dispose rejected: {}: {}", e.name, e.message)),
+                    }
+                    let Some(r) = result.as_ref() else { continue };
+                    match p.mode {
+                        Mode::Foreground => {
+                            host.tool_result(host::foreground_text(r, disposed.as_ref().map(|_| ())));
+                        }
+                        Mode::Background => {
+                            let mut o = host::job_outcome(r);
+                            if let Err(e) = &disposed {
+                                o = host::with_dispose_failure(o, e);
+                            }
+                            outcome = Some(o);
+                        }
+                    }
+                }
+            },
+            c = control.recv(), if control_open => match c {
+                None | Some(Control::Shutdown) => {
+                    control_open = c.is_some();
+                    shutdown = true;
+                    let _ = cancel_tx.send(true);
+                }
+                Some(Control::Cancel) => {
+                    cancel_requested = true;
+                    let _ = cancel_tx.send(true);
+                }
+                Some(Control::JobOutput { wait }) => match p.mode {
+                    Mode::Foreground => host.log("job_output for a foreground run: no job".into()),
+                    Mode::Background if wait => waiters += 1,
+                    Mode::Background => host.job_output(None),
+                },
+            },
+        }
+    }
+
+    // A provider that never reported (unknown provider name) rejects here.
+    if !p.provider_ok() {
+        let error = StartError {
+            name: "SubagentError".into(),
+            message: "no subagent provider is registered under that name".into(),
+        };
+        host.emit(FromSubject::StartRejected {
+            run: p.run.clone(),
+            error: error.clone(),
+        });
+        match p.mode {
+            Mode::Foreground => host.tool_result(host::foreground_start_rejected(&error)),
+            Mode::Background => outcome = Some(host::job_outcome_start_rejected(&error, false)),
+        }
+    }
+
+    if p.mode == Mode::Foreground {
+        return;
+    }
+    let Some(job) = p.job.clone() else { return };
+    let outcome = outcome.unwrap_or(JobOutcome::Killed);
+    // Delivery: a pending `job_output wait:true` is the delivery; a killed (job_kill) or
+    // torn-down job is already reported; otherwise the completion notice.
+    if waiters > 0 {
+        for _ in 0..waiters {
+            host.job_output(Some(&outcome));
+        }
+    } else if !cancel_requested && !shutdown {
+        host.emit(FromSubject::Notice {
+            run: p.run.clone(),
+            job: job.clone(),
+            text: host::notice_text(&job, &p.label, &outcome),
+        });
+    }
+    if shutdown {
+        return;
+    }
+    while let Some(c) = control.recv().await {
+        match c {
+            Control::JobOutput { .. } => host.job_output(Some(&outcome)),
+            Control::Cancel => {}
+            Control::Shutdown => return,
+        }
+    }
+}
+
+impl StartParams {
+    fn provider_ok(&self) -> bool {
+        PROVIDERS.contains(&self.provider.as_str())
+    }
+}
+
+pub const PROVIDERS: [&str; 1] = ["acp"];
