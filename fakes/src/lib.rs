@@ -12,6 +12,7 @@ pub mod engine;
 pub mod error;
 pub mod params;
 pub mod process;
+pub mod schema;
 pub mod side;
 pub mod signals;
 pub mod wire;

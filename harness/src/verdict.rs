@@ -2,7 +2,7 @@
 //! failure names the requirement it broke. Checks read only what the run observed; snapshots are
 //! judged by the caller.
 
-use conform_protocol::side::{Direction, FakeEvent, Role};
+use conform_protocol::side::{FakeEvent, Role};
 use conform_protocol::subject::Mode;
 use serde_json::Value;
 
@@ -152,25 +152,31 @@ pub fn judge(scenario: &Scenario, mode: Mode, obs: &Observed) -> Vec<Finding> {
         }
     }
     // Every frame a fake sends must be valid for its protocol unless the scenario marked it.
-    if scenario.file.provider == "acp" {
-        for line in &obs.fake {
-            if let FakeEvent::Frame {
-                dir: Direction::Sent,
-                frame,
-                violation: None,
-                answers,
-            } = &line.event
-                && let Err(e) = conform_fakes::acp::validate_frame(frame, answers.as_deref())
-            {
+    match conform_fakes::schema::unmarked_invalid_frames(&scenario.file.provider, &obs.fake) {
+        Some(invalid) => {
+            for (line, e) in invalid {
+                let frame = match &line.event {
+                    FakeEvent::Frame { frame, .. } => frame.to_string(),
+                    other => format!("{other:?}"),
+                };
                 f.push(Finding {
                     check: "harness.fake-schema",
                     blame: Blame::Harness,
                     message: format!(
-                        "the fake sent a frame that is not valid ACP v1 without a `violation` mark: {e}\n  frame: {frame}"
+                        "the fake sent a frame that is not valid {} without a `violation` mark: {e}\n  frame: {frame}",
+                        scenario.file.provider
                     ),
                 });
             }
         }
+        None => f.push(Finding {
+            check: "harness.fake-schema",
+            blame: Blame::Harness,
+            message: format!(
+                "conform has no wire schema for `{}`",
+                scenario.file.provider
+            ),
+        }),
     }
     if !obs
         .fake

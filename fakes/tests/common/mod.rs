@@ -15,7 +15,7 @@ use std::sync::mpsc::{Receiver, RecvTimeoutError, Sender, channel};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use conform_protocol::side::{Direction, FakeEvent, FakeLine, Role};
+use conform_protocol::side::{FakeEvent, FakeLine, Role};
 use serde_json::{Value, json};
 
 pub const DEADLINE: Duration = Duration::from_secs(20);
@@ -289,17 +289,13 @@ impl Fake {
                 Err(e) => panic!("side connection of {pid} did not close ({e})"),
             }
         }
-        for line in &self.log {
-            if let FakeEvent::Frame {
-                dir: Direction::Sent,
-                frame,
-                violation: None,
-                answers,
-            } = &line.event
-                && let Err(e) = conform_fakes::acp::validate_frame(frame, answers.as_deref())
-            {
-                panic!("the fake sent an invalid unmarked frame {frame}: {e}");
-            }
+        let invalid = conform_fakes::schema::unmarked_invalid_frames("acp", &self.log)
+            .expect("conform has the ACP schema");
+        if let Some((line, e)) = invalid.first() {
+            panic!(
+                "the fake sent an invalid unmarked frame {:?}: {e}",
+                line.event
+            );
         }
         self.log.clone()
     }
