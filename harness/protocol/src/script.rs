@@ -121,6 +121,30 @@ pub struct Step {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub stop: Option<String>,
 
+    // ---- DSH SDK sugar (addressed to the prompt's session, or to `session`) ----
+    /// `session.event` `agent/inbox/spliced`: the prompt receipt inserting a user message with
+    /// this id (the `messageId` the `session/prompt` reply must carry).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub receipt: Option<String>,
+    /// `session.status` with this status (`running` or `idle`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub status: Option<String>,
+    /// `session.event` `assistant/chunk` with a `text-delta` of this text.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub delta: Option<String>,
+    /// `session.event` `assistant/message` whose content is one text block with this text
+    /// (an empty string sends empty, usage-only content).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub message: Option<String>,
+    /// `session.event` `turn/end` with this reason: a kind (`"completed"`) or a whole reason
+    /// object (`{ kind = "aborted", reason = "disposed" }`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub turn_end: Option<Value>,
+    /// `session.event` with this event object, sent as written (`type`, `data`; `seq` and
+    /// `time` are filled in when absent).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub event: Option<Value>,
+
     // ---- process behaviour ----
     /// Write this text to stderr (a newline is added).
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -167,6 +191,9 @@ pub struct Step {
     /// With `reply`, `error` or `stop`: the method of the open request to answer.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub to: Option<String>,
+    /// With DSH SDK sugar: the session id to address instead of the prompt's session.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub session: Option<String>,
     /// This step sends something invalid on purpose; says why. Frames it sends are exempt from
     /// the protocol schema test and marked in the transcript.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -187,6 +214,12 @@ pub const ACTION_KEYS: &[&str] = &[
     "update",
     "permission",
     "stop",
+    "receipt",
+    "status",
+    "delta",
+    "message",
+    "turn_end",
+    "event",
     "stderr",
     "checkpoint",
     "await",
@@ -216,6 +249,12 @@ impl Step {
             self.update.is_some(),
             self.permission.is_some(),
             self.stop.is_some(),
+            self.receipt.is_some(),
+            self.status.is_some(),
+            self.delta.is_some(),
+            self.message.is_some(),
+            self.turn_end.is_some(),
+            self.event.is_some(),
             self.stderr.is_some(),
             self.checkpoint.is_some(),
             self.await_.is_some(),
@@ -261,6 +300,14 @@ impl Step {
         }
         if self.to.is_some() && !matches!(action, "reply" | "error" | "stop") {
             return Err(format!("`to` does not apply to `{action}`"));
+        }
+        if self.session.is_some()
+            && !matches!(
+                action,
+                "receipt" | "status" | "delta" | "message" | "turn_end" | "event"
+            )
+        {
+            return Err(format!("`session` does not apply to `{action}`"));
         }
         Ok(action)
     }
