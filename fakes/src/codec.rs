@@ -54,15 +54,20 @@ pub trait Codec: Send {
         Some("2.0")
     }
 
+    /// The sugar action keys this codec expands (a subset of [`SUGAR_KEYS`]).
+    fn sugar_keys(&self) -> &'static [&'static str] {
+        &[]
+    }
+
     /// Rejects sugar this protocol does not have (checked before the script runs).
     fn check_step(&self, action: &str) -> Result<(), String> {
-        match action {
-            "chunk" | "thought" | "update" | "permission" | "stop" => Err(format!(
+        if SUGAR_KEYS.contains(&action) && !self.sugar_keys().contains(&action) {
+            return Err(format!(
                 "`{action}` is not available for protocol {}",
                 self.protocol()
-            )),
-            _ => Ok(()),
+            ));
         }
+        Ok(())
     }
 
     /// Expands a sugar step; `Ok(None)` when the step is not sugar.
@@ -90,6 +95,21 @@ pub trait Codec: Send {
 
     /// Learns from an answer the fake sent (e.g. the session id it handed out).
     fn answered(&mut self, _method: &str, _outcome: &Result<Value, RpcError>) {}
+
+    /// Learns from a frame an `expect` step matched (e.g. the session a prompt addressed).
+    fn received(&mut self, _method: &str, _params: Option<&Value>) {}
+
+    /// Whether sending this notification ends the subject's main request (→ `Terminal`), for
+    /// protocols whose turn ends with a notification rather than an answer (DSH SDK `turn/end`).
+    fn is_terminal_notification(&self, _method: &str, _params: Option<&Value>) -> bool {
+        false
+    }
+
+    /// Once the script has ended: the result the real runtime answers this request with before
+    /// exiting 0 by itself (DSH SDK `shutdown` → `{}`). `None`: the request is unexpected.
+    fn shutdown_reply(&self, _method: &str) -> Option<Value> {
+        None
+    }
 
     /// Id of the `n`th request the fake sends (from 0).
     fn request_id(&self, n: u64) -> Value {
@@ -152,6 +172,23 @@ pub trait Codec: Send {
         m
     }
 }
+
+/// Every protocol's sugar action keys; a codec accepts only its own ([`Codec::sugar_keys`]).
+pub const SUGAR_KEYS: &[&str] = &[
+    // ACP
+    "chunk",
+    "thought",
+    "update",
+    "permission",
+    "stop",
+    // DSH SDK
+    "receipt",
+    "status",
+    "delta",
+    "message",
+    "turn_end",
+    "event",
+];
 
 /// JSON-RPC classification by members: `method` (+`id` → request), or `id` with
 /// `result`/`error` → response.

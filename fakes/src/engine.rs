@@ -105,10 +105,24 @@ impl Engine {
         }
         loop {
             match self.read().await {
-                Some(frame) => self.stray(&frame, "after the script ended"),
+                Some(frame) => self.serve(&frame),
                 None => return self.at_eof().await,
             }
         }
+    }
+
+    /// A frame after the last step: the runtime's own shutdown request ends the process the
+    /// way the real runtime does (answer, then exit 0); anything else is a stray.
+    fn serve(&mut self, frame: &Value) {
+        if let Msg::Request { id, method, .. } = self.codec.classify(frame)
+            && let Some(result) = self.codec.shutdown_reply(method)
+        {
+            let (id, method) = (id.clone(), method.to_owned());
+            let reply = self.codec.response(id, Ok(result));
+            self.send(reply, None, Some(method));
+            self.exit(0);
+        }
+        self.stray(frame, "after the script ended");
     }
 
     async fn step(&mut self, i: usize, step: &Step) {
@@ -237,6 +251,7 @@ impl Engine {
             {
                 self.violation(format!("`{method}` params differ from the script: {diff}"));
             }
+            self.codec.received(method, got);
             if let Some(id) = open {
                 self.open.push(Open {
                     id,
@@ -362,6 +377,8 @@ impl Engine {
             eprintln!("fake: not sending {line} (stdout was closed by the script)");
             return;
         }
+        let terminal = matches!(self.codec.classify(&frame),
+            Msg::Notification { method, params } if self.codec.is_terminal_notification(method, params));
         self.side.send(FakeEvent::Frame {
             dir: Direction::Sent,
             frame,
@@ -370,6 +387,9 @@ impl Engine {
         });
         if let Err(e) = self.stdout.write_line(line) {
             eprintln!("fake: writing to stdout failed: {e}");
+        }
+        if terminal {
+            self.side.send(FakeEvent::Terminal);
         }
     }
 

@@ -11,6 +11,7 @@ pub fn unmarked_invalid_frames<'a>(
 ) -> Option<Vec<(&'a FakeLine, String)>> {
     let validate = match protocol {
         "acp" => crate::acp::validate_frame,
+        "dsh-sdk" => crate::dsh_sdk::validate_frame,
         _ => return None,
     };
     Some(

@@ -25,6 +25,9 @@ pub enum Command {
     Run(RunArgs),
     /// List the scenarios that would run.
     List(SelectArgs),
+    /// Compare a real product's protocol vocabulary with the one conform is pinned to.
+    /// Exit 0: no drift; 1: drift; 2: could not read the product.
+    Drift(DriftArgs),
     /// Print a JSON Schema: `scenario` (for editors) or `subject` (the adapter protocol).
     Schema {
         #[arg(value_parser = ["scenario", "subject"])]
@@ -36,12 +39,34 @@ pub enum Command {
         #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
         args: Vec<String>,
     },
+    /// Run a scripted fake DSH SDK runtime (used by the harness itself).
+    #[command(name = "fake-dsh-sdk", hide = true, disable_help_flag = true)]
+    FakeDshSdk {
+        #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
+        args: Vec<String>,
+    },
     /// Run the reference subject (the default `--subject`).
     #[command(name = "reference", hide = true, disable_help_flag = true)]
     Reference {
         #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
         args: Vec<String>,
     },
+}
+
+#[derive(Debug, Args)]
+pub struct DriftArgs {
+    /// The product: `codex`.
+    #[arg(value_parser = ["codex"])]
+    pub product: String,
+    /// The product binary (its `app-server generate-json-schema` is run).
+    #[arg(long, required_unless_present = "schema", conflicts_with = "schema")]
+    pub bin: Option<PathBuf>,
+    /// A schema bundle already generated (`codex_app_server_protocol.v2.schemas.json`).
+    #[arg(long)]
+    pub schema: Option<PathBuf>,
+    /// Compare against this known version instead of the pinned one.
+    #[arg(long)]
+    pub against: Option<String>,
 }
 
 #[derive(Debug, Args)]

@@ -3,8 +3,9 @@ use std::process::ExitCode;
 use std::time::Duration;
 
 use clap::Parser;
+use conform::cli::DriftArgs;
 use conform::cli::{Cli, Command, default_dir};
-use conform::{report, scenario, suite};
+use conform::{drift, report, scenario, suite};
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
@@ -14,9 +15,15 @@ fn main() -> ExitCode {
             args,
             vec!["fake-acp".to_owned()],
         ),
+        Command::FakeDshSdk { args } => conform_fakes::cli::main_with_args(
+            Box::new(conform_fakes::dsh_sdk::DshSdkCodec::new()),
+            args,
+            vec!["fake-dsh-sdk".to_owned()],
+        ),
         Command::Reference { args } => {
             ExitCode::from(conform_reference::main_with_args(args) as u8)
         }
+        Command::Drift(args) => drift(args),
         Command::Schema { which } => {
             let schema = if which == "scenario" {
                 scenario::json_schema()
@@ -85,6 +92,56 @@ fn main() -> ExitCode {
                     ExitCode::from(2)
                 }
             }
+        }
+    }
+}
+
+fn drift(args: DriftArgs) -> ExitCode {
+    let pinned = match args.against.as_deref() {
+        None => conform_protocol::codex::PINNED,
+        Some(v) => match conform_protocol::codex::by_version(v) {
+            Some(p) => p,
+            None => {
+                eprintln!("error: conform knows no Codex vocabulary for version {v}");
+                return ExitCode::from(2);
+            }
+        },
+    };
+    let (label, actual) = match (&args.bin, &args.schema) {
+        (Some(bin), _) => {
+            let work = match tempfile::tempdir() {
+                Ok(w) => w,
+                Err(e) => {
+                    eprintln!("error: {e}");
+                    return ExitCode::from(2);
+                }
+            };
+            (
+                bin.display().to_string(),
+                drift::from_binary(bin, work.path()),
+            )
+        }
+        (None, Some(path)) => (
+            path.display().to_string(),
+            std::fs::read_to_string(path)
+                .map_err(|e| drift::DriftError::Schema(format!("{}: {e}", path.display())))
+                .and_then(|t| {
+                    serde_json::from_str(&t)
+                        .map_err(|e| drift::DriftError::Schema(format!("{}: {e}", path.display())))
+                })
+                .and_then(|v| drift::from_schema(&v)),
+        ),
+        (None, None) => unreachable!("clap requires --bin or --schema"),
+    };
+    match actual {
+        Ok(actual) => {
+            let d = drift::compare(&pinned.into(), &actual);
+            print!("{}", drift::render(pinned.version, &label, &actual, &d));
+            ExitCode::from(u8::from(!d.is_empty()))
+        }
+        Err(e) => {
+            eprintln!("error: {e}");
+            ExitCode::from(2)
         }
     }
 }

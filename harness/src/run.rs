@@ -319,7 +319,7 @@ fn start_message(
             path_str(&f)
         }
     };
-    let mut config = Map::new();
+    let mut config = subject.config.clone();
     if let Some(p) = &subject.permission {
         config.insert("permission".into(), json!(p));
     }

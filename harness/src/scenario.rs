@@ -73,6 +73,10 @@ pub struct SubjectSection {
     /// Extra environment for the child.
     #[serde(default)]
     pub env: BTreeMap<String, String>,
+    /// Any other provider configuration, passed through as written (camelCase keys, e.g.
+    /// `shutdownTimeoutMs`, `maxTokens`).
+    #[serde(default)]
+    pub config: serde_json::Map<String, Value>,
 }
 
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Deserialize, Serialize, JsonSchema)]

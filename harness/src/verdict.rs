@@ -57,6 +57,21 @@ pub fn model_visible(obs: &Observed) -> Vec<(&'static str, &str)> {
     texts
 }
 
+/// The closed set of DSH SDK turn-end kinds and abort causes (shown values, not secrets).
+const TURN_END_VOCABULARY: &[&str] = &[
+    "completed",
+    "aborted",
+    "blocked",
+    "error",
+    "max-tokens",
+    "interrupted",
+    "user",
+    "parent",
+    "hook",
+    "disposed",
+    "legacy",
+];
+
 /// Untrusted strings of a scenario that must never reach model-visible text: what the fake
 /// writes outside assistant output (stderr, thoughts, tool titles and inputs, raw lines, error
 /// payloads, unknown enum values), the task, and the scenario's declared secrets. Short strings
@@ -94,6 +109,23 @@ pub fn untrusted_strings(scenario: &Scenario) -> Vec<String> {
             if let Some(d) = &e.data {
                 leaves(d, &mut out);
             }
+        }
+        // DSH SDK: raw events and turn-end payloads are child text (error messages, unknown
+        // kinds); assistant text addressed to another session is not this run's output.
+        if let Some(e) = &step.event {
+            leaves(e, &mut out);
+        }
+        if let Some(t) = &step.turn_end {
+            let mut all = Vec::new();
+            leaves(t, &mut all);
+            out.extend(
+                all.into_iter()
+                    .filter(|s| !TURN_END_VOCABULARY.contains(&s.as_str())),
+            );
+        }
+        if step.session.is_some() {
+            out.extend(step.message.clone());
+            out.extend(step.delta.clone());
         }
         if let Some(r) = &step.reply {
             // Reply payloads are protocol data; only free text inside them is a secret.
@@ -351,7 +383,8 @@ pub fn judge(scenario: &Scenario, mode: Mode, obs: &Observed) -> Vec<Finding> {
     }
     for secret in untrusted_strings(scenario) {
         for (what, text) in model_visible(obs) {
-            if text.contains(&secret) {
+            // The label (the scenario id) is the harness's own text, shown in notices by design.
+            if text.replace(&scenario.id, "").contains(&secret) {
                 f.push(subject(
                     "contract.redaction",
                     format!("the {what} contains untrusted text {secret:?}"),

@@ -44,6 +44,9 @@ fn the_reference_passes_the_whole_catalog() {
     let (code, out, err) = run(&["-j", "4"]);
     assert_eq!(code, Some(0), "{out}\n{err}");
     assert!(out.contains(" 0 failed, 0 skipped"), "{out}");
+    for family in ["acp/", "dsh-sdk/"] {
+        assert!(out.contains(family), "{family} scenarios ran: {out}");
+    }
 }
 
 #[test]
@@ -245,4 +248,31 @@ fn an_unmarked_invalid_fake_frame_is_a_harness_fault() {
         "{out}"
     );
     assert!(out.contains("\"teleported_elsewhere\""), "{out}");
+}
+
+#[test]
+fn a_wrong_dsh_turn_mapping_is_caught() {
+    let subject = defective(&["blocked-as-error"]);
+    let (code, out, _) = run(&["--filter", "dsh-sdk/turn/blocked", "--subject", &subject]);
+    assert_eq!(code, Some(1), "{out}");
+    assert!(
+        out.contains("[expect.stop-reason] stop reason `error`, expected `refusal`"),
+        "{out}"
+    );
+    assert!(out.contains("[expect.diagnostic] diagnostic \"Subagent failure (provider: DSH SDK; stage: session-run; category: child-error)\", expected none"), "{out}");
+}
+
+#[test]
+fn a_start_error_carrying_the_child_stderr_tail_is_caught() {
+    // Today's real host appends the SDK runtime's stderr tail to start errors; the contract
+    // forbids it and the harness must say so.
+    let subject = defective(&["stderr-in-start-error"]);
+    let (code, out, _) = run(&[
+        "--filter",
+        "dsh-sdk/stage/initialize-exit-before-handshake",
+        "--subject",
+        &subject,
+    ]);
+    assert_eq!(code, Some(1), "{out}");
+    assert!(out.contains("[contract.redaction] the start rejection contains untrusted text \"scripted boot failure: cannot open /home/alice/.dsh/SECRET-credentials.json\""), "{out}");
 }

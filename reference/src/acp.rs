@@ -3,16 +3,12 @@
 //!
 //! Every fact is local to one run ([`AcpRun`]); nothing diagnostic is shared between runs.
 
-use std::collections::VecDeque;
-use std::future::Future;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use conform_protocol::subject::{Runtime, StartError};
+use conform_protocol::subject::StartError;
 use serde_json::{Map, Value, json};
-use tokio::io::{AsyncBufReadExt, BufReader};
-use tokio::process::ChildStderr;
 use tokio::sync::{mpsc, watch};
 
 use crate::cli::Defects;
@@ -20,21 +16,17 @@ use crate::diagnostic::{
     Category, FailureLine, PermissionFact, Policy, Stage, limit_diagnostic, tool_kind,
     with_permission,
 };
-use crate::host::SubagentResult;
+use crate::host::{SubagentResult, text_output};
 use crate::jsonrpc::{ErrorObject, Handler, JsonRpc, Reply, RpcError};
 use crate::process::{self, ManagedChild};
+use crate::provider::{
+    ABORT_ERROR_NAME, Log, ProviderEvent, RunSpec, StderrTail, Step, forward_stderr, race, reject,
+};
 use crate::util::{fresh_uuid, rfc3339_now};
 
 pub const ERROR_NAME: &str = "AcpRunFailure";
 pub const PREFIX: &str = "subagent-acp: ";
 pub const ABORTED_BEFORE_START: &str = "subagent request was aborted before the ACP child started";
-/// Name of the error for a start rejected by local cancellation (the real host throws a plain
-/// `Error`).
-pub const ABORT_ERROR_NAME: &str = "Error";
-const STDERR_TAIL_LINES: usize = 50;
-
-/// Host-only log sink (becomes `host_log` for this run).
-pub type Log = Arc<dyn Fn(String) + Send + Sync>;
 
 #[derive(Clone, Debug, PartialEq)]
 pub struct AcpConfig {
@@ -48,17 +40,7 @@ pub struct AcpConfig {
 pub struct ConfigError(String);
 
 fn grace(config: &Map<String, Value>, key: &str, default_ms: u64) -> Result<Duration, ConfigError> {
-    match config.get(key) {
-        None | Some(Value::Null) => Ok(Duration::from_millis(default_ms)),
-        Some(v) => match v.as_f64() {
-            Some(ms) if ms.is_finite() && ms > 0.0 && ms <= 2_147_483_647.0 => {
-                Ok(Duration::from_secs_f64(ms / 1000.0))
-            }
-            _ => Err(ConfigError(format!(
-                "{key} must be a positive number of ms"
-            ))),
-        },
-    }
+    crate::provider::duration_ms(config, key, default_ms).map_err(ConfigError)
 }
 
 impl AcpConfig {
@@ -132,27 +114,6 @@ pub fn answer_permission(policy: Policy, params: &Value) -> (Value, bool) {
     (json!({"outcome": {"outcome": "cancelled"}}), false)
 }
 
-/// What the host side hears from the provider.
-#[derive(Debug)]
-pub enum ProviderEvent {
-    Published {
-        child_session_key: String,
-        dispatch_at: String,
-    },
-    Rejected {
-        error: StartError,
-        cancelled: bool,
-    },
-    Result(SubagentResult),
-    Disposed(Result<(), StartError>),
-}
-
-pub struct RunSpec {
-    pub task: String,
-    pub runtime: Runtime,
-    pub config: Map<String, Value>,
-}
-
 #[derive(Default)]
 struct RunState {
     session_id: Option<String>,
@@ -220,62 +181,6 @@ impl Handler for AcpHandler {
     }
 }
 
-/// Resolves when local cancellation was requested (never, if the sender is gone).
-async fn cancelled(cancel: &mut watch::Receiver<bool>) {
-    if cancel.wait_for(|c| *c).await.is_err() {
-        std::future::pending::<()>().await;
-    }
-}
-
-enum Step<T> {
-    Done(T),
-    Cancelled,
-}
-
-async fn race<T>(fut: impl Future<Output = T>, cancel: &mut watch::Receiver<bool>) -> Step<T> {
-    tokio::select! {
-        biased;
-        _ = cancelled(cancel) => Step::Cancelled,
-        v = fut => Step::Done(v),
-    }
-}
-
-struct StderrTail {
-    lines: Mutex<VecDeque<String>>,
-    done: watch::Sender<bool>,
-}
-
-fn forward_stderr(stderr: ChildStderr, log: Log) -> Arc<StderrTail> {
-    let (done, _) = watch::channel(false);
-    let tail = Arc::new(StderrTail {
-        lines: Mutex::new(VecDeque::new()),
-        done,
-    });
-    let t = tail.clone();
-    tokio::spawn(async move {
-        let mut reader = BufReader::new(stderr);
-        let mut buf = Vec::new();
-        loop {
-            buf.clear();
-            match reader.read_until(b'\n', &mut buf).await {
-                Ok(0) | Err(_) => break,
-                Ok(_) => {}
-            }
-            let line = String::from_utf8_lossy(&buf)
-                .trim_end_matches(['\n', '\r'])
-                .to_owned();
-            log(format!("child stderr: {line}"));
-            let mut lines = t.lines.lock().expect("stderr tail");
-            lines.push_back(line);
-            if lines.len() > STDERR_TAIL_LINES {
-                lines.pop_front();
-            }
-        }
-        t.done.send_replace(true);
-    });
-    tail
-}
-
 /// One live ACP child and its facts.
 struct AcpRun {
     config: AcpConfig,
@@ -297,10 +202,6 @@ fn failure(message: String) -> StartError {
 
 fn teardown_line() -> FailureLine {
     FailureLine::acp(Stage::Teardown, Category::Unknown)
-}
-
-fn reject(events: &mpsc::UnboundedSender<ProviderEvent>, error: StartError, cancelled: bool) {
-    let _ = events.send(ProviderEvent::Rejected { error, cancelled });
 }
 
 /// Drive one run from spawn to settled dispose, reporting to `events`.
@@ -523,7 +424,7 @@ impl AcpRun {
                 self.send_cancel().await;
                 return SubagentResult {
                     stop_reason: "aborted".into(),
-                    output_text: output,
+                    output: text_output(&output),
                     diagnostic: None,
                 };
             }
@@ -552,31 +453,14 @@ impl AcpRun {
         }
         SubagentResult {
             stop_reason: stop_reason.into(),
-            output_text: output,
+            output: text_output(&output),
             diagnostic: diagnostic.map(|d| limit_diagnostic(&d)),
         }
     }
 
     /// The `leak-raw-error` defect: append the raw stderr tail.
     async fn leak(&self, text: String) -> String {
-        let mut done = self.stderr.done.subscribe();
-        let _ = tokio::time::timeout(Duration::from_millis(500), done.wait_for(|d| *d)).await;
-        let tail: Vec<String> = self
-            .stderr
-            .lines
-            .lock()
-            .expect("stderr tail")
-            .iter()
-            .cloned()
-            .collect();
-        if tail.is_empty() {
-            return text;
-        }
-        if text.is_empty() {
-            tail.join("\n")
-        } else {
-            format!("{text}\n{}", tail.join("\n"))
-        }
+        self.stderr.leak(text).await
     }
 
     /// `session/cancel`, once per run, only while the session is known and the wire is open.

@@ -8,9 +8,11 @@ pub struct Defects {
     pub skip_teardown: bool,
     pub leak_raw_error: bool,
     pub max_tokens_as_error: bool,
+    pub blocked_as_error: bool,
+    pub stderr_in_start_error: bool,
 }
 
-pub const DEFECTS: [(&str, &str); 5] = [
+pub const DEFECTS: [(&str, &str); 7] = [
     (
         "crash-after-dispatch",
         "exit with code 70 right after sending the first `dispatched`, abandoning all children",
@@ -31,13 +33,21 @@ pub const DEFECTS: [(&str, &str); 5] = [
         "max-tokens-as-error",
         "map the ACP stop reason `max_tokens` to `error` instead of `max-tokens`",
     ),
+    (
+        "blocked-as-error",
+        "map the DSH SDK child turn end `blocked` to `error` + child-error instead of `refusal`",
+    ),
+    (
+        "stderr-in-start-error",
+        "append the child's stderr tail to DSH SDK start rejection messages (as today's real host does)",
+    ),
 ];
 
 pub fn help_text() -> String {
     let mut s = String::from(
         "conform-reference: the reference subject of conform.\n\n\
          Speaks the subject protocol (conform-subject/1) on stdin/stdout, one JSON object per\n\
-         line, and hosts one ACP provider run per `start`.\n\n\
+         line, and hosts one provider run per `start` (providers `acp` and `dsh-sdk`).\n\n\
          USAGE:\n    conform-reference [--defect <NAME>]...\n\n\
          OPTIONS:\n    --defect <NAME>   enable a deliberate defect (repeatable; all off by default)\n    \
          -h, --help        print this help\n    -V, --version     print the version\n\n\
@@ -85,6 +95,8 @@ pub fn parse(args: impl IntoIterator<Item = String>) -> Result<Command, CliError
             "skip-teardown" => defects.skip_teardown = true,
             "leak-raw-error" => defects.leak_raw_error = true,
             "max-tokens-as-error" => defects.max_tokens_as_error = true,
+            "blocked-as-error" => defects.blocked_as_error = true,
+            "stderr-in-start-error" => defects.stderr_in_start_error = true,
             _ => return Err(CliError::UnknownDefect(value)),
         }
     }

@@ -28,7 +28,7 @@ pub fn limit_diagnostic(text: &str) -> String {
     out
 }
 
-/// The operation a failure belongs to (ACP table of seed 000).
+/// The operation a failure belongs to (the ACP and DSH SDK tables of seed 000).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Stage {
     Initialize,
@@ -36,6 +36,10 @@ pub enum Stage {
     Prompt,
     Process,
     Teardown,
+    /// DSH SDK: prompt acceptance, session notifications, the final child turn reason.
+    SessionRun,
+    /// DSH SDK: bounded SDK shutdown and runtime process release.
+    Shutdown,
 }
 
 impl Stage {
@@ -46,6 +50,8 @@ impl Stage {
             Stage::Prompt => "prompt",
             Stage::Process => "process",
             Stage::Teardown => "teardown",
+            Stage::SessionRun => "session-run",
+            Stage::Shutdown => "shutdown",
         }
     }
 }
@@ -59,6 +65,10 @@ pub enum Category {
     Protocol,
     RemoteLimit,
     Unknown,
+    ChildError,
+    ChildDisposed,
+    ChildUnknown,
+    MissingTerminal,
 }
 
 impl Category {
@@ -71,6 +81,10 @@ impl Category {
             Category::Protocol => "protocol",
             Category::RemoteLimit => "remote-limit",
             Category::Unknown => "unknown",
+            Category::ChildError => "child-error",
+            Category::ChildDisposed => "child-disposed",
+            Category::ChildUnknown => "child-unknown",
+            Category::MissingTerminal => "missing-terminal",
         }
     }
 }
@@ -90,7 +104,7 @@ pub fn signal_name(signal: i32) -> String {
     }
 }
 
-/// `Subagent failure (provider: ACP; stage: …; category: …[; stop reason: …][; exit code: …][; signal: …])`.
+/// `Subagent failure (provider: ACP|DSH SDK; stage: …; category: …[; stop reason: …][; exit code: …][; signal: …])`.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct FailureLine {
     pub provider: &'static str,
@@ -109,6 +123,14 @@ impl FailureLine {
             category,
             stop_reason: None,
             exit: ExitFacts::default(),
+        }
+    }
+
+    /// A DSH SDK line: never an exit code or signal (the SDK client exposes none as a fact).
+    pub fn dsh(stage: Stage, category: Category) -> Self {
+        FailureLine {
+            provider: "DSH SDK",
+            ..FailureLine::acp(stage, category)
         }
     }
 
@@ -242,6 +264,14 @@ mod tests {
             "Subagent failure (provider: ACP; stage: process; category: process-start)"
         );
         assert_eq!(signal_name(libc::SIGABRT), "SIGABRT");
+        assert_eq!(
+            FailureLine::dsh(Stage::SessionRun, Category::ChildError).to_string(),
+            "Subagent failure (provider: DSH SDK; stage: session-run; category: child-error)"
+        );
+        assert_eq!(
+            FailureLine::dsh(Stage::Shutdown, Category::Unknown).to_string(),
+            "Subagent failure (provider: DSH SDK; stage: shutdown; category: unknown)"
+        );
     }
 
     #[test]

@@ -10,24 +10,28 @@ use serde_json::{Value, json};
 pub struct SubagentResult {
     /// `completed`, `max-tokens`, `refusal`, `aborted` or `error`.
     pub stop_reason: String,
-    /// Concatenated assistant text (the output is one text block, or none when empty).
-    pub output_text: String,
+    /// The output content blocks, as the provider selected them.
+    pub output: Vec<Value>,
     pub diagnostic: Option<String>,
 }
 
 impl SubagentResult {
-    /// The `output` content blocks: one text block of all text, or `[]`.
-    pub fn output_blocks(&self) -> Vec<Value> {
-        if self.output_text.is_empty() {
-            Vec::new()
-        } else {
-            vec![json!({"type": "text", "text": self.output_text})]
-        }
+    /// Concatenated text of the output's text blocks (what the host shows).
+    pub fn output_text(&self) -> String {
+        output_text(&self.output)
+    }
+}
+
+/// One text block of `text`, or `[]` when it is empty.
+pub fn text_output(text: &str) -> Vec<Value> {
+    if text.is_empty() {
+        Vec::new()
+    } else {
+        vec![json!({"type": "text", "text": text})]
     }
 }
 
 /// Concatenated text of the text blocks of an output (non-text blocks ignored).
-#[cfg(test)]
 pub fn output_text(output: &[Value]) -> String {
     output
         .iter()
@@ -57,9 +61,10 @@ pub fn failure_message(result: &SubagentResult) -> Option<String> {
         text.push_str("\nDiagnostic: ");
         text.push_str(d);
     }
-    if !result.output_text.is_empty() {
+    let partial = result.output_text();
+    if !partial.is_empty() {
         text.push_str("\nPartial output before the run ended:\n");
-        text.push_str(&result.output_text);
+        text.push_str(&partial);
     }
     Some(text)
 }
@@ -70,7 +75,7 @@ pub fn foreground_text(
     dispose: Result<(), &StartError>,
 ) -> (bool, String) {
     match (failure_message(result), dispose) {
-        (None, Ok(())) => (false, result.output_text.clone()),
+        (None, Ok(())) => (false, result.output_text()),
         (Some(msg), Ok(())) => (true, format!("Error: {msg}")),
         (None, Err(e)) => (true, format!("Error: {}", e.message)),
         (Some(msg), Err(e)) => (
@@ -103,7 +108,7 @@ pub enum JobOutcome {
 pub fn job_outcome(result: &SubagentResult) -> JobOutcome {
     match (result.stop_reason.as_str(), &result.diagnostic) {
         ("completed", _) => JobOutcome::Completed {
-            output: result.output_text.clone(),
+            output: result.output_text(),
         },
         ("aborted", None) => JobOutcome::Killed,
         (reason, None) => JobOutcome::Failed {
@@ -171,7 +176,7 @@ mod tests {
     fn res(stop: &str, out: &str, diag: Option<&str>) -> SubagentResult {
         SubagentResult {
             stop_reason: stop.into(),
-            output_text: out.into(),
+            output: text_output(out),
             diagnostic: diag.map(Into::into),
         }
     }
@@ -309,11 +314,24 @@ mod tests {
 
     #[test]
     fn output_blocks() {
-        assert_eq!(
-            res("completed", "", None).output_blocks(),
-            Vec::<Value>::new()
-        );
-        let blocks = res("completed", "ab", None).output_blocks();
+        assert_eq!(res("completed", "", None).output, Vec::<Value>::new());
+        let blocks = res("completed", "ab", None).output;
+        assert_eq!(blocks, vec![json!({"type": "text", "text": "ab"})]);
         assert_eq!(output_text(&blocks), "ab");
+        // Several blocks: text blocks concatenated, others ignored.
+        let r = SubagentResult {
+            stop_reason: "completed".into(),
+            output: vec![
+                json!({"type": "text", "text": "a"}),
+                json!({"type": "image", "data": "SECRET"}),
+                json!({"type": "text", "text": "b"}),
+            ],
+            diagnostic: None,
+        };
+        assert_eq!(foreground_text(&r, Ok(())), (false, "ab".into()));
+        assert_eq!(
+            job_output_text(Some(&job_outcome(&r))),
+            "ab\n[status: completed]"
+        );
     }
 }

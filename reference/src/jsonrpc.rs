@@ -13,6 +13,8 @@ use serde_json::{Value, json};
 use tokio::io::{AsyncBufReadExt, AsyncRead, AsyncWrite, AsyncWriteExt, BufReader};
 use tokio::sync::{oneshot, watch};
 
+use crate::util::fresh_hex32;
+
 /// Why a request did not get a result.
 #[derive(Debug, Clone, thiserror::Error)]
 pub enum RpcError {
@@ -62,9 +64,20 @@ pub trait Handler: Send + Sync + 'static {
     fn on_garbage(&self, _line: &str) {}
 }
 
-type Pending = HashMap<u64, oneshot::Sender<Result<Value, RpcError>>>;
+/// How outbound request ids look on the wire.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum IdStyle {
+    /// `0`, `1`, `2`, … (the ACP SDK's scheme).
+    Counter,
+    /// `"<prefix><32 hex>"`, fresh per request (the DSH SDK client's `req_<uuid hex>`).
+    Prefixed(&'static str),
+}
+
+/// Pending requests, keyed by the JSON text of their id (`5` and `"5"` stay distinct).
+type Pending = HashMap<String, oneshot::Sender<Result<Value, RpcError>>>;
 
 struct Inner {
+    ids: IdStyle,
     next_id: AtomicU64,
     pending: Mutex<Pending>,
     writer: tokio::sync::Mutex<Option<Box<dyn AsyncWrite + Send + Unpin>>>,
@@ -80,14 +93,25 @@ pub struct JsonRpc {
 }
 
 impl JsonRpc {
-    /// Start the reader task over `reader`; `writer` is the peer's stdin.
+    /// Start the reader task over `reader`; `writer` is the peer's stdin. Counter ids.
     pub fn new(
         reader: impl AsyncRead + Send + Unpin + 'static,
         writer: impl AsyncWrite + Send + Unpin + 'static,
         handler: Arc<dyn Handler>,
     ) -> Self {
+        Self::with_ids(reader, writer, handler, IdStyle::Counter)
+    }
+
+    /// Like [`JsonRpc::new`], with the given request id scheme.
+    pub fn with_ids(
+        reader: impl AsyncRead + Send + Unpin + 'static,
+        writer: impl AsyncWrite + Send + Unpin + 'static,
+        handler: Arc<dyn Handler>,
+        ids: IdStyle,
+    ) -> Self {
         let (eof_tx, _) = watch::channel(false);
         let inner = Arc::new(Inner {
+            ids,
             next_id: AtomicU64::new(0),
             pending: Mutex::new(HashMap::new()),
             writer: tokio::sync::Mutex::new(Some(Box::new(writer))),
@@ -111,22 +135,34 @@ impl JsonRpc {
     }
 
     pub async fn request(&self, method: &str, params: Value) -> Result<Value, RpcError> {
-        let id = self.inner.next_id.fetch_add(1, Ordering::SeqCst);
+        let id = match self.inner.ids {
+            IdStyle::Counter => json!(self.inner.next_id.fetch_add(1, Ordering::SeqCst)),
+            IdStyle::Prefixed(prefix) => json!(format!("{prefix}{}", fresh_hex32())),
+        };
+        let key = id.to_string();
         let (tx, rx) = oneshot::channel();
         self.inner
             .pending
             .lock()
             .expect("pending lock")
-            .insert(id, tx);
+            .insert(key.clone(), tx);
         // Insert before checking EOF: the reader sets the flag before draining, so either it
         // drains this entry or we see the flag.
         if self.inner.eof.load(Ordering::SeqCst) {
-            self.inner.pending.lock().expect("pending lock").remove(&id);
+            self.inner
+                .pending
+                .lock()
+                .expect("pending lock")
+                .remove(&key);
             return Err(RpcError::WireLost("stdout already closed".into()));
         }
         let frame = json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params});
         if let Err(e) = self.write(&frame).await {
-            self.inner.pending.lock().expect("pending lock").remove(&id);
+            self.inner
+                .pending
+                .lock()
+                .expect("pending lock")
+                .remove(&key);
             return Err(e);
         }
         match rx.await {
@@ -239,11 +275,14 @@ impl JsonRpc {
             },
             (Some(method), None) => handler.on_notification(&method, params),
             (None, Some(id)) => {
-                let Some(id) = id.as_u64() else {
-                    handler.on_garbage(line);
-                    return;
-                };
-                let Some(tx) = self.inner.pending.lock().expect("pending lock").remove(&id) else {
+                let key = id.to_string();
+                let Some(tx) = self
+                    .inner
+                    .pending
+                    .lock()
+                    .expect("pending lock")
+                    .remove(&key)
+                else {
                     handler.on_garbage(line);
                     return;
                 };
@@ -320,5 +359,33 @@ mod tests {
             rpc.request("late", json!({})).await,
             Err(RpcError::WireLost(_))
         ));
+    }
+
+    #[tokio::test]
+    async fn prefixed_string_ids() {
+        let (client_side, peer_side) = tokio::io::duplex(4096);
+        let (peer_read, mut peer_write) = tokio::io::split(peer_side);
+        let (client_read, client_write) = tokio::io::split(client_side);
+        let rec = Arc::new(Recorder(Mutex::new(Vec::new())));
+        let rpc = JsonRpc::with_ids(client_read, client_write, rec, IdStyle::Prefixed("req_"));
+        let peer = tokio::spawn(async move {
+            let mut lines = BufReader::new(peer_read).lines();
+            let v: Value =
+                serde_json::from_str(&lines.next_line().await.unwrap().unwrap()).unwrap();
+            let id = v["id"].as_str().unwrap().to_owned();
+            assert!(id.starts_with("req_") && id.len() == 36, "{id}");
+            // A numeric id, or the id's text as a number, is not this request.
+            for frame in [
+                json!({"jsonrpc": "2.0", "id": 0, "result": "wrong"}),
+                json!({"jsonrpc": "2.0", "id": id, "result": "right"}),
+            ] {
+                peer_write
+                    .write_all(format!("{frame}\n").as_bytes())
+                    .await
+                    .unwrap();
+            }
+        });
+        assert_eq!(rpc.request("x", json!({})).await.unwrap(), json!("right"));
+        peer.await.unwrap();
     }
 }

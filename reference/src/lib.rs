@@ -1,12 +1,14 @@
 //! `conform-reference`: the reference subject. Speaks `conform-subject/1` on stdin/stdout and
-//! hosts one ACP provider run per `start` (see `cli::help_text`).
+//! hosts one provider run (ACP or DSH SDK) per `start` (see `cli::help_text`).
 
 mod acp;
 mod cli;
 mod diagnostic;
+mod dsh_sdk;
 mod host;
 mod jsonrpc;
 mod process;
+mod provider;
 mod run;
 mod util;
 mod writer;

@@ -123,6 +123,11 @@ impl ManagedChild {
         *self.exit_rx.borrow()
     }
 
+    /// Watch of the direct child's exit facts (`Some` once it exited and was reaped).
+    pub fn exit_watch(&self) -> watch::Receiver<Option<ExitFacts>> {
+        self.exit_rx.clone()
+    }
+
     /// Wait up to `bound` for the direct child to exit.
     pub async fn wait_exit(&self, bound: Duration) -> Option<ExitFacts> {
         let mut rx = self.exit_rx.clone();

@@ -8,10 +8,11 @@ use conform_protocol::subject::{FromSubject, Mode, Runtime, StartError};
 use serde_json::{Map, Value};
 use tokio::sync::{mpsc, watch};
 
-use crate::acp::{self, ProviderEvent, RunSpec};
 use crate::cli::Defects;
 use crate::host::{self, JobOutcome, SubagentResult};
+use crate::provider::{self, ProviderEvent, RunSpec};
 use crate::writer::Out;
+use crate::{acp, dsh_sdk};
 
 #[derive(Debug)]
 pub enum Control {
@@ -85,7 +86,7 @@ pub async fn host_run(
     let (cancel_tx, cancel_rx) = watch::channel(false);
     let (ev_tx, mut events) = mpsc::unbounded_channel();
     let hung_flag = Arc::new(AtomicBool::new(false));
-    let log: acp::Log = {
+    let log: provider::Log = {
         let out = out.clone();
         let run = p.run.clone();
         let hung = hung_flag.clone();
@@ -103,20 +104,19 @@ pub async fn host_run(
         out,
         hung: false,
     };
-    if p.provider_ok() {
-        tokio::spawn(acp::run(
-            RunSpec {
-                task: p.task.clone(),
-                runtime: p.runtime.clone(),
-                config: p.config.clone(),
-            },
-            defects,
-            log,
-            cancel_rx,
-            ev_tx,
-        ));
-    } else {
-        drop(ev_tx);
+    let spec = RunSpec {
+        task: p.task.clone(),
+        runtime: p.runtime.clone(),
+        config: p.config.clone(),
+    };
+    match p.provider.as_str() {
+        ACP => {
+            tokio::spawn(acp::run(spec, defects, log, cancel_rx, ev_tx));
+        }
+        DSH_SDK => {
+            tokio::spawn(dsh_sdk::run(spec, defects, log, cancel_rx, ev_tx));
+        }
+        _ => drop(ev_tx),
     }
     if let Some(job) = &p.job {
         host.tool_result((false, host::background_started(job)));
@@ -159,7 +159,7 @@ pub async fn host_run(
                     host.emit(FromSubject::Result {
                         run: p.run.clone(),
                         stop_reason: r.stop_reason.clone(),
-                        output: r.output_blocks(),
+                        output: r.output.clone(),
                         diagnostic: r.diagnostic.clone(),
                     });
                     result = Some(r);
@@ -256,4 +256,8 @@ impl StartParams {
     }
 }
 
-pub const PROVIDERS: [&str; 1] = ["acp"];
+const ACP: &str = "acp";
+const DSH_SDK: &str = "dsh-sdk";
+
+/// The provider names this subject hosts (the hello's `providers`).
+pub const PROVIDERS: [&str; 2] = [ACP, DSH_SDK];

@@ -33,6 +33,11 @@ pub fn fresh_uuid() -> String {
     )
 }
 
+/// 32 fresh random hex digits (a v4 UUID without dashes, like `randomUUID().replaceAll('-', '')`).
+pub fn fresh_hex32() -> String {
+    fresh_uuid().replace('-', "")
+}
+
 /// Now, as RFC 3339 UTC with milliseconds (`2026-11-29T18:20:00.123Z`).
 pub fn rfc3339_now() -> String {
     let d = SystemTime::now()
@@ -83,5 +88,8 @@ mod tests {
         let a = fresh_uuid();
         assert_eq!(a.len(), 36);
         assert_ne!(a, fresh_uuid());
+        let h = fresh_hex32();
+        assert_eq!(h.len(), 32);
+        assert!(h.bytes().all(|b| b.is_ascii_hexdigit()));
     }
 }

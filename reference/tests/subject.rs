@@ -1,153 +1,12 @@
 //! Drives the `conform-reference` binary over the subject protocol against a tiny stand-in ACP
 //! child (`fixtures/mini_acp.py`).
 
-use std::io::{BufRead, BufReader, Write};
-use std::path::{Path, PathBuf};
-use std::process::{Child, ChildStdin, Command, Stdio};
-use std::sync::mpsc::{Receiver, RecvTimeoutError, channel};
-use std::time::{Duration, Instant};
+mod common;
 
+use std::process::Command;
+
+use common::{Subject, alive, fixture, python};
 use serde_json::{Value, json};
-
-const TIMEOUT: Duration = Duration::from_secs(20);
-
-fn python() -> String {
-    for p in ["/usr/bin/python3", "/usr/local/bin/python3"] {
-        if Path::new(p).exists() {
-            return p.into();
-        }
-    }
-    "python3".into()
-}
-
-fn fixture() -> String {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-        .join("tests/fixtures/mini_acp.py")
-        .display()
-        .to_string()
-}
-
-struct Subject {
-    child: Child,
-    stdin: Option<ChildStdin>,
-    lines: Receiver<Value>,
-    /// Every message seen so far (host_log included).
-    seen: Vec<Value>,
-    /// Messages read past while awaiting a readiness line, for `next` to return first.
-    backlog: std::collections::VecDeque<Value>,
-}
-
-impl Subject {
-    fn spawn(args: &[&str]) -> Subject {
-        let mut child = Command::new(env!("CARGO_BIN_EXE_conform-reference"))
-            .args(args)
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::inherit())
-            .spawn()
-            .expect("spawn subject");
-        let stdout = child.stdout.take().unwrap();
-        let (tx, rx) = channel();
-        std::thread::spawn(move || {
-            for line in BufReader::new(stdout).lines() {
-                let Ok(line) = line else { break };
-                let v: Value = serde_json::from_str(&line).expect("subject wrote JSON");
-                if tx.send(v).is_err() {
-                    break;
-                }
-            }
-        });
-        let stdin = child.stdin.take();
-        let mut s = Subject {
-            child,
-            stdin,
-            lines: rx,
-            seen: Vec::new(),
-            backlog: Default::default(),
-        };
-        s.send(json!({"type": "hello", "protocol": "conform-subject/1"}));
-        let hello = s.next();
-        assert_eq!(hello["type"], "hello");
-        assert_eq!(hello["protocol"], "conform-subject/1");
-        assert_eq!(hello["subject"]["name"], "conform-reference");
-        assert_eq!(hello["providers"], json!(["acp"]));
-        assert_eq!(hello["modes"], json!(["foreground", "background"]));
-        s
-    }
-
-    fn send(&mut self, v: Value) {
-        let stdin = self.stdin.as_mut().unwrap();
-        writeln!(stdin, "{v}").unwrap();
-        stdin.flush().unwrap();
-    }
-
-    /// Next message that is not a host_log.
-    fn next(&mut self) -> Value {
-        if let Some(v) = self.backlog.pop_front() {
-            return v;
-        }
-        self.recv_any()
-    }
-
-    /// Awaits the stand-in child's `READY <pid…>` stderr line (forwarded as host_log) and
-    /// returns the pids; other messages are kept for `next`.
-    fn ready(&mut self) -> Vec<i32> {
-        loop {
-            let v = self.recv_raw();
-            let text = v["text"].as_str().unwrap_or_default();
-            if v["type"] == "host_log" {
-                if let Some(i) = text.find("READY ") {
-                    return text[i + 6..]
-                        .split_whitespace()
-                        .map(|p| p.parse().unwrap())
-                        .collect();
-                }
-            } else {
-                self.backlog.push_back(v);
-            }
-        }
-    }
-
-    /// Next message that is not a host_log, ignoring the backlog.
-    fn recv_any(&mut self) -> Value {
-        loop {
-            let v = self.recv_raw();
-            if v["type"] != "host_log" {
-                return v;
-            }
-        }
-    }
-
-    fn recv_raw(&mut self) -> Value {
-        match self.lines.recv_timeout(TIMEOUT) {
-            Ok(v) => {
-                self.seen.push(v.clone());
-                v
-            }
-            Err(RecvTimeoutError::Timeout) => panic!("timed out; seen: {:#?}", self.seen),
-            Err(RecvTimeoutError::Disconnected) => {
-                panic!("subject closed stdout; seen: {:#?}", self.seen)
-            }
-        }
-    }
-
-    fn shutdown(mut self) -> Vec<Value> {
-        self.send(json!({"type": "shutdown"}));
-        let deadline = Instant::now() + TIMEOUT;
-        let status = loop {
-            if let Some(status) = self.child.try_wait().unwrap() {
-                break status;
-            }
-            assert!(Instant::now() < deadline, "subject did not exit");
-            std::thread::sleep(Duration::from_millis(20));
-        };
-        assert_eq!(status.code(), Some(0));
-        while let Ok(v) = self.lines.recv_timeout(Duration::from_millis(500)) {
-            self.seen.push(v);
-        }
-        self.seen
-    }
-}
 
 fn start(
     run: &str,
@@ -351,16 +210,6 @@ fn permission_allow_and_reject() {
     s.shutdown();
 }
 
-fn alive(pid: i32) -> bool {
-    match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
-        Ok(stat) => {
-            let rest = &stat[stat.rfind(')').unwrap() + 1..];
-            !rest.trim_start().starts_with('Z')
-        }
-        Err(_) => false,
-    }
-}
-
 #[test]
 fn shutdown_exits_zero_and_leaves_no_child() {
     let dir = tempfile::tempdir().unwrap();
@@ -376,8 +225,9 @@ fn shutdown_exits_zero_and_leaves_no_child() {
         args,
         json!({"disposeEofGraceMs": 200, "disposeGraceMs": 200}),
     ));
-    assert_eq!(s.next()["type"], "dispatched");
+    // Readiness first: its host_log may overtake `dispatched`.
     let pids = s.ready();
+    assert_eq!(s.next()["type"], "dispatched");
     assert!(pids.iter().all(|p| alive(*p)));
     let seen = s.shutdown();
     for pid in &pids {
@@ -405,8 +255,9 @@ fn local_cancel_foreground_and_background() {
     let mut args = mini("slow");
     args.push(fg_ready.display().to_string());
     s.send(start("fg", "foreground", "fg", &python(), args, json!({})));
-    assert_eq!(s.next()["type"], "dispatched");
+    // Readiness first: its host_log may overtake `dispatched`.
     s.ready();
+    assert_eq!(s.next()["type"], "dispatched");
     s.send(json!({"type": "cancel", "run": "fg"}));
     let r = s.next();
     assert_eq!(r["stopReason"], "aborted");
@@ -430,8 +281,9 @@ fn local_cancel_foreground_and_background() {
         s.next()["text"],
         "started background subagent job subagent-1"
     );
-    assert_eq!(s.next()["type"], "dispatched");
+    // Readiness first: its host_log may overtake `dispatched`.
     s.ready();
+    assert_eq!(s.next()["type"], "dispatched");
     s.send(json!({"type": "job_output", "run": "bg", "wait": false}));
     assert_eq!(s.next()["text"], "(no new output)\n[status: running]");
     s.send(json!({"type": "cancel", "run": "bg"}));
@@ -526,6 +378,8 @@ fn help_lists_defects() {
         "skip-teardown",
         "leak-raw-error",
         "max-tokens-as-error",
+        "blocked-as-error",
+        "stderr-in-start-error",
     ] {
         assert!(text.contains(d), "{d} missing from --help");
     }
@@ -539,8 +393,9 @@ fn defect_skip_teardown_leaves_child() {
     let mut args = mini("slow");
     args.push(ready.display().to_string());
     s.send(start("r1", "foreground", "fg", &python(), args, json!({})));
-    assert_eq!(s.next()["type"], "dispatched");
+    // Readiness first: its host_log may overtake `dispatched`.
     let pid = s.ready()[0];
+    assert_eq!(s.next()["type"], "dispatched");
     s.send(json!({"type": "cancel", "run": "r1"}));
     assert_eq!(s.next()["type"], "result");
     assert_eq!(s.next()["type"], "settled");

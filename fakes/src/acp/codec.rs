@@ -108,8 +108,8 @@ impl Codec for AcpCodec {
         "acp"
     }
 
-    fn check_step(&self, _action: &str) -> Result<(), String> {
-        Ok(())
+    fn sugar_keys(&self) -> &'static [&'static str] {
+        &["chunk", "thought", "update", "permission", "stop"]
     }
 
     fn sugar(&mut self, step: &Step) -> Result<Option<Sugar>, String> {

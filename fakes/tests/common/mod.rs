@@ -1,4 +1,5 @@
-//! Test driver: a side-channel server plus a `fake-acp` child driven like an ACP client.
+//! Test driver: a side-channel server plus a fake child (`fake-acp`, `fake-dsh-sdk`) driven
+//! like a client of its protocol.
 //! Every wait is on a pipe or the side channel (with a generous deadline so a broken fake
 //! fails the test instead of hanging it). Everything spawned is killed and reaped on drop,
 //! grandchildren included (by the pid they registered with).
@@ -29,6 +30,8 @@ enum SideMsg {
 }
 
 pub struct Fake {
+    /// The script's protocol (which binary runs, which schema `finish` checks against).
+    pub protocol: &'static str,
     pub dir: tempfile::TempDir,
     pub child: Child,
     pub stdin: Option<ChildStdin>,
@@ -43,22 +46,42 @@ pub struct Fake {
     exited: Option<ExitStatus>,
 }
 
+/// An ACP fake with extra command-line arguments.
 pub fn fake_with_args(steps: Value, extra: impl FnOnce(&mut Command, &PathBuf)) -> Fake {
-    fake_full(steps, true, extra)
+    fake_full("acp", steps, true, extra)
 }
 
-/// A fake whose registration the test acknowledges itself (`Fake::ack`).
+/// An ACP fake whose registration the test acknowledges itself (`Fake::ack`).
 pub fn fake_unacked(steps: Value) -> Fake {
-    fake_full(steps, false, |_, _| {})
+    fake_full("acp", steps, false, |_, _| {})
 }
 
-fn fake_full(steps: Value, auto_ack: bool, extra: impl FnOnce(&mut Command, &PathBuf)) -> Fake {
+/// A fake for `protocol` (`acp`, `dsh-sdk`) running these steps.
+pub fn fake_for(protocol: &'static str, steps: Value) -> Fake {
+    fake_full(protocol, steps, true, |_, _| {})
+}
+
+/// The binary speaking `protocol`.
+fn binary(protocol: &str) -> &'static str {
+    match protocol {
+        "acp" => env!("CARGO_BIN_EXE_fake-acp"),
+        "dsh-sdk" => env!("CARGO_BIN_EXE_fake-dsh-sdk"),
+        other => panic!("no fake binary for protocol {other:?}"),
+    }
+}
+
+fn fake_full(
+    protocol: &'static str,
+    steps: Value,
+    auto_ack: bool,
+    extra: impl FnOnce(&mut Command, &PathBuf),
+) -> Fake {
     let dir = tempfile::tempdir().unwrap();
     let sock = dir.path().join("side.sock");
     let script = dir.path().join("script.json");
     std::fs::write(
         &script,
-        serde_json::to_string(&json!({"protocol": "acp", "steps": steps})).unwrap(),
+        serde_json::to_string(&json!({"protocol": protocol, "steps": steps})).unwrap(),
     )
     .unwrap();
     let listener = UnixListener::bind(&sock).unwrap();
@@ -72,7 +95,7 @@ fn fake_full(steps: Value, auto_ack: bool, extra: impl FnOnce(&mut Command, &Pat
             std::thread::spawn(move || serve(conn, tx, w, auto_ack));
         }
     });
-    let mut cmd = Command::new(env!("CARGO_BIN_EXE_fake-acp"));
+    let mut cmd = Command::new(binary(protocol));
     cmd.arg("--script").arg(&script).arg("--side").arg(&sock);
     cmd.args(["--run", "run-1"]);
     extra(&mut cmd, &script);
@@ -95,6 +118,7 @@ fn fake_full(steps: Value, auto_ack: bool, extra: impl FnOnce(&mut Command, &Pat
         }
     });
     Fake {
+        protocol,
         dir,
         child,
         stdin,
@@ -109,6 +133,7 @@ fn fake_full(steps: Value, auto_ack: bool, extra: impl FnOnce(&mut Command, &Pat
     }
 }
 
+/// An ACP fake.
 pub fn fake(steps: Value) -> Fake {
     fake_with_args(steps, |_, _| {})
 }
@@ -278,8 +303,22 @@ impl Fake {
     }
 
     /// Waits for the runtime to exit and its side connection to close, then checks every frame
-    /// it sent without a `violation` mark against the ACP schema. Returns the whole log.
+    /// it sent without a `violation` mark against its protocol's schema. Returns the whole log.
     pub fn finish(&mut self) -> Vec<FakeLine> {
+        self.drain();
+        let invalid = conform_fakes::schema::unmarked_invalid_frames(self.protocol, &self.log)
+            .unwrap_or_else(|| panic!("conform has no {} schema", self.protocol));
+        if let Some((line, e)) = invalid.first() {
+            panic!(
+                "the fake sent an invalid unmarked frame {:?}: {e}",
+                line.event
+            );
+        }
+        self.log.clone()
+    }
+
+    /// Waits for the runtime to exit and its side connection to close. Returns the whole log.
+    pub fn drain(&mut self) -> Vec<FakeLine> {
         self.wait();
         let pid = self.pid();
         while !self.closed.contains(&pid) {
@@ -288,14 +327,6 @@ impl Fake {
                 Ok(SideMsg::Closed(p)) => self.closed.extend(p),
                 Err(e) => panic!("side connection of {pid} did not close ({e})"),
             }
-        }
-        let invalid = conform_fakes::schema::unmarked_invalid_frames("acp", &self.log)
-            .expect("conform has the ACP schema");
-        if let Some((line, e)) = invalid.first() {
-            panic!(
-                "the fake sent an invalid unmarked frame {:?}: {e}",
-                line.event
-            );
         }
         self.log.clone()
     }
@@ -333,16 +364,16 @@ impl Drop for Fake {
     }
 }
 
-pub fn request(id: i64, method: &str, params: Value) -> Value {
-    json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params})
+pub fn request(id: impl Into<Value>, method: &str, params: Value) -> Value {
+    json!({"jsonrpc": "2.0", "id": id.into(), "method": method, "params": params})
 }
 
 pub fn notification(method: &str, params: Value) -> Value {
     json!({"jsonrpc": "2.0", "method": method, "params": params})
 }
 
-pub fn result(id: i64, result: Value) -> Value {
-    json!({"jsonrpc": "2.0", "id": id, "result": result})
+pub fn result(id: impl Into<Value>, result: Value) -> Value {
+    json!({"jsonrpc": "2.0", "id": id.into(), "result": result})
 }
 
 fn conn_clone(c: &UnixStream) -> UnixStream {

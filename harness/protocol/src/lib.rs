@@ -5,6 +5,7 @@
 //! fakes report what really happened on the [`side`] channel. Keeping the types here (and only
 //! here) means no rule about these seams is written twice.
 
+pub mod codex;
 pub mod script;
 pub mod side;
 pub mod subject;

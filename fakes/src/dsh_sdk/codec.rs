@@ -1,0 +1,269 @@
+//! The DSH SDK codec: JSON-RPC 2.0 framing plus the DSH SDK sugar steps.
+
+use std::collections::HashMap;
+
+use conform_protocol::script::{RpcError, Step};
+use serde_json::{Value, json};
+
+use super::{event, method};
+use crate::codec::{Codec, Sugar};
+
+/// The runtime's state as far as the sugar needs it.
+#[derive(Debug, Default)]
+pub struct DshSdkCodec {
+    /// The session of the latest `session/prompt` an `expect` step matched.
+    prompt_session: Option<String>,
+    /// Each prompted session's `contentBlocks` (echoed by `receipt`).
+    prompts: HashMap<String, Value>,
+    /// The next `seq` of each session's events.
+    seq: HashMap<String, u64>,
+    /// `assistant/message` ids handed out so far (`m1`, `m2`, …).
+    messages: u64,
+}
+
+impl DshSdkCodec {
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// The session sugar steps address when they set no `session`.
+    pub fn prompt_session(&self) -> Option<&str> {
+        self.prompt_session.as_deref()
+    }
+
+    /// A `session.event` for `session`; `seq` and `time` are filled in when absent (every event
+    /// takes the session's next `seq`, used or not). A non-object event is sent as written.
+    fn event(&mut self, session: &str, mut ev: Value) -> Sugar {
+        let seq = self.seq.entry(session.to_owned()).or_insert(0);
+        if let Value::Object(m) = &mut ev {
+            m.entry("seq").or_insert_with(|| (*seq).into());
+            m.entry("time").or_insert_with(|| 0.into());
+        }
+        *seq += 1;
+        Sugar::Notify {
+            method: method::SESSION_EVENT.into(),
+            params: Some(json!({ "sessionId": session, "event": ev })),
+        }
+    }
+
+    fn typed_event(&mut self, session: &str, kind: &str, data: Value) -> Sugar {
+        self.event(session, json!({ "type": kind, "data": data }))
+    }
+}
+
+/// The step's DSH SDK sugar key, if any.
+fn sugar_action(step: &Step) -> Option<&'static str> {
+    [
+        ("receipt", step.receipt.is_some()),
+        ("status", step.status.is_some()),
+        ("delta", step.delta.is_some()),
+        ("message", step.message.is_some()),
+        ("turn_end", step.turn_end.is_some()),
+        ("event", step.event.is_some()),
+    ]
+    .into_iter()
+    .find_map(|(k, on)| on.then_some(k))
+}
+
+impl Codec for DshSdkCodec {
+    fn protocol(&self) -> &'static str {
+        "dsh-sdk"
+    }
+
+    fn sugar_keys(&self) -> &'static [&'static str] {
+        &["receipt", "status", "delta", "message", "turn_end", "event"]
+    }
+
+    fn sugar(&mut self, step: &Step) -> Result<Option<Sugar>, String> {
+        let Some(action) = sugar_action(step) else {
+            return Ok(None);
+        };
+        let session = step
+            .session
+            .clone()
+            .or_else(|| self.prompt_session.clone())
+            .ok_or_else(|| {
+                format!(
+                    "`{action}` needs a session: no `session/prompt` was expected yet and the \
+                     step sets no `session`"
+                )
+            })?;
+        let turn_step = |mut data: Value| {
+            data["turn"] = 0.into();
+            data["step"] = 0.into();
+            data
+        };
+        Ok(Some(if let Some(id) = &step.receipt {
+            let content = self.prompts.get(&session).cloned().unwrap_or(json!([]));
+            let data = json!({"target": "next-turn", "start": 0, "inserted": [
+                {"id": id, "role": "user", "content": content, "source": {"kind": "user"}}]});
+            self.typed_event(&session, event::INBOX_SPLICED, data)
+        } else if let Some(status) = &step.status {
+            Sugar::Notify {
+                method: method::SESSION_STATUS.into(),
+                params: Some(json!({ "sessionId": session, "status": status })),
+            }
+        } else if let Some(text) = &step.delta {
+            let chunk = json!({"type": "text-delta", "index": 0, "text": text});
+            let data = turn_step(json!({ "chunk": chunk }));
+            self.typed_event(&session, event::ASSISTANT_CHUNK, data)
+        } else if let Some(text) = &step.message {
+            self.messages += 1;
+            let content = if text.is_empty() {
+                json!([])
+            } else {
+                json!([{"type": "text", "text": text}])
+            };
+            let message = json!({"id": format!("m{}", self.messages), "role": "assistant",
+                "content": content, "source": {"kind": "model", "provider": "fake", "model": "fake"}});
+            let data = turn_step(json!({ "message": message }));
+            self.typed_event(&session, event::ASSISTANT_MESSAGE, data)
+        } else if let Some(reason) = &step.turn_end {
+            let reason = match reason {
+                Value::String(kind) => json!({ "kind": kind }),
+                Value::Object(_) => reason.clone(),
+                other => {
+                    return Err(format!(
+                        "`turn_end` is a kind (\"completed\") or a reason object, not {other}"
+                    ));
+                }
+            };
+            let data = json!({"turn": 0, "reason": reason});
+            self.typed_event(&session, event::TURN_END, data)
+        } else if let Some(ev) = &step.event {
+            self.event(&session, ev.clone())
+        } else {
+            unreachable!("sugar_action found a DSH SDK key")
+        }))
+    }
+
+    fn tolerated(&self, _method: &str, _is_request: bool) -> bool {
+        // The real runtime has no cancel or close notification; the client sends nothing
+        // unasked.
+        false
+    }
+
+    fn unknown_method_error(&self, method: &str) -> RpcError {
+        RpcError {
+            code: -32603,
+            message: format!("unknown DeepSeek Harness SDK runtime method: {method}"),
+            data: None,
+        }
+    }
+
+    fn is_terminal(&self, _method: &str) -> bool {
+        // The `session/prompt` answer is only an enqueue receipt; the turn ends with `turn/end`.
+        false
+    }
+
+    fn received(&mut self, m: &str, params: Option<&Value>) {
+        if m != method::SESSION_PROMPT {
+            return;
+        }
+        let params = params.unwrap_or(&Value::Null);
+        if let Some(session) = params.get("sessionId").and_then(Value::as_str) {
+            let blocks = params.get("contentBlocks").cloned().unwrap_or(json!([]));
+            self.prompts.insert(session.to_owned(), blocks);
+            self.prompt_session = Some(session.to_owned());
+        }
+    }
+
+    fn is_terminal_notification(&self, m: &str, params: Option<&Value>) -> bool {
+        let Some(params) = params else { return false };
+        m == method::SESSION_EVENT
+            && self.prompt_session.is_some()
+            && params.get("sessionId").and_then(Value::as_str) == self.prompt_session.as_deref()
+            && params.pointer("/event/type").and_then(Value::as_str) == Some(event::TURN_END)
+    }
+
+    fn shutdown_reply(&self, m: &str) -> Option<Value> {
+        (m == method::SHUTDOWN).then(|| json!({}))
+    }
+
+    fn request_id(&self, n: u64) -> Value {
+        format!("req_{n}").into()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn step(json: Value) -> Step {
+        serde_json::from_value(json).unwrap()
+    }
+
+    fn sugar(c: &mut DshSdkCodec, s: Value) -> Value {
+        match c.sugar(&step(s)).unwrap().unwrap() {
+            Sugar::Notify { method, params } => json!({"method": method, "params": params}),
+            other => panic!("{other:?}"),
+        }
+    }
+
+    fn prompted() -> DshSdkCodec {
+        let mut c = DshSdkCodec::new();
+        c.received(
+            "session/prompt",
+            Some(&json!({"sessionId": "s-1", "contentBlocks": [{"type": "text", "text": "go"}]})),
+        );
+        c
+    }
+
+    #[test]
+    fn sugar_before_a_prompt_needs_a_session() {
+        let mut c = DshSdkCodec::new();
+        let e = c.sugar(&step(json!({"delta": "x"}))).unwrap_err();
+        assert!(e.contains("`delta` needs a session"), "{e}");
+        let s = sugar(&mut c, json!({"status": "running", "session": "other"}));
+        assert_eq!(s["params"]["sessionId"], "other");
+        assert_eq!(c.sugar(&step(json!({"expect": "x"}))).unwrap(), None);
+    }
+
+    #[test]
+    fn seq_counts_per_session_and_explicit_fields_stay() {
+        let mut c = prompted();
+        let a = sugar(&mut c, json!({"receipt": "msg-1"}));
+        assert_eq!(
+            a["params"]["event"],
+            json!({"type": "agent/inbox/spliced", "seq": 0, "time": 0, "data": {
+                "target": "next-turn", "start": 0, "inserted": [{"id": "msg-1", "role": "user",
+                "content": [{"type": "text", "text": "go"}], "source": {"kind": "user"}}]}})
+        );
+        let other = sugar(&mut c, json!({"delta": "x", "session": "child"}));
+        assert_eq!(other["params"]["event"]["seq"], 0);
+        let b = sugar(
+            &mut c,
+            json!({"event": {"type": "x/y", "seq": 9, "data": {}}}),
+        );
+        assert_eq!(
+            b["params"]["event"],
+            json!({"type": "x/y", "seq": 9, "time": 0, "data": {}})
+        );
+        let d = sugar(&mut c, json!({"message": ""}));
+        assert_eq!(d["params"]["event"]["seq"], 2);
+        assert_eq!(
+            d["params"]["event"]["data"]["message"]["content"],
+            json!([])
+        );
+        assert_eq!(d["params"]["event"]["data"]["message"]["id"], "m1");
+        let raw = sugar(&mut c, json!({"event": "not an object"}));
+        assert_eq!(raw["params"]["event"], "not an object");
+    }
+
+    #[test]
+    fn turn_end_and_terminal() {
+        let mut c = prompted();
+        let t = sugar(
+            &mut c,
+            json!({"turn_end": {"kind": "aborted", "reason": "disposed"}}),
+        );
+        assert_eq!(
+            t["params"]["event"]["data"],
+            json!({"turn": 0, "reason": {"kind": "aborted", "reason": "disposed"}})
+        );
+        assert!(c.is_terminal_notification("session.event", Some(&t["params"])));
+        let child = sugar(&mut c, json!({"turn_end": "completed", "session": "child"}));
+        assert!(!c.is_terminal_notification("session.event", Some(&child["params"])));
+        assert!(c.sugar(&step(json!({"turn_end": 3}))).is_err());
+    }
+}

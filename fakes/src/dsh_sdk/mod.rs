@@ -1,0 +1,30 @@
+//! DSH SDK (the DeepSeek Harness SDK runtime protocol): the fake plays the *runtime*, the
+//! subject is the SDK client. Newline-delimited JSON-RPC 2.0 with `"jsonrpc":"2.0"` on every
+//! frame; the client sends `initialize`, `session/prompt` and `shutdown`, the runtime streams
+//! `session.event` and `session.status` notifications.
+//!
+//! There is no official schema for this wire: `schemas/dsh-sdk.schema.json` is conform's own,
+//! written from the SDK's transport, types and server code.
+
+mod codec;
+mod schema;
+
+pub use codec::DshSdkCodec;
+pub use schema::validate_frame;
+
+/// The DSH SDK method and event names the fake and the schema check need.
+pub mod method {
+    pub const INITIALIZE: &str = "initialize";
+    pub const SESSION_PROMPT: &str = "session/prompt";
+    pub const SHUTDOWN: &str = "shutdown";
+    pub const SESSION_EVENT: &str = "session.event";
+    pub const SESSION_STATUS: &str = "session.status";
+}
+
+/// `session.event` event types the sugar builds.
+pub mod event {
+    pub const INBOX_SPLICED: &str = "agent/inbox/spliced";
+    pub const ASSISTANT_CHUNK: &str = "assistant/chunk";
+    pub const ASSISTANT_MESSAGE: &str = "assistant/message";
+    pub const TURN_END: &str = "turn/end";
+}

@@ -1,0 +1,455 @@
+//! The DSH SDK provider (`dsh-sdk`): one SDK runtime per run; `initialize`, one
+//! `session/prompt` on a fresh session, the seed-000 turn-end and error-class mapping, start
+//! rollback and the bounded `shutdown` + process ladder on dispose.
+//!
+//! Where today's real host differs (no diagnostic at all, stderr tail in start errors, signals
+//! to the direct child only), this follows seed 000. Every fact is local to one run
+//! ([`DshRun`]); nothing is shared between runs.
+
+mod config;
+mod mapping;
+mod session;
+
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use conform_protocol::subject::StartError;
+use serde_json::{Value, json};
+use tokio::sync::{Notify, mpsc, watch};
+use tokio::time::{Instant, sleep_until, timeout};
+
+use crate::cli::Defects;
+use crate::diagnostic::{Category, FailureLine, Stage, limit_diagnostic};
+use crate::host::SubagentResult;
+use crate::jsonrpc::{ErrorObject, Handler, IdStyle, JsonRpc, Reply, RpcError};
+use crate::process::{self, ManagedChild};
+use crate::provider::{
+    ABORT_ERROR_NAME, Log, ProviderEvent, RunSpec, StderrTail, Step, cancelled, forward_stderr,
+    race, reject,
+};
+use crate::util::{fresh_hex32, fresh_uuid, rfc3339_now};
+
+use config::DshConfig;
+use mapping::{
+    ABORTED_BEFORE_START, ERROR_NAME, PREFIX, SdkError, map_turn_end, message_id, shutdown_line,
+    valid_server_info,
+};
+use session::{Collector, Phase};
+
+/// After the runtime exited, how long stdout may still deliver what it wrote before exiting.
+const EXIT_DRAIN: Duration = Duration::from_millis(250);
+
+fn failure(line: &FailureLine) -> StartError {
+    StartError {
+        name: ERROR_NAME.into(),
+        message: format!("{PREFIX}{line}"),
+    }
+}
+
+fn aborted_error() -> StartError {
+    StartError {
+        name: ABORT_ERROR_NAME.into(),
+        message: ABORTED_BEFORE_START.into(),
+    }
+}
+
+/// The runtime's notifications go to the current prompt's collector (none outside a prompt:
+/// the subscription starts when the prompt is sent).
+struct DshHandler {
+    collector: Arc<Mutex<Option<Collector>>>,
+    changed: Arc<Notify>,
+    log: Log,
+}
+
+impl Handler for DshHandler {
+    fn on_request(&self, _id: &Value, method: &str, _params: Value) -> Reply {
+        (self.log)(format!("DSH SDK runtime sent unsupported request {method}"));
+        Reply::Error(ErrorObject {
+            code: -32601,
+            message: format!("method not found: {method}"),
+        })
+    }
+
+    fn on_notification(&self, method: &str, params: Value) {
+        if let Some(c) = self.collector.lock().expect("collector").as_mut() {
+            c.push(method, params);
+            self.changed.notify_one();
+        }
+    }
+
+    fn on_garbage(&self, line: &str) {
+        (self.log)(format!("DSH SDK runtime wrote a non-JSON-RPC line: {line}"));
+    }
+}
+
+/// How the prompt ended, before mapping.
+enum Outcome {
+    Idle,
+    Violation(String),
+    Failed(SdkError),
+    Cancelled,
+}
+
+enum HandshakeFailure {
+    Cancelled,
+    Failed(SdkError),
+}
+
+/// One live SDK runtime and its facts.
+struct DshRun {
+    config: DshConfig,
+    defects: Defects,
+    log: Log,
+    child: ManagedChild,
+    rpc: JsonRpc,
+    collector: Arc<Mutex<Option<Collector>>>,
+    changed: Arc<Notify>,
+    stderr: Arc<StderrTail>,
+}
+
+/// Drive one run from spawn to dispose, reporting to `events`.
+pub async fn run(
+    spec: RunSpec,
+    defects: Defects,
+    log: Log,
+    mut cancel: watch::Receiver<bool>,
+    events: mpsc::UnboundedSender<ProviderEvent>,
+) {
+    let configuration = || {
+        failure(&FailureLine::dsh(
+            Stage::Initialize,
+            Category::Configuration,
+        ))
+    };
+    let config = match DshConfig::from_map(&spec.config) {
+        Ok(c) => c,
+        Err(e) => {
+            log(e.to_string());
+            return reject(&events, configuration(), false);
+        }
+    };
+    if *cancel.borrow() {
+        return reject(&events, aborted_error(), true);
+    }
+    let cwd = PathBuf::from(&spec.runtime.cwd);
+    if !cwd.is_absolute() || !cwd.is_dir() {
+        log(format!(
+            "DSH SDK runtime cwd is not an absolute existing directory: {cwd:?}"
+        ));
+        return reject(&events, configuration(), false);
+    }
+    let (env, ignored) = process::child_env(std::env::vars(), &spec.runtime.env);
+    if !ignored.is_empty() {
+        log(format!(
+            "ignored non-string runtime env entries: {ignored:?}"
+        ));
+    }
+    let spawned = match process::spawn(
+        &spec.runtime.command,
+        &spec.runtime.args,
+        Path::new(&cwd),
+        &env,
+    ) {
+        Ok(s) => s,
+        Err(e) => {
+            // The SDK client's TransportClosedError "runtime failed to start".
+            log(format!("DSH SDK runtime failed to start: {e}"));
+            return reject(
+                &events,
+                failure(&SdkError::TransportClosed.line(Stage::Initialize)),
+                false,
+            );
+        }
+    };
+    log(format!(
+        "DSH SDK runtime spawned, process group {}",
+        spawned.child.pgid()
+    ));
+    let collector = Arc::new(Mutex::new(None));
+    let changed = Arc::new(Notify::new());
+    let handler = Arc::new(DshHandler {
+        collector: collector.clone(),
+        changed: changed.clone(),
+        log: log.clone(),
+    });
+    let stderr = forward_stderr(spawned.stderr, log.clone());
+    let rpc = JsonRpc::with_ids(
+        spawned.stdout,
+        spawned.stdin,
+        handler,
+        IdStyle::Prefixed("req_"),
+    );
+    let mut dsh = DshRun {
+        config,
+        defects,
+        log,
+        child: spawned.child,
+        rpc,
+        collector,
+        changed,
+        stderr,
+    };
+
+    match dsh.handshake(&spec.runtime.cwd, &mut cancel).await {
+        Ok(()) => {}
+        Err(HandshakeFailure::Cancelled) => {
+            // Only the cleanup fact survives a cancelled start.
+            let error = match dsh.teardown().await {
+                Ok(()) => aborted_error(),
+                Err(()) => failure(&shutdown_line()),
+            };
+            return reject(&events, error, true);
+        }
+        Err(HandshakeFailure::Failed(class)) => {
+            let cleanup = dsh.teardown().await;
+            let mut message = format!("{PREFIX}{}", class.line(Stage::Initialize));
+            if dsh.defects.stderr_in_start_error {
+                let tail = dsh.stderr.lines().await;
+                if !tail.is_empty() {
+                    message = format!("{message}\nstderr tail:\n{}", tail.join("\n"));
+                }
+            } else if dsh.defects.leak_raw_error {
+                message = dsh.stderr.leak(message).await;
+            }
+            let error = match cleanup {
+                Ok(()) => StartError {
+                    name: ERROR_NAME.into(),
+                    message,
+                },
+                Err(()) => StartError {
+                    name: "AggregateError".into(),
+                    message: format!("{message}; {PREFIX}{}", shutdown_line()),
+                },
+            };
+            return reject(&events, error, false);
+        }
+    }
+
+    let _ = events.send(ProviderEvent::Published {
+        child_session_key: fresh_uuid(),
+        dispatch_at: rfc3339_now(),
+    });
+    let result = dsh.prompt(&spec.task, &mut cancel).await;
+    let _ = events.send(ProviderEvent::Result(result));
+    let disposed = dsh.dispose().await;
+    let _ = events.send(ProviderEvent::Disposed(disposed));
+}
+
+impl DshRun {
+    /// A request that also fails when the runtime exits (after a short drain of what it wrote
+    /// before exiting), like the SDK client's TransportClosedError "runtime exited".
+    async fn request(&self, method: &str, params: Value) -> Result<Value, RpcError> {
+        let req = self.rpc.request(method, params);
+        tokio::pin!(req);
+        let mut exit = self.child.exit_watch();
+        tokio::select! {
+            r = &mut req => return r,
+            _ = exit.wait_for(Option::is_some) => {}
+        }
+        match timeout(EXIT_DRAIN, req).await {
+            Ok(r) => r,
+            Err(_) => Err(RpcError::WireLost("runtime exited".into())),
+        }
+    }
+
+    async fn handshake(
+        &mut self,
+        cwd: &str,
+        cancel: &mut watch::Receiver<bool>,
+    ) -> Result<(), HandshakeFailure> {
+        let mut params = json!({
+            "cwd": cwd,
+            "provider": self.config.provider,
+            "model": self.config.model,
+        });
+        if let Some(max) = self.config.max_tokens {
+            params["maxTokens"] = json!(max);
+        }
+        match race(self.request("initialize", params), cancel).await {
+            Step::Cancelled => Err(HandshakeFailure::Cancelled),
+            Step::Done(Ok(v)) if valid_server_info(&v) => Ok(()),
+            Step::Done(Ok(v)) => {
+                (self.log)(format!("initialize returned no server identity: {v}"));
+                Err(HandshakeFailure::Failed(SdkError::Protocol))
+            }
+            Step::Done(Err(e)) => {
+                (self.log)(format!("initialize failed: {e}"));
+                Err(HandshakeFailure::Failed(SdkError::from(&e)))
+            }
+        }
+    }
+
+    /// The current prompt's phase as an outcome, once it is final.
+    fn final_phase(&self) -> Option<Outcome> {
+        match self.collector.lock().expect("collector").as_ref()?.phase() {
+            Phase::Running => None,
+            Phase::Idle => Some(Outcome::Idle),
+            Phase::Violation(why) => Some(Outcome::Violation(why.clone())),
+        }
+    }
+
+    async fn await_turn(&mut self, task: &str, cancel: &mut watch::Receiver<bool>) -> Outcome {
+        let session_id = format!("session-{}", fresh_hex32());
+        // Subscribe before sending: every notification from here on is the prompt's.
+        *self.collector.lock().expect("collector") = Some(Collector::new(session_id.clone()));
+        let params = json!({
+            "sessionId": session_id,
+            "contentBlocks": [{"type": "text", "text": task}],
+        });
+        let rpc = self.rpc.clone();
+        let prompt = async move { rpc.request("session/prompt", params).await };
+        tokio::pin!(prompt);
+        let mut prompt_done = false;
+        let mut eof = self.rpc.eof_watch();
+        let mut eof_seen = false;
+        let mut exit = self.child.exit_watch();
+        let mut exit_deadline: Option<Instant> = None;
+        let changed = self.changed.clone();
+        loop {
+            if let Some(outcome) = self.final_phase() {
+                return outcome;
+            }
+            if eof_seen && prompt_done {
+                (self.log)("DSH SDK runtime closed its stdout before the turn went idle".into());
+                return Outcome::Failed(SdkError::TransportClosed);
+            }
+            tokio::select! {
+                biased;
+                _ = cancelled(cancel) => return Outcome::Cancelled,
+                r = &mut prompt, if !prompt_done => {
+                    prompt_done = true;
+                    match r {
+                        Ok(v) => match message_id(&v) {
+                            Some(id) => {
+                                if let Some(c) = self.collector.lock().expect("collector").as_mut() {
+                                    c.accept(id);
+                                }
+                            }
+                            None => {
+                                (self.log)(format!("session/prompt returned no message id: {v}"));
+                                return Outcome::Failed(SdkError::Protocol);
+                            }
+                        },
+                        Err(e) => {
+                            (self.log)(format!("session/prompt failed: {e}"));
+                            return Outcome::Failed(SdkError::from(&e));
+                        }
+                    }
+                }
+                _ = changed.notified() => {}
+                _ = eof.wait_for(|e| *e), if !eof_seen => eof_seen = true,
+                _ = exit.wait_for(Option::is_some), if exit_deadline.is_none() => {
+                    exit_deadline = Some(Instant::now() + EXIT_DRAIN);
+                }
+                _ = sleep_until(exit_deadline.unwrap_or_else(Instant::now)), if exit_deadline.is_some() => {
+                    (self.log)("DSH SDK runtime exited before the turn went idle".into());
+                    return Outcome::Failed(SdkError::TransportClosed);
+                }
+            }
+        }
+    }
+
+    async fn prompt(&mut self, task: &str, cancel: &mut watch::Receiver<bool>) -> SubagentResult {
+        let outcome = self.await_turn(task, cancel).await;
+        // Settle the facts here: later notifications are no longer the run's.
+        let collector = self
+            .collector
+            .lock()
+            .expect("collector")
+            .take()
+            .expect("the prompt's collector");
+        let output = collector.output();
+        let (stop_reason, line) = match outcome {
+            Outcome::Cancelled => {
+                // Purely local: no wire cancel exists.
+                (self.log)("local cancel: settling aborted".into());
+                return SubagentResult {
+                    stop_reason: "aborted".into(),
+                    output,
+                    diagnostic: None,
+                };
+            }
+            Outcome::Idle => map_turn_end(collector.last_turn_end(), self.defects.blocked_as_error),
+            Outcome::Violation(why) => {
+                (self.log)(format!("SdkProtocolError: {why}"));
+                ("error", Some(SdkError::Protocol.line(Stage::SessionRun)))
+            }
+            Outcome::Failed(class) => ("error", Some(class.line(Stage::SessionRun))),
+        };
+        let mut diagnostic = line.map(|l| l.to_string());
+        if self.defects.leak_raw_error && stop_reason != "completed" {
+            diagnostic = Some(self.stderr.leak(diagnostic.unwrap_or_default()).await);
+        }
+        SubagentResult {
+            stop_reason: stop_reason.into(),
+            output,
+            diagnostic: diagnostic.map(|d| limit_diagnostic(&d)),
+        }
+    }
+
+    /// `shutdown` (bounded), stdin EOF, then the process ladder over the whole group. Every
+    /// rung runs even after a failure; raw causes go to the host log only.
+    async fn teardown(&mut self) -> Result<(), ()> {
+        let mut ok = true;
+        if self.rpc.is_open() {
+            match timeout(
+                self.config.shutdown_timeout,
+                self.request("shutdown", json!({})),
+            )
+            .await
+            {
+                Ok(Ok(_)) => (self.log)("DSH SDK runtime acknowledged shutdown".into()),
+                Ok(Err(e @ RpcError::Remote { .. })) => {
+                    (self.log)(format!("shutdown rejected: {e}"));
+                    ok = false;
+                }
+                // The wire is already gone: nothing to ask; the ladder decides.
+                Ok(Err(e)) => (self.log)(format!("shutdown not delivered: {e}")),
+                Err(_) => {
+                    (self.log)(format!(
+                        "shutdown not answered within {} ms",
+                        self.config.shutdown_timeout.as_millis()
+                    ));
+                    ok = false;
+                }
+            }
+        } else {
+            (self.log)("wire already closed: no shutdown request".into());
+        }
+        self.rpc.close_stdin().await;
+        let eof = self.rpc.eof_watch();
+        match self
+            .child
+            .settle(
+                &eof,
+                self.config.dispose_eof_grace,
+                self.config.dispose_grace,
+            )
+            .await
+        {
+            Ok(()) => {
+                let exit = self.child.exited().unwrap_or_default();
+                (self.log)(format!(
+                    "DSH SDK runtime settled (exit code {:?}, signal {:?})",
+                    exit.code, exit.signal
+                ));
+            }
+            Err(e) => {
+                (self.log)(format!("DSH SDK runtime teardown failed: {e}"));
+                ok = false;
+            }
+        }
+        if ok { Ok(()) } else { Err(()) }
+    }
+
+    async fn dispose(&mut self) -> Result<(), StartError> {
+        if self.defects.skip_teardown {
+            (self.log)("skip-teardown defect: dispose leaves the runtime running".into());
+            return Ok(());
+        }
+        self.teardown()
+            .await
+            .map_err(|()| failure(&shutdown_line()))
+    }
+}

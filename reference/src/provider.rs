@@ -1,0 +1,178 @@
+//! What every out-of-process provider shares with the host side: the events it reports, the
+//! run spec it receives, local cancellation, config durations and the child's stderr tail.
+
+use std::collections::VecDeque;
+use std::future::Future;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use conform_protocol::subject::{Runtime, StartError};
+use serde_json::{Map, Value};
+use tokio::io::{AsyncBufReadExt, BufReader};
+use tokio::process::ChildStderr;
+use tokio::sync::{mpsc, watch};
+
+use crate::host::SubagentResult;
+
+/// Host-only log sink (becomes `host_log` for this run).
+pub type Log = Arc<dyn Fn(String) + Send + Sync>;
+
+/// Lines of the child's stderr kept for the defects that leak it.
+const STDERR_TAIL_LINES: usize = 50;
+
+/// Name of the error for a start rejected by local cancellation (the real host throws a plain
+/// `Error`).
+pub const ABORT_ERROR_NAME: &str = "Error";
+
+/// What the host side hears from the provider.
+#[derive(Debug)]
+pub enum ProviderEvent {
+    Published {
+        child_session_key: String,
+        dispatch_at: String,
+    },
+    Rejected {
+        error: StartError,
+        cancelled: bool,
+    },
+    Result(SubagentResult),
+    Disposed(Result<(), StartError>),
+}
+
+/// What one `start` asks the provider to run.
+pub struct RunSpec {
+    pub task: String,
+    pub runtime: Runtime,
+    pub config: Map<String, Value>,
+}
+
+pub fn reject(events: &mpsc::UnboundedSender<ProviderEvent>, error: StartError, cancelled: bool) {
+    let _ = events.send(ProviderEvent::Rejected { error, cancelled });
+}
+
+/// A positive millisecond duration from `config[key]` (absent or `null`: `default_ms`).
+pub fn duration_ms(
+    config: &Map<String, Value>,
+    key: &str,
+    default_ms: u64,
+) -> Result<Duration, String> {
+    match config.get(key) {
+        None | Some(Value::Null) => Ok(Duration::from_millis(default_ms)),
+        Some(v) => match v.as_f64() {
+            Some(ms) if ms.is_finite() && ms > 0.0 && ms <= 2_147_483_647.0 => {
+                Ok(Duration::from_secs_f64(ms / 1000.0))
+            }
+            _ => Err(format!("{key} must be a positive number of ms")),
+        },
+    }
+}
+
+/// Resolves when local cancellation was requested (never, if the sender is gone).
+pub async fn cancelled(cancel: &mut watch::Receiver<bool>) {
+    if cancel.wait_for(|c| *c).await.is_err() {
+        std::future::pending::<()>().await;
+    }
+}
+
+pub enum Step<T> {
+    Done(T),
+    Cancelled,
+}
+
+/// `fut`, unless local cancellation comes first.
+pub async fn race<T>(fut: impl Future<Output = T>, cancel: &mut watch::Receiver<bool>) -> Step<T> {
+    tokio::select! {
+        biased;
+        _ = cancelled(cancel) => Step::Cancelled,
+        v = fut => Step::Done(v),
+    }
+}
+
+/// The child's stderr: every line goes to the host log; the last lines are kept for the
+/// defects that leak them.
+pub struct StderrTail {
+    lines: Mutex<VecDeque<String>>,
+    done: watch::Sender<bool>,
+}
+
+pub fn forward_stderr(stderr: ChildStderr, log: Log) -> Arc<StderrTail> {
+    let (done, _) = watch::channel(false);
+    let tail = Arc::new(StderrTail {
+        lines: Mutex::new(VecDeque::new()),
+        done,
+    });
+    let t = tail.clone();
+    tokio::spawn(async move {
+        let mut reader = BufReader::new(stderr);
+        let mut buf = Vec::new();
+        loop {
+            buf.clear();
+            match reader.read_until(b'\n', &mut buf).await {
+                Ok(0) | Err(_) => break,
+                Ok(_) => {}
+            }
+            let line = String::from_utf8_lossy(&buf)
+                .trim_end_matches(['\n', '\r'])
+                .to_owned();
+            log(format!("child stderr: {line}"));
+            let mut lines = t.lines.lock().expect("stderr tail");
+            lines.push_back(line);
+            if lines.len() > STDERR_TAIL_LINES {
+                lines.pop_front();
+            }
+        }
+        t.done.send_replace(true);
+    });
+    tail
+}
+
+impl StderrTail {
+    /// The kept lines, after waiting (bounded) for stderr to reach EOF.
+    pub async fn lines(&self) -> Vec<String> {
+        let mut done = self.done.subscribe();
+        let _ = tokio::time::timeout(Duration::from_millis(500), done.wait_for(|d| *d)).await;
+        self.lines
+            .lock()
+            .expect("stderr tail")
+            .iter()
+            .cloned()
+            .collect()
+    }
+
+    /// The `leak-raw-error` defect: `text`, a newline and the raw tail (just the tail when
+    /// `text` is empty).
+    pub async fn leak(&self, text: String) -> String {
+        let tail = self.lines().await;
+        if tail.is_empty() {
+            return text;
+        }
+        if text.is_empty() {
+            tail.join("\n")
+        } else {
+            format!("{text}\n{}", tail.join("\n"))
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn durations() {
+        let mut m = Map::new();
+        assert_eq!(duration_ms(&m, "x", 7), Ok(Duration::from_millis(7)));
+        m.insert("x".into(), Value::Null);
+        assert_eq!(duration_ms(&m, "x", 7), Ok(Duration::from_millis(7)));
+        m.insert("x".into(), 150.into());
+        assert_eq!(duration_ms(&m, "x", 7), Ok(Duration::from_millis(150)));
+        for bad in [
+            serde_json::json!(0),
+            serde_json::json!(-1),
+            serde_json::json!("5"),
+        ] {
+            m.insert("x".into(), bad);
+            assert!(duration_ms(&m, "x", 7).is_err());
+        }
+    }
+}
