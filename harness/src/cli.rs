@@ -100,6 +100,10 @@ pub struct RunArgs {
     /// Per-run deadline in milliseconds, unless a scenario sets its own.
     #[arg(long, default_value_t = 20_000)]
     pub deadline_ms: u64,
+    /// The product version a provider's fake speaks, e.g. `codex=0.169.0` (repeatable).
+    /// Scenarios that name a product version run only when it is selected.
+    #[arg(long, value_name = "PROVIDER=VERSION")]
+    pub product_version: Vec<String>,
     /// Write a JSON report here.
     #[arg(long)]
     pub json: Option<PathBuf>,

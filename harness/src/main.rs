@@ -60,6 +60,18 @@ fn main() -> ExitCode {
                     return ExitCode::from(2);
                 }
             };
+            let mut product_versions = std::collections::BTreeMap::new();
+            for pv in &args.product_version {
+                match pv.split_once('=') {
+                    Some((p, v)) if !p.is_empty() && !v.is_empty() => {
+                        product_versions.insert(p.to_owned(), v.to_owned());
+                    }
+                    _ => {
+                        eprintln!("error: --product-version takes PROVIDER=VERSION, got `{pv}`");
+                        return ExitCode::from(2);
+                    }
+                }
+            }
             let opts = suite::Options {
                 scenarios: args
                     .select
@@ -72,6 +84,7 @@ fn main() -> ExitCode {
                 jobs: args.jobs,
                 deadline: Duration::from_millis(args.deadline_ms),
                 progress: std::io::stderr().is_terminal(),
+                product_versions,
             };
             match runtime.block_on(suite::run(opts)) {
                 Ok(report) => {

@@ -44,6 +44,25 @@ pub fn human(report: &SuiteReport, verbose: bool) -> String {
             let _ = writeln!(out, "\n{} ({}): {note}", c.scenario.id, c.mode);
         }
     }
+    let upstream: Vec<String> = report
+        .cases
+        .iter()
+        .filter_map(|c| {
+            let code = c.scenario.file.expect.upstream_code.as_ref()?;
+            let obs = c.obs.as_ref()?;
+            let diag = obs.result.as_ref().and_then(|r| r.diagnostic.as_deref());
+            let shown = crate::verdict::upstream_mapping(diag).unwrap_or_else(|| "(none)".into());
+            let note = if &shown == code { "known" } else { "mapped to unknown" };
+            Some(format!("  {code} ({}): category `{shown}` — {note}", c.mode))
+        })
+        .collect();
+    if !upstream.is_empty() {
+        let _ = writeln!(
+            out,
+            "\nupstream codes newer than the subject's pin, as the subject shows them:\n{}",
+            upstream.join("\n")
+        );
+    }
     if !report.stragglers.is_empty() {
         let _ = writeln!(
             out,

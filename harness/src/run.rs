@@ -29,6 +29,8 @@ pub struct Ctx {
     pub fake_argv: Vec<String>,
     pub work: PathBuf,
     pub default_deadline: Duration,
+    /// Provider → product version its fake speaks (`--product-version`).
+    pub product_versions: std::collections::BTreeMap<String, String>,
 }
 
 /// How long processes get to be gone after the subject said the run was settled.
@@ -289,8 +291,12 @@ fn start_message(
     let dir = ctx.work.join(run);
     std::fs::create_dir_all(&dir)?;
     let script_path = dir.join("script.json");
-    std::fs::write(&script_path, serde_json::to_vec_pretty(&scenario.script)?)?;
     let provider = &scenario.file.provider;
+    let mut script = scenario.script.clone();
+    if let Some(v) = ctx.product_versions.get(provider) {
+        script.product_version = Some(v.clone());
+    }
+    std::fs::write(&script_path, serde_json::to_vec_pretty(&script)?)?;
     let mut argv = ctx.fake_argv.clone();
     argv.push(format!("fake-{provider}"));
     argv.extend([

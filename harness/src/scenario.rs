@@ -33,6 +33,11 @@ pub struct ScenarioFile {
     /// Extra strings that must never reach model-visible text.
     #[serde(default)]
     pub secrets: Vec<String>,
+    /// Run only when the suite speaks this product version for the provider
+    /// (`conform run --product-version codex=0.169.0`): for upstream codes a pinned subject
+    /// has never seen.
+    #[serde(default)]
+    pub product_version: Option<String>,
     /// Longest the whole run may take before it counts as the subject hanging.
     #[serde(default)]
     pub deadline_ms: Option<u64>,
@@ -150,6 +155,9 @@ pub struct ExpectSection {
     pub job_status: Option<String>,
     /// Which rung of the teardown ladder ended the runtime: `eof`, `sigterm`, `sigkill`.
     pub teardown: Option<String>,
+    /// An upstream code newer than the subject's pin: the diagnostic's category must be this code
+    /// or `unknown` (the report lists which), instead of an exact `diagnostic`.
+    pub upstream_code: Option<String>,
     /// The answers the subject must give to the fake's requests, in order
     /// (e.g. a permission outcome).
     #[serde(default)]
@@ -275,6 +283,7 @@ pub fn load(root: &Path, path: &Path) -> Result<Scenario, ScenarioError> {
     expand(root, path, &text, &file.fake.steps, &mut steps, 0)?;
     let script = Script {
         protocol: file.provider.clone(),
+        product_version: file.product_version.clone(),
         steps,
     };
     Ok(Scenario {

@@ -75,6 +75,8 @@ pub struct Options {
     pub jobs: usize,
     pub deadline: Duration,
     pub progress: bool,
+    /// Provider → product version its fake speaks.
+    pub product_versions: std::collections::BTreeMap<String, String>,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -122,6 +124,7 @@ pub async fn run(opts: Options) -> Result<SuiteReport, SuiteError> {
         pool,
         transcripts,
         fake_argv: vec![exe],
+        product_versions: opts.product_versions.clone(),
         work: work.path().to_owned(),
         default_deadline: opts.deadline,
     });
@@ -143,6 +146,26 @@ pub async fn run(opts: Options) -> Result<SuiteReport, SuiteError> {
     let mut set = JoinSet::new();
     let mut reports = Vec::new();
     for (index, (s, mode)) in cases.into_iter().enumerate() {
+        if let Some(want) = &s.file.product_version
+            && opts.product_versions.get(&s.file.provider) != Some(want)
+        {
+            bar.inc(1);
+            reports.push((
+                index,
+                CaseReport {
+                    scenario: s.clone(),
+                    mode,
+                    verdict: Verdict::Skip(format!(
+                        "needs --product-version {}={want}",
+                        s.file.provider
+                    )),
+                    findings: vec![],
+                    snapshot: None,
+                    obs: None,
+                },
+            ));
+            continue;
+        }
         if let Some(c) = &caps {
             let reason = if !c.providers.contains(&s.file.provider) {
                 Some(format!("the subject has no `{}` provider", s.file.provider))

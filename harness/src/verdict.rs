@@ -286,7 +286,18 @@ pub fn judge(scenario: &Scenario, mode: Mode, obs: &Observed) -> Vec<Finding> {
                         format!("stop reason `{}`, expected `{want}`", r.stop_reason),
                     ));
                 }
-                if r.diagnostic != expect.diagnostic {
+                if let Some(code) = &expect.upstream_code {
+                    let mapped = upstream_mapping(r.diagnostic.as_deref());
+                    if mapped.as_deref() != Some(code.as_str()) && mapped.as_deref() != Some("unknown") {
+                        f.push(subject(
+                            "expect.upstream-code",
+                            format!(
+                                "upstream code `{code}` shows as {}, expected `{code}` or `unknown`",
+                                show(mapped.as_deref())
+                            ),
+                        ));
+                    }
+                } else if r.diagnostic != expect.diagnostic {
                     f.push(subject(
                         "expect.diagnostic",
                         format!(
@@ -488,6 +499,14 @@ fn check_background(obs: &Observed, f: &mut Vec<Finding>) {
             "job_output never answered".into(),
         ));
     }
+}
+
+/// The category a diagnostic's first line shows (`category: <x>;` or `…)`).
+pub fn upstream_mapping(diagnostic: Option<&str>) -> Option<String> {
+    let first = diagnostic?.lines().next()?;
+    let rest = &first[first.find("category: ")? + "category: ".len()..];
+    let end = rest.find([';', ')']).unwrap_or(rest.len());
+    Some(rest[..end].to_owned())
 }
 
 /// `[status: failed, …]` from a notice.

@@ -16,6 +16,9 @@ use serde_json::Value;
 pub struct Script {
     /// `acp`, `dsh-sdk` or `codex`: must match the fake binary.
     pub protocol: String,
+    /// The product version the fake speaks (Codex: `0.147.0` by default, or `0.169.0`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub product_version: Option<String>,
     #[serde(default)]
     pub steps: Vec<Step>,
 }
@@ -145,6 +148,24 @@ pub struct Step {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub event: Option<Value>,
 
+    // ---- Codex app-server sugar (addressed to the thread and turn of the fake's own
+    // `thread/start` and `turn/start` replies, or to `thread` / `turn`) ----
+    /// `turn/started` for the turn.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub turn_started: Option<bool>,
+    /// `item/completed` with an `agentMessage` item: `{ text = "…", phase = "final_answer" }`
+    /// (no `phase` key: `phase: null`). Values are sent as written.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub agent_message: Option<Value>,
+    /// `turn/completed`: `{ status = "failed", error = { message = "…", codexErrorInfo = … } }`
+    /// (no `error`: `error: null`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub turn_completed: Option<Value>,
+    /// A server request with this method (approvals, user input, elicitation); `params` are
+    /// merged over `{threadId, turnId, itemId}`; waits for the answer (`answer` checks it).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ask: Option<String>,
+
     // ---- process behaviour ----
     /// Write this text to stderr (a newline is added).
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -194,6 +215,12 @@ pub struct Step {
     /// With DSH SDK sugar: the session id to address instead of the prompt's session.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub session: Option<String>,
+    /// With Codex sugar: the thread id to address instead of the fake's own thread.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub thread: Option<String>,
+    /// With Codex sugar: the turn id to address instead of the fake's own turn.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub turn: Option<String>,
     /// This step sends something invalid on purpose; says why. Frames it sends are exempt from
     /// the protocol schema test and marked in the transcript.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -220,6 +247,10 @@ pub const ACTION_KEYS: &[&str] = &[
     "message",
     "turn_end",
     "event",
+    "turn_started",
+    "agent_message",
+    "turn_completed",
+    "ask",
     "stderr",
     "checkpoint",
     "await",
@@ -255,6 +286,10 @@ impl Step {
             self.message.is_some(),
             self.turn_end.is_some(),
             self.event.is_some(),
+            self.turn_started.is_some(),
+            self.agent_message.is_some(),
+            self.turn_completed.is_some(),
+            self.ask.is_some(),
             self.stderr.is_some(),
             self.checkpoint.is_some(),
             self.await_.is_some(),
@@ -292,10 +327,10 @@ impl Step {
                 ));
             }
         };
-        if self.params.is_some() && !matches!(action, "expect" | "notify" | "request") {
+        if self.params.is_some() && !matches!(action, "expect" | "notify" | "request" | "ask") {
             return Err(format!("`params` does not apply to `{action}`"));
         }
-        if self.answer.is_some() && !matches!(action, "request" | "permission") {
+        if self.answer.is_some() && !matches!(action, "request" | "permission" | "ask") {
             return Err(format!("`answer` does not apply to `{action}`"));
         }
         if self.to.is_some() && !matches!(action, "reply" | "error" | "stop") {
@@ -308,6 +343,13 @@ impl Step {
             )
         {
             return Err(format!("`session` does not apply to `{action}`"));
+        }
+        let codex = matches!(
+            action,
+            "turn_started" | "agent_message" | "turn_completed" | "ask"
+        );
+        if (self.thread.is_some() || self.turn.is_some()) && !codex {
+            return Err(format!("`thread` and `turn` do not apply to `{action}`"));
         }
         Ok(action)
     }
