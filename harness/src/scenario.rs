@@ -412,7 +412,10 @@ fn expand(
             .check()
             .map_err(|m| invalid(path, text, Some(step.span()), m))?;
         if action != "include" {
-            out.push(step.get_ref().clone());
+            let mut resolved = step.get_ref().clone();
+            conform_protocol::script::resolve_json_literals(&mut resolved)
+                .map_err(|m| invalid(path, text, Some(step.span()), m))?;
+            out.push(resolved);
             continue;
         }
         let name = step.get_ref().include.as_deref().unwrap_or_default();

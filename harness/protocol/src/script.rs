@@ -354,3 +354,70 @@ impl Step {
         Ok(action)
     }
 }
+
+/// The key of a table that stands for a JSON value TOML cannot write (`null`, mostly):
+/// `{ "$json" = "null" }` becomes `null`, `{ "$json" = '{"a":null}' }` becomes that object.
+pub const JSON_LITERAL_KEY: &str = "$json";
+
+/// Replaces every `{ "$json" = "…" }` table inside the step's JSON payloads by the value it
+/// spells. Scenario files are TOML, which has no `null`; wire payloads need it.
+pub fn resolve_json_literals(step: &mut Step) -> Result<(), String> {
+    let payloads = [
+        step.reply.as_mut(),
+        step.params.as_mut(),
+        step.answer.as_mut(),
+        step.update.as_mut(),
+        step.event.as_mut(),
+        step.turn_end.as_mut(),
+        step.agent_message.as_mut(),
+        step.turn_completed.as_mut(),
+        step.error.as_mut().and_then(|e| e.data.as_mut()),
+        step.permission.as_mut().and_then(|p| p.raw_input.as_mut()),
+    ];
+    for value in payloads.into_iter().flatten() {
+        resolve(value)?;
+    }
+    Ok(())
+}
+
+fn resolve(value: &mut Value) -> Result<(), String> {
+    match value {
+        Value::Object(map) => {
+            if map.len() == 1
+                && let Some(Value::String(text)) = map.get(JSON_LITERAL_KEY)
+            {
+                *value = serde_json::from_str(text)
+                    .map_err(|e| format!("`{JSON_LITERAL_KEY} = {text:?}` is not JSON: {e}"))?;
+                return Ok(());
+            }
+            map.values_mut().try_for_each(resolve)
+        }
+        Value::Array(items) => items.iter_mut().try_for_each(resolve),
+        _ => Ok(()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn json_literals_become_their_values() {
+        let mut step = Step {
+            turn_completed: Some(json!({"status": "failed", "error": {"message": "m",
+                "codexErrorInfo": {"httpConnectionFailed": {"httpStatusCode": {"$json": "null"}}}}})),
+            ..Step::default()
+        };
+        resolve_json_literals(&mut step).unwrap();
+        assert_eq!(
+            step.turn_completed.unwrap()["error"]["codexErrorInfo"],
+            json!({"httpConnectionFailed": {"httpStatusCode": null}})
+        );
+        let mut bad = Step {
+            reply: Some(json!({"x": {"$json": "nul"}})),
+            ..Step::default()
+        };
+        assert!(resolve_json_literals(&mut bad).unwrap_err().contains("is not JSON"));
+    }
+}
