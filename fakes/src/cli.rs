@@ -79,7 +79,7 @@ impl Args {
     }
 }
 
-pub fn load_script(path: &str, codec: &dyn Codec) -> Result<Script, FakeError> {
+pub fn load_script(path: &str, codec: &mut dyn Codec) -> Result<Script, FakeError> {
     let text = std::fs::read_to_string(path).map_err(|source| FakeError::ScriptRead {
         path: path.into(),
         source,
@@ -87,6 +87,9 @@ pub fn load_script(path: &str, codec: &dyn Codec) -> Result<Script, FakeError> {
     let script: Script =
         serde_json::from_str(&text).map_err(|e| FakeError::Script(format!("{path}: {e}")))?;
     engine::validate(&script, codec).map_err(FakeError::Script)?;
+    codec
+        .set_product_version(script.product_version.as_deref())
+        .map_err(|e| FakeError::Script(format!("product_version: {e}")))?;
     Ok(script)
 }
 
@@ -111,7 +114,7 @@ pub fn main_with_args(codec: Box<dyn Codec>, args: Vec<String>, self_args: Vec<S
     unreachable!("the fake never returns from its script")
 }
 
-async fn run(argv: Vec<String>, codec: Box<dyn Codec>) {
+async fn run(argv: Vec<String>, mut codec: Box<dyn Codec>) {
     let usage = "usage: --script <file.json> --side <socket> --run <id> \
                  | --grandchild --side <socket> --run <id> [--trap-sigterm] [--setsid]";
     let args = Args::parse(argv);
@@ -155,7 +158,7 @@ async fn run(argv: Vec<String>, codec: Box<dyn Codec>) {
         fail(&side, &format!("{e}\n{usage}"));
     }
     let script = match &args.script {
-        Some(path) if !grandchild => match load_script(path, codec.as_ref()) {
+        Some(path) if !grandchild => match load_script(path, codec.as_mut()) {
             Ok(script) => Some(script),
             Err(e) => fail(&side, &e.to_string()),
         },

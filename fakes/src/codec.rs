@@ -54,6 +54,12 @@ pub trait Codec: Send {
         Some("2.0")
     }
 
+    /// Takes the script's product version (`None`: the protocol's default) before anything
+    /// runs; an unknown version is a script error. Protocols without versions ignore it.
+    fn set_product_version(&mut self, _version: Option<&str>) -> Result<(), String> {
+        Ok(())
+    }
+
     /// The sugar action keys this codec expands (a subset of [`SUGAR_KEYS`]).
     fn sugar_keys(&self) -> &'static [&'static str] {
         &[]
@@ -188,6 +194,11 @@ pub const SUGAR_KEYS: &[&str] = &[
     "message",
     "turn_end",
     "event",
+    // Codex app-server
+    "turn_started",
+    "agent_message",
+    "turn_completed",
+    "ask",
 ];
 
 /// JSON-RPC classification by members: `method` (+`id` → request), or `id` with

@@ -8,6 +8,7 @@
 pub mod acp;
 pub mod cli;
 pub mod codec;
+pub mod codex;
 pub mod dsh_sdk;
 pub mod engine;
 pub mod error;

@@ -1,18 +1,26 @@
 //! Which frames of a fake's ledger break their protocol's schema.
 
 use conform_protocol::side::{Direction, FakeEvent, FakeLine};
+use serde_json::Value;
 
-/// Frames a fake sent that are invalid for `protocol` and carry no `violation` mark, with the
-/// reason. `None` when conform has no schema for that protocol (so callers can say so instead
-/// of passing silently).
+/// Frames a fake sent that are invalid for `protocol` at `product_version` (`None`: the
+/// protocol's default; only Codex has versions, the others ignore it) and carry no `violation`
+/// mark, with the reason. `None` when conform has no schema for that protocol or version (so
+/// callers can say so instead of passing silently).
 pub fn unmarked_invalid_frames<'a>(
     protocol: &str,
+    product_version: Option<&str>,
     lines: &'a [FakeLine],
 ) -> Option<Vec<(&'a FakeLine, String)>> {
-    let validate = match protocol {
-        "acp" => crate::acp::validate_frame,
-        "dsh-sdk" => crate::dsh_sdk::validate_frame,
+    let codex_version = match protocol {
+        "acp" | "dsh-sdk" => None,
+        "codex" => Some(crate::codex::product_version(product_version).ok()?),
         _ => return None,
+    };
+    let validate = |frame: &Value, answers: Option<&str>| match codex_version {
+        Some(version) => crate::codex::validate_frame(frame, answers, version),
+        None if protocol == "acp" => crate::acp::validate_frame(frame, answers),
+        None => crate::dsh_sdk::validate_frame(frame, answers),
     };
     Some(
         lines

@@ -45,6 +45,12 @@ pub enum Command {
         #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
         args: Vec<String>,
     },
+    /// Run a scripted fake Codex app-server (used by the harness itself).
+    #[command(name = "fake-codex", hide = true, disable_help_flag = true)]
+    FakeCodex {
+        #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
+        args: Vec<String>,
+    },
     /// Run the reference subject (the default `--subject`).
     #[command(name = "reference", hide = true, disable_help_flag = true)]
     Reference {

@@ -20,6 +20,11 @@ fn main() -> ExitCode {
             args,
             vec!["fake-dsh-sdk".to_owned()],
         ),
+        Command::FakeCodex { args } => conform_fakes::cli::main_with_args(
+            Box::new(conform_fakes::codex::CodexCodec::new()),
+            args,
+            vec!["fake-codex".to_owned()],
+        ),
         Command::Reference { args } => {
             ExitCode::from(conform_reference::main_with_args(args) as u8)
         }

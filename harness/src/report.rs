@@ -52,8 +52,15 @@ pub fn human(report: &SuiteReport, verbose: bool) -> String {
             let obs = c.obs.as_ref()?;
             let diag = obs.result.as_ref().and_then(|r| r.diagnostic.as_deref());
             let shown = crate::verdict::upstream_mapping(diag).unwrap_or_else(|| "(none)".into());
-            let note = if &shown == code { "known" } else { "mapped to unknown" };
-            Some(format!("  {code} ({}): category `{shown}` — {note}", c.mode))
+            let note = if &shown == code {
+                "known"
+            } else {
+                "mapped to unknown"
+            };
+            Some(format!(
+                "  {code} ({}): category `{shown}` — {note}",
+                c.mode
+            ))
         })
         .collect();
     if !upstream.is_empty() {

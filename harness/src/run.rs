@@ -60,6 +60,8 @@ pub struct Observed {
     pub transcript: Vec<String>,
     pub stderr_tail: String,
     pub elapsed: Duration,
+    /// The product version the fake spoke (`None`: the protocol's default).
+    pub product_version: Option<String>,
 }
 
 #[derive(Clone, Debug)]
@@ -86,6 +88,11 @@ pub async fn run_case(ctx: &Ctx, scenario: &Scenario, mode: Mode) -> Observed {
     let started = Instant::now();
     let mut obs = Observed {
         run: run.clone(),
+        product_version: ctx
+            .product_versions
+            .get(&scenario.file.provider)
+            .cloned()
+            .or_else(|| scenario.script.product_version.clone()),
         ..Observed::default()
     };
     let mut rx = ctx.router.open(&run);

@@ -184,7 +184,11 @@ pub fn judge(scenario: &Scenario, mode: Mode, obs: &Observed) -> Vec<Finding> {
         }
     }
     // Every frame a fake sends must be valid for its protocol unless the scenario marked it.
-    match conform_fakes::schema::unmarked_invalid_frames(&scenario.file.provider, &obs.fake) {
+    match conform_fakes::schema::unmarked_invalid_frames(
+        &scenario.file.provider,
+        obs.product_version.as_deref(),
+        &obs.fake,
+    ) {
         Some(invalid) => {
             for (line, e) in invalid {
                 let frame = match &line.event {
@@ -288,7 +292,9 @@ pub fn judge(scenario: &Scenario, mode: Mode, obs: &Observed) -> Vec<Finding> {
                 }
                 if let Some(code) = &expect.upstream_code {
                     let mapped = upstream_mapping(r.diagnostic.as_deref());
-                    if mapped.as_deref() != Some(code.as_str()) && mapped.as_deref() != Some("unknown") {
+                    if mapped.as_deref() != Some(code.as_str())
+                        && mapped.as_deref() != Some("unknown")
+                    {
                         f.push(subject(
                             "expect.upstream-code",
                             format!(

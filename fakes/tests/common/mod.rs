@@ -1,4 +1,5 @@
-//! Test driver: a side-channel server plus a fake child (`fake-acp`, `fake-dsh-sdk`) driven
+//! Test driver: a side-channel server plus a fake child (`fake-acp`, `fake-dsh-sdk`,
+//! `fake-codex`) driven
 //! like a client of its protocol.
 //! Every wait is on a pipe or the side channel (with a generous deadline so a broken fake
 //! fails the test instead of hanging it). Everything spawned is killed and reaped on drop,
@@ -32,6 +33,8 @@ enum SideMsg {
 pub struct Fake {
     /// The script's protocol (which binary runs, which schema `finish` checks against).
     pub protocol: &'static str,
+    /// The script's `product_version` (`None`: the protocol's default).
+    pub product_version: Option<&'static str>,
     pub dir: tempfile::TempDir,
     pub child: Child,
     pub stdin: Option<ChildStdin>,
@@ -48,17 +51,26 @@ pub struct Fake {
 
 /// An ACP fake with extra command-line arguments.
 pub fn fake_with_args(steps: Value, extra: impl FnOnce(&mut Command, &PathBuf)) -> Fake {
-    fake_full("acp", steps, true, extra)
+    fake_full("acp", None, steps, true, extra)
 }
 
 /// An ACP fake whose registration the test acknowledges itself (`Fake::ack`).
 pub fn fake_unacked(steps: Value) -> Fake {
-    fake_full("acp", steps, false, |_, _| {})
+    fake_full("acp", None, steps, false, |_, _| {})
 }
 
-/// A fake for `protocol` (`acp`, `dsh-sdk`) running these steps.
+/// A fake for `protocol` (`acp`, `dsh-sdk`, `codex`) running these steps.
 pub fn fake_for(protocol: &'static str, steps: Value) -> Fake {
-    fake_full(protocol, steps, true, |_, _| {})
+    fake_full(protocol, None, steps, true, |_, _| {})
+}
+
+/// A fake for `protocol` speaking this product version (`None`: no `product_version` key).
+pub fn fake_versioned(
+    protocol: &'static str,
+    product_version: Option<&'static str>,
+    steps: Value,
+) -> Fake {
+    fake_full(protocol, product_version, steps, true, |_, _| {})
 }
 
 /// The binary speaking `protocol`.
@@ -66,12 +78,14 @@ fn binary(protocol: &str) -> &'static str {
     match protocol {
         "acp" => env!("CARGO_BIN_EXE_fake-acp"),
         "dsh-sdk" => env!("CARGO_BIN_EXE_fake-dsh-sdk"),
+        "codex" => env!("CARGO_BIN_EXE_fake-codex"),
         other => panic!("no fake binary for protocol {other:?}"),
     }
 }
 
 fn fake_full(
     protocol: &'static str,
+    product_version: Option<&'static str>,
     steps: Value,
     auto_ack: bool,
     extra: impl FnOnce(&mut Command, &PathBuf),
@@ -79,11 +93,11 @@ fn fake_full(
     let dir = tempfile::tempdir().unwrap();
     let sock = dir.path().join("side.sock");
     let script = dir.path().join("script.json");
-    std::fs::write(
-        &script,
-        serde_json::to_string(&json!({"protocol": protocol, "steps": steps})).unwrap(),
-    )
-    .unwrap();
+    let mut doc = json!({"protocol": protocol, "steps": steps});
+    if let Some(v) = product_version {
+        doc["product_version"] = v.into();
+    }
+    std::fs::write(&script, serde_json::to_string(&doc).unwrap()).unwrap();
     let listener = UnixListener::bind(&sock).unwrap();
     let (tx, side) = channel();
     let writers = Writers::default();
@@ -119,6 +133,7 @@ fn fake_full(
     });
     Fake {
         protocol,
+        product_version,
         dir,
         child,
         stdin,
@@ -306,8 +321,12 @@ impl Fake {
     /// it sent without a `violation` mark against its protocol's schema. Returns the whole log.
     pub fn finish(&mut self) -> Vec<FakeLine> {
         self.drain();
-        let invalid = conform_fakes::schema::unmarked_invalid_frames(self.protocol, &self.log)
-            .unwrap_or_else(|| panic!("conform has no {} schema", self.protocol));
+        let invalid = conform_fakes::schema::unmarked_invalid_frames(
+            self.protocol,
+            self.product_version,
+            &self.log,
+        )
+        .unwrap_or_else(|| panic!("conform has no {} schema", self.protocol));
         if let Some((line, e)) = invalid.first() {
             panic!(
                 "the fake sent an invalid unmarked frame {:?}: {e}",

@@ -418,6 +418,10 @@ mod tests {
             reply: Some(json!({"x": {"$json": "nul"}})),
             ..Step::default()
         };
-        assert!(resolve_json_literals(&mut bad).unwrap_err().contains("is not JSON"));
+        assert!(
+            resolve_json_literals(&mut bad)
+                .unwrap_err()
+                .contains("is not JSON")
+        );
     }
 }

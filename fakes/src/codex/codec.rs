@@ -1,0 +1,295 @@
+//! The Codex app-server codec: JSON-RPC framing without `jsonrpc`, `emittedAtMs` on every
+//! notification, and the Codex sugar steps.
+
+use std::cell::Cell;
+
+use conform_protocol::script::{RpcError, Step};
+use serde_json::{Map, Value, json};
+
+use super::{DEFAULT_PRODUCT_VERSION, method};
+use crate::codec::{Codec, Sugar};
+
+/// `emittedAtMs` of the first notification the fake sends; each further one is 1 ms later
+/// (deterministic, and a plausible Unix time in milliseconds: 2025-11-29T08:00:00Z).
+pub const EMITTED_AT_BASE_MS: u64 = 1_764_403_200_000;
+
+/// The app-server's state as far as the sugar needs it.
+#[derive(Debug)]
+pub struct CodexCodec {
+    version: &'static str,
+    /// `result.thread.id` of the fake's own reply to `thread/start`.
+    thread_id: Option<String>,
+    /// `result.turn.id` of the fake's own reply to `turn/start`.
+    turn_id: Option<String>,
+    /// `cwd` of the `thread/start` an `expect` step matched.
+    cwd: Option<String>,
+    /// Item ids handed out so far (`item-1`, `item-2`, …).
+    items: u64,
+    /// Notifications sent so far (their `emittedAtMs` clock).
+    notifications: Cell<u64>,
+}
+
+impl Default for CodexCodec {
+    fn default() -> Self {
+        CodexCodec {
+            version: DEFAULT_PRODUCT_VERSION,
+            thread_id: None,
+            turn_id: None,
+            cwd: None,
+            items: 0,
+            notifications: Cell::new(0),
+        }
+    }
+}
+
+/// The step's Codex sugar key, if any.
+fn sugar_action(step: &Step) -> Option<&'static str> {
+    [
+        ("turn_started", step.turn_started.is_some()),
+        ("agent_message", step.agent_message.is_some()),
+        ("turn_completed", step.turn_completed.is_some()),
+        ("ask", step.ask.is_some()),
+    ]
+    .into_iter()
+    .find_map(|(k, on)| on.then_some(k))
+}
+
+impl CodexCodec {
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// The product version the fake speaks.
+    pub fn product_version(&self) -> &'static str {
+        self.version
+    }
+
+    /// The thread sugar steps address when they set no `thread`.
+    pub fn thread_id(&self) -> Option<&str> {
+        self.thread_id.as_deref()
+    }
+
+    /// The turn sugar steps address when they set no `turn`.
+    pub fn turn_id(&self) -> Option<&str> {
+        self.turn_id.as_deref()
+    }
+
+    /// The `emittedAtMs` the next notification gets (also the sugar's `completedAtMs` and
+    /// `startedAtMs`).
+    fn now_ms(&self) -> u64 {
+        EMITTED_AT_BASE_MS + self.notifications.get()
+    }
+
+    fn next_item(&mut self) -> String {
+        self.items += 1;
+        format!("item-{}", self.items)
+    }
+
+    fn v0_169(&self) -> bool {
+        self.version == "0.169.0"
+    }
+
+    /// A `Turn` with this id and status, as the real server of this version writes it.
+    fn turn_object(&self, id: &str, status: Value) -> Map<String, Value> {
+        let mut turn = json!({"id": id, "items": [], "status": status, "error": null,
+            "startedAt": null, "completedAt": null, "durationMs": null});
+        if self.v0_169() {
+            // A root turn names itself (observed on 0.169.0; 0.147.0 has no such field).
+            turn["rootTurnId"] = id.into();
+        }
+        match turn {
+            Value::Object(m) => m,
+            _ => unreachable!(),
+        }
+    }
+
+    /// Fields the schema requires for an `ask` method beyond `threadId`/`turnId`/`itemId`, so
+    /// the default frame is valid.
+    fn ask_defaults(&self, m: &str, params: &mut Map<String, Value>) {
+        let now = self.now_ms();
+        let defaults = match m {
+            method::COMMAND_APPROVAL | method::FILE_CHANGE_APPROVAL => {
+                json!({ "startedAtMs": now })
+            }
+            method::PERMISSIONS_APPROVAL => json!({"startedAtMs": now,
+                "cwd": self.cwd.as_deref().unwrap_or("/"), "permissions": {}}),
+            method::REQUEST_USER_INPUT => json!({"isBlocking": true, "questions": []}),
+            method::MCP_ELICITATION => {
+                // An elicitation is about no item.
+                params.remove("itemId");
+                json!({"serverName": "fake-mcp", "mode": "form", "message": "Input needed",
+                    "requestedSchema": {"type": "object", "properties": {}}})
+            }
+            _ => json!({}),
+        };
+        if let Value::Object(d) = defaults {
+            params.extend(d);
+        }
+    }
+}
+
+impl Codec for CodexCodec {
+    fn protocol(&self) -> &'static str {
+        "codex"
+    }
+
+    fn jsonrpc_version(&self) -> Option<&'static str> {
+        None
+    }
+
+    fn set_product_version(&mut self, version: Option<&str>) -> Result<(), String> {
+        self.version = super::product_version(version)?;
+        Ok(())
+    }
+
+    fn sugar_keys(&self) -> &'static [&'static str] {
+        &["turn_started", "agent_message", "turn_completed", "ask"]
+    }
+
+    fn sugar(&mut self, step: &Step) -> Result<Option<Sugar>, String> {
+        let Some(action) = sugar_action(step) else {
+            return Ok(None);
+        };
+        let thread = step
+            .thread
+            .clone()
+            .or_else(|| self.thread_id.clone())
+            .ok_or_else(|| {
+                format!(
+                    "`{action}` needs a thread id: the fake has not replied to `thread/start` \
+                     with a `thread.id` yet and the step sets no `thread`"
+                )
+            })?;
+        let turn = step
+            .turn
+            .clone()
+            .or_else(|| self.turn_id.clone())
+            .ok_or_else(|| {
+                format!(
+                    "`{action}` needs a turn id: the fake has not replied to `turn/start` with \
+                     a `turn.id` yet and the step sets no `turn`"
+                )
+            })?;
+        let table = |v: &Value, shape: &str| match v {
+            Value::Object(m) => Ok(m.clone()),
+            other => Err(format!("`{action}` is a table {shape}, not {other}")),
+        };
+        Ok(Some(if let Some(on) = step.turn_started {
+            if !on {
+                return Err("`turn_started = false` sends nothing; leave the step out".into());
+            }
+            let turn = self.turn_object(&turn, "inProgress".into());
+            Sugar::Notify {
+                method: method::TURN_STARTED.into(),
+                params: Some(json!({ "threadId": thread, "turn": turn })),
+            }
+        } else if let Some(fields) = &step.agent_message {
+            let fields = table(fields, "{ text = \"…\", phase = \"…\" }")?;
+            let mut item = json!({"type": "agentMessage", "id": self.next_item(), "phase": null});
+            if let Value::Object(m) = &mut item {
+                m.extend(fields);
+            }
+            Sugar::Notify {
+                method: method::ITEM_COMPLETED.into(),
+                params: Some(json!({"threadId": thread, "turnId": turn, "item": item,
+                    "completedAtMs": self.now_ms()})),
+            }
+        } else if let Some(fields) = &step.turn_completed {
+            let fields = table(fields, "{ status = \"…\", error = { … } }")?;
+            if !fields.contains_key("status") {
+                return Err("`turn_completed` needs a `status`".into());
+            }
+            let mut turn = self.turn_object(&turn, Value::Null);
+            turn.extend(fields);
+            if let Some(Value::Object(error)) = turn.get_mut("error") {
+                error.entry("additionalDetails").or_insert(Value::Null);
+                if self.v0_169() {
+                    error.entry("misalignment").or_insert(Value::Null);
+                }
+            }
+            Sugar::Notify {
+                method: method::TURN_COMPLETED.into(),
+                params: Some(json!({ "threadId": thread, "turn": turn })),
+            }
+        } else if let Some(m) = &step.ask {
+            let mut params = Map::new();
+            params.insert("threadId".into(), thread.into());
+            params.insert("turnId".into(), turn.into());
+            params.insert("itemId".into(), self.next_item().into());
+            self.ask_defaults(m, &mut params);
+            if let Some(over) = &step.params {
+                params.extend(table(over, "of params")?);
+            }
+            Sugar::Request {
+                method: m.clone(),
+                params: Some(Value::Object(params)),
+                answer: step.answer.clone(),
+            }
+        } else {
+            unreachable!("sugar_action found a Codex key")
+        }))
+    }
+
+    fn tolerated(&self, m: &str, is_request: bool) -> bool {
+        // Real hosts interrupt on every dispose, even after the turn completed.
+        is_request && m == method::TURN_INTERRUPT
+    }
+
+    fn unknown_method_error(&self, m: &str) -> RpcError {
+        // The real server answers every error with -32600, unknown methods included.
+        RpcError {
+            code: -32600,
+            message: format!("Invalid request: unknown variant `{m}`"),
+            data: None,
+        }
+    }
+
+    fn is_terminal(&self, _method: &str) -> bool {
+        // The `turn/start` answer only accepts the turn; `turn/completed` ends it.
+        false
+    }
+
+    fn answered(&mut self, m: &str, outcome: &Result<Value, RpcError>) {
+        let Ok(result) = outcome else { return };
+        let id = |pointer: &str| result.pointer(pointer).and_then(Value::as_str);
+        if m == method::THREAD_START
+            && let Some(thread) = id("/thread/id")
+        {
+            self.thread_id = Some(thread.into());
+        } else if m == method::TURN_START
+            && let Some(turn) = id("/turn/id")
+        {
+            self.turn_id = Some(turn.into());
+        }
+    }
+
+    fn received(&mut self, m: &str, params: Option<&Value>) {
+        if m == method::THREAD_START
+            && let Some(cwd) = params.and_then(|p| p.get("cwd")).and_then(Value::as_str)
+        {
+            self.cwd = Some(cwd.into());
+        }
+    }
+
+    fn is_terminal_notification(&self, m: &str, params: Option<&Value>) -> bool {
+        let (Some(params), Some(thread), Some(turn)) = (params, &self.thread_id, &self.turn_id)
+        else {
+            return false;
+        };
+        m == method::TURN_COMPLETED
+            && params.get("threadId").and_then(Value::as_str) == Some(thread.as_str())
+            && params.pointer("/turn/id").and_then(Value::as_str) == Some(turn.as_str())
+    }
+
+    /// `{"method", "params"?, "emittedAtMs"}`: the real server stamps every notification.
+    fn notification(&self, method: &str, params: Option<Value>) -> Value {
+        let mut m = Map::new();
+        m.insert("method".into(), method.into());
+        if let Some(p) = params {
+            m.insert("params".into(), p);
+        }
+        m.insert("emittedAtMs".into(), self.now_ms().into());
+        self.notifications.set(self.notifications.get() + 1);
+        Value::Object(m)
+    }
+}

@@ -1,0 +1,52 @@
+//! Codex app-server (`codex app-server --stdio`): the fake plays the *app-server*, the subject
+//! is its client. Newline-delimited JSON-RPC **without** the `jsonrpc` member on anything the
+//! server sends (incoming `jsonrpc` is tolerated); every server notification carries a
+//! top-level `emittedAtMs`; every error the real server returns uses code -32600.
+//!
+//! Frames are validated against the real binary's generated schema bundle of the product
+//! version the script speaks (`Script.product_version`: `0.147.0` by default, or `0.169.0`).
+
+mod codec;
+mod schema;
+
+pub use codec::{CodexCodec, EMITTED_AT_BASE_MS};
+pub use schema::validate_frame;
+
+/// Product versions conform has a vendored schema for.
+pub const PRODUCT_VERSIONS: &[&str] = &["0.147.0", "0.169.0"];
+
+/// The version a script speaks when it names none (the version deepseek-harness pins).
+pub const DEFAULT_PRODUCT_VERSION: &str = "0.147.0";
+
+/// The product version a script's `product_version` selects (`None`: the default), or an
+/// error naming the known ones.
+pub fn product_version(version: Option<&str>) -> Result<&'static str, String> {
+    let want = version.unwrap_or(DEFAULT_PRODUCT_VERSION);
+    PRODUCT_VERSIONS
+        .iter()
+        .copied()
+        .find(|v| *v == want)
+        .ok_or_else(|| {
+            format!(
+                "unknown Codex product version {want:?} (known: {})",
+                PRODUCT_VERSIONS.join(", ")
+            )
+        })
+}
+
+/// The Codex app-server method names the fake and the schema check need.
+pub mod method {
+    pub const INITIALIZE: &str = "initialize";
+    pub const INITIALIZED: &str = "initialized";
+    pub const THREAD_START: &str = "thread/start";
+    pub const TURN_START: &str = "turn/start";
+    pub const TURN_INTERRUPT: &str = "turn/interrupt";
+    pub const TURN_STARTED: &str = "turn/started";
+    pub const TURN_COMPLETED: &str = "turn/completed";
+    pub const ITEM_COMPLETED: &str = "item/completed";
+    pub const COMMAND_APPROVAL: &str = "item/commandExecution/requestApproval";
+    pub const FILE_CHANGE_APPROVAL: &str = "item/fileChange/requestApproval";
+    pub const PERMISSIONS_APPROVAL: &str = "item/permissions/requestApproval";
+    pub const REQUEST_USER_INPUT: &str = "item/tool/requestUserInput";
+    pub const MCP_ELICITATION: &str = "mcpServer/elicitation/request";
+}

@@ -1,0 +1,655 @@
+//! `fake-codex` driven like deepseek-harness's Codex provider drives the real app-server
+//! (`"jsonrpc":"2.0"` and `req_…` string ids on its frames, `turn/interrupt` on every dispose),
+//! with the side channel as the ledger.
+
+mod common;
+
+use common::{Fake, fake_for, fake_versioned, notification, request};
+use conform_fakes::codex::EMITTED_AT_BASE_MS as BASE;
+use conform_protocol::side::{Direction, FakeEvent};
+use serde_json::{Value, json};
+
+const THREAD: &str = "01a2286d-2c77-7350-b611-d5dab2b5852b";
+const TURN: &str = "01a2286d-2caa-7551-991f-3b5ccec11e4c";
+const VERSIONS: [&str; 2] = ["0.147.0", "0.169.0"];
+
+fn fake(version: &'static str, steps: Value) -> Fake {
+    fake_versioned("codex", Some(version), steps)
+}
+
+fn rid(n: u8) -> String {
+    format!("req_{n}")
+}
+
+/// A response as the real server writes it: no `jsonrpc`.
+fn reply(id: impl Into<Value>, result: Value) -> Value {
+    json!({"id": id.into(), "result": result})
+}
+
+fn init_result() -> Value {
+    json!({"userAgent": "codex_cli_rs/0.147.0", "codexHome": "/home/u/.codex",
+        "platformFamily": "unix", "platformOs": "linux"})
+}
+
+fn thread_result() -> Value {
+    json!({"thread": {"id": THREAD, "sessionId": THREAD, "preview": "", "ephemeral": true,
+        "projectId": null, "modelProvider": "openai", "createdAt": 1795974573,
+        "updatedAt": 1795974573, "status": {"type": "idle"}, "path": null, "cwd": "/ws",
+        "cliVersion": "0.147.0", "source": "vscode", "gitInfo": null, "name": null, "turns": []},
+        "model": "gpt-5", "modelProvider": "openai", "cwd": "/ws", "approvalPolicy": "never",
+        "approvalsReviewer": "user", "sandbox": {"type": "readOnly", "networkAccess": false}})
+}
+
+/// `Turn` of the `turn/start` reply and the sugar, for `version`.
+fn turn(version: &str, id: &str, status: &str, error: Value) -> Value {
+    let mut t = json!({"id": id, "items": [], "status": status, "error": error,
+        "startedAt": null, "completedAt": null, "durationMs": null});
+    if version == "0.169.0" {
+        t["rootTurnId"] = id.into();
+    }
+    t
+}
+
+/// Script steps: initialize, `initialized`, thread/start → [`THREAD`], turn/start → [`TURN`].
+fn handshake_steps(version: &str) -> Vec<Value> {
+    vec![
+        json!({"expect": "initialize", "params": {"clientInfo": {"name": "deepseek-harness"}}}),
+        json!({"reply": init_result()}),
+        json!({"expect": "initialized"}),
+        json!({"expect": "thread/start", "params": {"cwd": "/ws", "ephemeral": true}}),
+        json!({"reply": thread_result()}),
+        json!({"expect": "turn/start", "params": {"threadId": THREAD}}),
+        json!({"reply": {"turn": turn(version, TURN, "inProgress", Value::Null)}}),
+    ]
+}
+
+fn steps(parts: &[Vec<Value>]) -> Value {
+    Value::Array(parts.concat())
+}
+
+/// The client side of the handshake, as the dsh host sends it, asserting the exact answers.
+fn client_handshake(f: &mut Fake, version: &str) {
+    f.send(request(
+        rid(1),
+        "initialize",
+        json!({"clientInfo": {"name": "deepseek-harness", "title": "DeepSeek Harness",
+            "version": "0.0.1"}, "capabilities": {"experimentalApi": false,
+            "requestAttestation": false}}),
+    ));
+    assert_eq!(f.recv(), reply(rid(1), init_result()));
+    f.send_line(r#"{"jsonrpc":"2.0","method":"initialized"}"#);
+    f.send(request(
+        rid(2),
+        "thread/start",
+        json!({"cwd": "/ws", "ephemeral": true, "approvalPolicy": "never"}),
+    ));
+    assert_eq!(f.recv(), reply(rid(2), thread_result()));
+    f.send(request(
+        rid(3),
+        "turn/start",
+        json!({"threadId": THREAD, "input": [{"type": "text", "text": "do X",
+            "text_elements": []}]}),
+    ));
+    assert_eq!(
+        f.recv(),
+        reply(
+            rid(3),
+            json!({"turn": turn(version, TURN, "inProgress", Value::Null)})
+        )
+    );
+}
+
+fn interrupt(f: &mut Fake, id: String) {
+    f.send(request(
+        id.clone(),
+        "turn/interrupt",
+        json!({"threadId": THREAD, "turnId": TURN}),
+    ));
+    assert_eq!(f.recv(), reply(id, json!({})));
+}
+
+fn note(method: &str, params: Value, n: u64) -> Value {
+    json!({"method": method, "params": params, "emittedAtMs": BASE + n})
+}
+
+fn is_exit_code(e: &FakeEvent, code: i32) -> bool {
+    matches!(e, FakeEvent::Exit { code: Some(c), signal: None } if *c == code)
+}
+
+/// Every frame the runtime sent, with its `answers`.
+fn sent(f: &Fake) -> Vec<(Value, Option<String>, Option<String>)> {
+    f.runtime_events()
+        .into_iter()
+        .filter_map(|e| match e {
+            FakeEvent::Frame {
+                dir: Direction::Sent,
+                frame,
+                violation,
+                answers,
+            } => Some((frame, answers, violation)),
+            _ => None,
+        })
+        .collect()
+}
+
+/// The frames sent right before each `Terminal` event.
+fn terminals(f: &Fake) -> Vec<Value> {
+    let events: Vec<FakeEvent> = f
+        .runtime_events()
+        .into_iter()
+        .filter(|e| {
+            !matches!(
+                e,
+                FakeEvent::Eof
+                    | FakeEvent::Frame {
+                        dir: Direction::Recv,
+                        ..
+                    }
+            )
+        })
+        .collect();
+    (0..events.len())
+        .filter(|i| events[*i] == FakeEvent::Terminal)
+        .map(|i| match &events[i - 1] {
+            FakeEvent::Frame {
+                dir: Direction::Sent,
+                frame,
+                ..
+            } => frame.clone(),
+            other => panic!("Terminal follows {other:?}, not a sent frame"),
+        })
+        .collect()
+}
+
+fn faults(f: &Fake) -> Vec<String> {
+    f.runtime_events()
+        .into_iter()
+        .filter_map(|e| match e {
+            FakeEvent::Fault { detail } => Some(detail),
+            _ => None,
+        })
+        .collect()
+}
+
+/// No `jsonrpc` on anything sent; `emittedAtMs` (an integer) on every notification and on
+/// nothing else.
+fn assert_wire_shape(f: &Fake) {
+    for (frame, _, _) in sent(f) {
+        assert!(frame.get("jsonrpc").is_none(), "{frame}");
+        let is_notification = frame.get("method").is_some() && frame.get("id").is_none();
+        assert_eq!(
+            frame.get("emittedAtMs").is_some_and(Value::is_u64),
+            is_notification,
+            "{frame}"
+        );
+    }
+}
+
+fn whole_exchange(version: &'static str) {
+    let mut f = fake(
+        version,
+        steps(&[
+            handshake_steps(version),
+            vec![
+                json!({"notify": "thread/status/changed",
+                    "params": {"threadId": THREAD, "status": {"type": "active", "activeFlags": []}}}),
+                json!({"turn_started": true}),
+                json!({"agent_message": {"text": "Looking.", "phase": "commentary"}}),
+                json!({"agent_message": {"text": "Done: X.", "phase": "final_answer"}}),
+                json!({"turn_completed": {"status": "completed"}}),
+            ],
+        ]),
+    );
+    client_handshake(&mut f, version);
+    assert_eq!(
+        f.recv(),
+        note(
+            "thread/status/changed",
+            json!({"threadId": THREAD, "status": {"type": "active", "activeFlags": []}}),
+            0
+        )
+    );
+    assert_eq!(
+        f.recv(),
+        note(
+            "turn/started",
+            json!({"threadId": THREAD, "turn": turn(version, TURN, "inProgress", Value::Null)}),
+            1
+        )
+    );
+    assert_eq!(
+        f.recv(),
+        note(
+            "item/completed",
+            json!({"threadId": THREAD, "turnId": TURN, "completedAtMs": BASE + 2, "item": {
+                "type": "agentMessage", "id": "item-1", "text": "Looking.",
+                "phase": "commentary"}}),
+            2
+        )
+    );
+    assert_eq!(
+        f.recv(),
+        note(
+            "item/completed",
+            json!({"threadId": THREAD, "turnId": TURN, "completedAtMs": BASE + 3, "item": {
+                "type": "agentMessage", "id": "item-2", "text": "Done: X.",
+                "phase": "final_answer"}}),
+            3
+        )
+    );
+    let completed = note(
+        "turn/completed",
+        json!({"threadId": THREAD, "turn": turn(version, TURN, "completed", Value::Null)}),
+        4,
+    );
+    assert_eq!(f.recv(), completed);
+    // Dispose: the host interrupts even a completed turn, then closes stdin.
+    f.until_event("terminal", |e| *e == FakeEvent::Terminal);
+    interrupt(&mut f, rid(4));
+    f.close_stdin();
+    assert_eq!(f.wait().code(), Some(0));
+    assert!(f.stdout_eof());
+    f.finish();
+    assert_eq!(f.violations(), Vec::<String>::new());
+    assert_eq!(terminals(&f), vec![completed]);
+    assert_wire_shape(&f);
+    let answered: Vec<Option<String>> = sent(&f).into_iter().map(|(_, a, _)| a).collect();
+    assert_eq!(
+        answered.iter().flatten().collect::<Vec<_>>(),
+        ["initialize", "thread/start", "turn/start", "turn/interrupt"]
+    );
+    assert!(is_exit_code(f.runtime_events().last().unwrap(), 0));
+}
+
+#[test]
+fn whole_exchange_0_147_0() {
+    whole_exchange("0.147.0");
+}
+
+#[test]
+fn whole_exchange_0_169_0() {
+    whole_exchange("0.169.0");
+}
+
+#[test]
+fn the_default_product_version_is_0_147_0() {
+    let mut f = fake_for(
+        "codex",
+        json!([{"turn_started": true, "thread": "t", "turn": "u"}]),
+    );
+    assert_eq!(
+        f.recv(),
+        note(
+            "turn/started",
+            json!({"threadId": "t", "turn": turn("0.147.0", "u", "inProgress", Value::Null)}),
+            0
+        )
+    );
+    f.close_stdin();
+    assert_eq!(f.wait().code(), Some(0));
+    f.finish();
+}
+
+#[test]
+fn failed_turns_carry_the_error_as_written_with_the_versions_null_fields() {
+    for version in VERSIONS {
+        let info = json!({"httpConnectionFailed": {"httpStatusCode": 503}});
+        let mut f = fake(
+            version,
+            steps(&[
+                handshake_steps(version),
+                vec![
+                    json!({"turn_completed": {"status": "failed",
+                        "error": {"message": "boom", "codexErrorInfo": info}}}),
+                    json!({"turn_completed": {"status": "failed", "error": {"message": "m",
+                        "codexErrorInfo": "other", "additionalDetails": "more",
+                        "misalignment": null}}, "turn": "other-turn"}),
+                ],
+            ]),
+        );
+        client_handshake(&mut f, version);
+        let mut error = json!({"message": "boom", "codexErrorInfo": info,
+            "additionalDetails": null});
+        if version == "0.169.0" {
+            error["misalignment"] = Value::Null;
+        }
+        let completed = note(
+            "turn/completed",
+            json!({"threadId": THREAD, "turn": turn(version, TURN, "failed", error)}),
+            0,
+        );
+        assert_eq!(f.recv(), completed);
+        // Keys the step writes stay as written (even `misalignment` under 0.147.0).
+        let other = f.recv();
+        assert_eq!(
+            other["params"]["turn"]["error"],
+            json!({"message": "m", "codexErrorInfo": "other", "additionalDetails": "more",
+                "misalignment": null}),
+            "{version}"
+        );
+        f.close_stdin();
+        assert_eq!(f.wait().code(), Some(0));
+        f.finish();
+        assert_eq!(terminals(&f), vec![completed], "{version}");
+    }
+}
+
+#[test]
+fn thread_and_turn_address_other_threads_and_turns() {
+    let version = "0.169.0";
+    let mut f = fake(
+        version,
+        json!([
+            // Before any `thread/start` reply: both ids come from the step.
+            {"turn_started": true, "thread": "t-early", "turn": "u-early"},
+            {"expect": "thread/start"},
+            {"reply": thread_result()},
+            // The thread is known now, the turn is not.
+            {"agent_message": {"text": "early"}, "turn": "u-early"},
+            {"expect": "turn/start"},
+            {"reply": {"turn": turn(version, TURN, "inProgress", Value::Null)}},
+            {"turn_completed": {"status": "completed"}, "turn": "other-turn"},
+            {"turn_completed": {"status": "completed"}, "thread": "other-thread"},
+            {"turn_completed": {"status": "interrupted"}}
+        ]),
+    );
+    assert_eq!(
+        f.recv(),
+        note(
+            "turn/started",
+            json!({"threadId": "t-early", "turn": turn(version, "u-early", "inProgress",
+                Value::Null)}),
+            0
+        )
+    );
+    f.send(request(rid(2), "thread/start", json!({"cwd": "/ws"})));
+    assert_eq!(f.recv(), reply(rid(2), thread_result()));
+    assert_eq!(
+        f.recv(),
+        note(
+            "item/completed",
+            json!({"threadId": THREAD, "turnId": "u-early", "completedAtMs": BASE + 1,
+                "item": {"type": "agentMessage", "id": "item-1", "text": "early",
+                "phase": null}}),
+            1
+        )
+    );
+    f.send(request(
+        rid(3),
+        "turn/start",
+        json!({"threadId": THREAD, "input": []}),
+    ));
+    f.recv();
+    let other_turn = f.recv();
+    assert_eq!(other_turn["params"]["threadId"], THREAD);
+    assert_eq!(other_turn["params"]["turn"]["id"], "other-turn");
+    let other_thread = f.recv();
+    assert_eq!(other_thread["params"]["threadId"], "other-thread");
+    assert_eq!(other_thread["params"]["turn"]["id"], TURN);
+    let own = f.recv();
+    f.close_stdin();
+    assert_eq!(f.wait().code(), Some(0));
+    f.finish();
+    // Only the `turn/completed` of the fake's own thread and turn is terminal.
+    assert_eq!(terminals(&f), vec![own]);
+    assert_eq!(f.violations(), Vec::<String>::new());
+}
+
+#[test]
+fn sugar_without_ids_is_a_fault() {
+    for (step, missing) in [
+        (json!({"turn_started": true}), "needs a thread id"),
+        (
+            json!({"ask": "item/fileChange/requestApproval", "thread": "t"}),
+            "needs a turn id",
+        ),
+    ] {
+        let mut f = fake("0.147.0", json!([step, {"checkpoint": "after"}]));
+        f.until_event("checkpoint", |e| matches!(e, FakeEvent::Checkpoint { .. }));
+        f.close_stdin();
+        assert_eq!(f.wait().code(), Some(0));
+        f.finish();
+        let faults = faults(&f);
+        assert_eq!(faults.len(), 1, "{faults:?}");
+        assert!(
+            faults[0].contains("steps[0]") && faults[0].contains(missing),
+            "{faults:?}"
+        );
+        assert!(sent(&f).is_empty());
+    }
+}
+
+#[test]
+fn ask_waits_for_the_answer_and_checks_it() {
+    let version = "0.147.0";
+    let decline = json!({"decision": "decline"});
+    let mut f = fake(
+        version,
+        steps(&[
+            handshake_steps(version),
+            vec![
+                json!({"ask": "item/commandExecution/requestApproval",
+                    "params": {"command": "rm -rf /", "availableDecisions": ["accept", "decline"]},
+                    "answer": decline}),
+                json!({"ask": "item/fileChange/requestApproval", "answer": decline}),
+                json!({"ask": "mcpServer/elicitation/request", "params": {"turnId": null}}),
+                json!({"ask": "item/permissions/requestApproval"}),
+                json!({"ask": "item/tool/requestUserInput"}),
+            ],
+        ]),
+    );
+    client_handshake(&mut f, version);
+    assert_eq!(
+        f.recv(),
+        json!({"id": 0, "method": "item/commandExecution/requestApproval", "params": {
+            "threadId": THREAD, "turnId": TURN, "itemId": "item-1", "startedAtMs": BASE,
+            "command": "rm -rf /", "availableDecisions": ["accept", "decline"]}})
+    );
+    // Disposing while the approval is open: tolerated and answered, the ask still waits.
+    interrupt(&mut f, rid(4));
+    f.send(json!({"jsonrpc": "2.0", "id": 0, "result": decline}));
+    assert_eq!(
+        f.recv(),
+        json!({"id": 1, "method": "item/fileChange/requestApproval", "params": {
+            "threadId": THREAD, "turnId": TURN, "itemId": "item-2", "startedAtMs": BASE}})
+    );
+    f.send(json!({"id": 1, "result": {"decision": "accept"}}));
+    assert_eq!(
+        f.recv(),
+        json!({"id": 2, "method": "mcpServer/elicitation/request", "params": {
+            "threadId": THREAD, "turnId": null, "serverName": "fake-mcp", "mode": "form",
+            "message": "Input needed", "requestedSchema": {"type": "object", "properties": {}}}})
+    );
+    f.send(json!({"id": 2, "result": {"action": "decline", "content": null, "_meta": null}}));
+    assert_eq!(
+        f.recv(),
+        json!({"id": 3, "method": "item/permissions/requestApproval", "params": {
+            "threadId": THREAD, "turnId": TURN, "itemId": "item-4", "startedAtMs": BASE,
+            "cwd": "/ws", "permissions": {}}})
+    );
+    f.send(json!({"id": 3, "result": {"permissions": {}, "scope": "turn"}}));
+    assert_eq!(
+        f.recv(),
+        json!({"id": 4, "method": "item/tool/requestUserInput", "params": {
+            "threadId": THREAD, "turnId": TURN, "itemId": "item-5", "isBlocking": true,
+            "questions": []}})
+    );
+    f.send(json!({"id": 4, "result": {"answers": {}}}));
+    f.until_event(
+        "last answer",
+        |e| matches!(e, FakeEvent::Answer { method, .. } if method == "item/tool/requestUserInput"),
+    );
+    f.close_stdin();
+    assert_eq!(f.wait().code(), Some(0));
+    f.finish();
+    let answers: Vec<(String, Value)> = f
+        .runtime_events()
+        .into_iter()
+        .filter_map(|e| match e {
+            FakeEvent::Answer { method, answer } => Some((method, answer)),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(answers.len(), 5);
+    assert_eq!(
+        answers[0],
+        (
+            "item/commandExecution/requestApproval".into(),
+            decline.clone()
+        )
+    );
+    assert_eq!(answers[1].1, json!({"decision": "accept"}));
+    // Only the wrong answer is the subject's violation; the interrupt is not.
+    let v = f.violations();
+    assert_eq!(v.len(), 1, "{v:?}");
+    assert!(
+        v[0].contains("item/fileChange/requestApproval") && v[0].contains("accept"),
+        "{v:?}"
+    );
+    assert_wire_shape(&f);
+}
+
+#[test]
+fn unknown_requests_get_minus_32600_and_a_violation() {
+    let mut f = fake(
+        "0.169.0",
+        json!([{"expect": "initialize"}, {"reply": init_result()}]),
+    );
+    f.send(request(rid(7), "thread/list", json!({})));
+    assert_eq!(
+        f.recv(),
+        json!({"id": rid(7), "error": {"code": -32600,
+            "message": "Invalid request: unknown variant `thread/list`"}})
+    );
+    // A stray notification is a violation too (and gets no answer).
+    f.send(notification("initialized", json!({})));
+    f.send(request(
+        rid(1),
+        "initialize",
+        json!({"clientInfo": {"name": "c", "version": "1"}}),
+    ));
+    assert_eq!(f.recv(), reply(rid(1), init_result()));
+    // After the script: still an error, `turn/interrupt` still tolerated.
+    f.send(request(rid(8), "turn/steer", json!({})));
+    assert_eq!(
+        f.recv(),
+        json!({"id": rid(8), "error": {"code": -32600,
+            "message": "Invalid request: unknown variant `turn/steer`"}})
+    );
+    interrupt(&mut f, rid(9));
+    f.close_stdin();
+    assert_eq!(f.wait().code(), Some(0));
+    f.finish();
+    let v = f.violations();
+    assert_eq!(v.len(), 3, "{v:?}");
+    assert!(v[0].contains("thread/list"), "{v:?}");
+    assert!(v[1].contains("initialized"), "{v:?}");
+    assert!(v[2].contains("turn/steer"), "{v:?}");
+    assert_wire_shape(&f);
+}
+
+/// Runs one unmarked sugar step addressed by `thread`/`turn` and returns what
+/// `unmarked_invalid_frames` says about the ledger.
+fn unmarked_verdict(version: &'static str, step: Value) -> Vec<String> {
+    let mut f = fake(version, json!([step]));
+    f.recv();
+    f.close_stdin();
+    assert_eq!(f.wait().code(), Some(0));
+    let log = f.drain();
+    conform_fakes::schema::unmarked_invalid_frames("codex", Some(version), &log)
+        .expect("conform has the Codex schema")
+        .into_iter()
+        .map(|(_, e)| e)
+        .collect()
+}
+
+#[test]
+fn unknown_error_info_codes_are_invalid_only_under_0_147_0() {
+    let step = json!({"turn_completed": {"status": "failed",
+        "error": {"message": "m", "codexErrorInfo": "modelNotFound"}},
+        "thread": "t", "turn": "u"});
+    let old = unmarked_verdict("0.147.0", step.clone());
+    assert_eq!(old.len(), 1, "{old:?}");
+    assert!(old[0].contains("turn/completed"), "{old:?}");
+    assert_eq!(unmarked_verdict("0.169.0", step), Vec::<String>::new());
+}
+
+#[test]
+fn a_non_string_text_is_invalid_under_both_versions() {
+    for version in VERSIONS {
+        let step = json!({"agent_message": {"text": 42, "phase": "final_answer"},
+            "thread": "t", "turn": "u"});
+        let invalid = unmarked_verdict(version, step);
+        assert_eq!(invalid.len(), 1, "{version}: {invalid:?}");
+        let fine = json!({"agent_message": {"text": "42", "phase": "final_answer"},
+            "thread": "t", "turn": "u"});
+        assert_eq!(unmarked_verdict(version, fine), Vec::<String>::new());
+    }
+    // `partial_answer` is a 0.169.0 phase.
+    let partial = json!({"agent_message": {"text": "x", "phase": "partial_answer"},
+        "thread": "t", "turn": "u"});
+    assert_eq!(unmarked_verdict("0.147.0", partial.clone()).len(), 1);
+    assert_eq!(unmarked_verdict("0.169.0", partial), Vec::<String>::new());
+}
+
+#[test]
+fn marked_violations_are_sent_as_written() {
+    let mut f = fake(
+        "0.147.0",
+        json!([
+            {"agent_message": {"text": 42, "phase": "draft"}, "thread": "t", "turn": "u",
+             "violation": "non-string text and an unknown phase"},
+            {"turn_completed": {"status": "done", "error": "boom"}, "thread": "t", "turn": "u",
+             "violation": "unknown status, string error"}
+        ]),
+    );
+    let msg = f.recv();
+    assert_eq!(
+        msg["params"]["item"],
+        json!({"type": "agentMessage", "id": "item-1", "text": 42, "phase": "draft"})
+    );
+    let done = f.recv();
+    assert_eq!(done["params"]["turn"]["status"], "done");
+    assert_eq!(done["params"]["turn"]["error"], "boom");
+    f.close_stdin();
+    assert_eq!(f.wait().code(), Some(0));
+    f.finish(); // marked frames are exempt
+    for (frame, answers, violation) in sent(&f) {
+        assert!(violation.is_some());
+        assert!(
+            conform_fakes::codex::validate_frame(&frame, answers.as_deref(), "0.147.0").is_err(),
+            "{frame}"
+        );
+    }
+}
+
+#[test]
+fn unknown_product_versions_and_foreign_sugar_are_faults_at_load() {
+    for (f, want) in [
+        (
+            fake("0.150.0", json!([])),
+            "product_version: unknown Codex product version \"0.150.0\"",
+        ),
+        (
+            fake("0.147.0", json!([{"chunk": "x"}])),
+            "`chunk` is not available for protocol codex",
+        ),
+        (
+            fake_for("acp", json!([{"ask": "item/tool/requestUserInput"}])),
+            "`ask` is not available for protocol acp",
+        ),
+        (
+            fake_for("dsh-sdk", json!([{"turn_started": true}])),
+            "`turn_started` is not available for protocol dsh-sdk",
+        ),
+    ] {
+        let mut f = f;
+        assert_eq!(f.wait().code(), Some(2));
+        f.drain();
+        let faults = faults(&f);
+        assert!(
+            faults.iter().any(|d| d.contains(want)),
+            "{want}: {faults:?}"
+        );
+    }
+}
