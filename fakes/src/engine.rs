@@ -294,8 +294,10 @@ impl Engine {
                 method: method.into(),
                 answer: got.clone(),
             });
+            // An error answer is judged like any other: against the `{"error": …}` the script
+            // expects, if it expects one.
             if let Some(want) = answer
-                && (outcome.is_err() || got != want)
+                && got != want
             {
                 self.violation(format!(
                     "`{method}` was answered {got}, the script expects {want}"

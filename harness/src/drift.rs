@@ -141,13 +141,15 @@ pub fn from_schema(schema: &Value) -> Result<Vocabulary, DriftError> {
     Ok(vocab)
 }
 
+/// The first union definition named `name`, wherever the bundle nests it (`definitions/X`,
+/// `definitions/v2/X`, `$defs/X`).
 fn find_definition<'a>(schema: &'a Value, name: &str) -> Option<&'a Value> {
     match schema {
         Value::Object(map) => {
-            for key in ["definitions", "$defs"] {
-                if let Some(found) = map.get(key).and_then(|d| d.get(name)) {
-                    return Some(found);
-                }
+            if let Some(found) = map.get(name)
+                && (found.get("oneOf").is_some() || found.get("anyOf").is_some())
+            {
+                return Some(found);
             }
             map.values().find_map(|v| find_definition(v, name))
         }

@@ -43,8 +43,9 @@ fn run(args: &[&str]) -> (Option<i32>, String, String) {
 fn the_reference_passes_the_whole_catalog() {
     let (code, out, err) = run(&["-j", "4"]);
     assert_eq!(code, Some(0), "{out}\n{err}");
-    assert!(out.contains(" 0 failed, 0 skipped"), "{out}");
-    for family in ["acp/", "dsh-sdk/"] {
+    // The upgrade scenarios need `--product-version codex=0.169.0`; everything else runs.
+    assert!(out.contains(" 0 failed, 14 skipped"), "{out}");
+    for family in ["acp/", "dsh-sdk/", "codex/"] {
         assert!(out.contains(family), "{family} scenarios ran: {out}");
     }
 }
@@ -275,4 +276,93 @@ fn a_start_error_carrying_the_child_stderr_tail_is_caught() {
     ]);
     assert_eq!(code, Some(1), "{out}");
     assert!(out.contains("[contract.redaction] the start rejection contains untrusted text \"scripted boot failure: cannot open /home/alice/.dsh/SECRET-credentials.json\""), "{out}");
+}
+
+#[test]
+fn cyber_policy_as_refusal_is_caught() {
+    let subject = defective(&["cyber-policy-as-refusal"]);
+    let (code, out, _) = run(&[
+        "--filter",
+        "codex/error-info/cyberPolicy",
+        "--subject",
+        &subject,
+    ]);
+    assert_eq!(code, Some(1), "{out}");
+    assert!(
+        out.contains("[expect.stop-reason] stop reason `refusal`, expected `error`"),
+        "{out}"
+    );
+}
+
+#[test]
+fn an_http_status_read_from_a_string_is_caught() {
+    let subject = defective(&["http-status-from-string"]);
+    let (code, out, _) = run(&[
+        "--filter",
+        "codex/error-info/httpConnectionFailed-status-string",
+        "--subject",
+        &subject,
+    ]);
+    assert_eq!(code, Some(1), "{out}");
+    assert!(out.contains("category: httpConnectionFailed; HTTP status: 503)\", expected \"Product subagent failure (product: Codex; stage: turn; category: httpConnectionFailed)\""), "{out}");
+}
+
+#[test]
+fn the_newer_codex_vocabulary_runs_and_reports_what_the_subject_maps_to_unknown() {
+    let (code, out, _) = run(&[
+        "--filter",
+        "codex/upgrade/",
+        "--product-version",
+        "codex=0.169.0",
+    ]);
+    assert_eq!(code, Some(0), "{out}");
+    assert!(
+        out.contains("upstream codes newer than the subject's pin"),
+        "{out}"
+    );
+    for c in [
+        "rateLimitExceeded",
+        "flexUnavailable",
+        "modelNotFound",
+        "policyCapacityUnavailable",
+        "inferenceHookDenied",
+        "misalignmentPolicyViolation",
+        "tooManyDenials",
+    ] {
+        assert!(
+            out.contains(&format!(
+                "  {c} (foreground): category `unknown` — mapped to unknown"
+            )),
+            "{c}: {out}"
+        );
+    }
+    // Without the newer product version those scenarios are skipped, not failed.
+    let (code, out, _) = run(&["--filter", "codex/upgrade/"]);
+    assert_eq!(code, Some(0), "{out}");
+    assert!(out.contains("0 passed, 0 failed, 14 skipped"), "{out}");
+}
+
+#[test]
+fn drift_against_the_vendored_schemas_shows_the_seven_added_codes() {
+    let dir = workspace().join("fakes/schemas/codex");
+    let out = conform()
+        .args(["drift", "codex", "--schema"])
+        .arg(dir.join("0.147.0.schemas.json"))
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", stdout(&out));
+    assert!(stdout(&out).contains("no drift"));
+    let out = conform()
+        .args(["drift", "codex", "--schema"])
+        .arg(dir.join("0.169.0.schemas.json"))
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1), "{}", stdout(&out));
+    let text = stdout(&out);
+    assert!(text.contains("added (7):"), "{text}");
+    assert!(text.contains("open catch-all"), "{text}");
+    assert!(
+        !text.contains("removed") && !text.contains("changed"),
+        "{text}"
+    );
 }

@@ -10,9 +10,11 @@ pub struct Defects {
     pub max_tokens_as_error: bool,
     pub blocked_as_error: bool,
     pub stderr_in_start_error: bool,
+    pub cyber_policy_as_refusal: bool,
+    pub http_status_from_string: bool,
 }
 
-pub const DEFECTS: [(&str, &str); 7] = [
+pub const DEFECTS: [(&str, &str); 9] = [
     (
         "crash-after-dispatch",
         "exit with code 70 right after sending the first `dispatched`, abandoning all children",
@@ -41,20 +43,28 @@ pub const DEFECTS: [(&str, &str); 7] = [
         "stderr-in-start-error",
         "append the child's stderr tail to DSH SDK start rejection messages (as today's real host does)",
     ),
+    (
+        "cyber-policy-as-refusal",
+        "map the Codex error info `cyberPolicy` to the stop reason `refusal` instead of `error`",
+    ),
+    (
+        "http-status-from-string",
+        "show the Codex `HTTP status` also when `httpStatusCode` is a numeric string (\"503\")",
+    ),
 ];
 
 pub fn help_text() -> String {
     let mut s = String::from(
         "conform-reference: the reference subject of conform.\n\n\
          Speaks the subject protocol (conform-subject/1) on stdin/stdout, one JSON object per\n\
-         line, and hosts one provider run per `start` (providers `acp` and `dsh-sdk`).\n\n\
+         line, and hosts one provider run per `start` (providers `acp`, `dsh-sdk` and `codex`).\n\n\
          USAGE:\n    conform-reference [--defect <NAME>]...\n\n\
          OPTIONS:\n    --defect <NAME>   enable a deliberate defect (repeatable; all off by default)\n    \
          -h, --help        print this help\n    -V, --version     print the version\n\n\
          DEFECTS:\n",
     );
     for (name, what) in DEFECTS {
-        s.push_str(&format!("    {name:<22}{what}\n"));
+        s.push_str(&format!("    {name:<24}{what}\n"));
     }
     s
 }
@@ -97,6 +107,8 @@ pub fn parse(args: impl IntoIterator<Item = String>) -> Result<Command, CliError
             "max-tokens-as-error" => defects.max_tokens_as_error = true,
             "blocked-as-error" => defects.blocked_as_error = true,
             "stderr-in-start-error" => defects.stderr_in_start_error = true,
+            "cyber-policy-as-refusal" => defects.cyber_policy_as_refusal = true,
+            "http-status-from-string" => defects.http_status_from_string = true,
             _ => return Err(CliError::UnknownDefect(value)),
         }
     }

@@ -165,6 +165,59 @@ impl fmt::Display for FailureLine {
     }
 }
 
+/// `Product subagent failure (product: …; stage: …; category: …[; HTTP status: …][; exit code: …][; signal: …])`
+/// (seed 001, product providers). Every field is a closed-set value or a number.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ProductLine {
+    pub product: &'static str,
+    pub stage: &'static str,
+    pub category: &'static str,
+    pub http_status: Option<u16>,
+    pub exit: ExitFacts,
+}
+
+impl ProductLine {
+    pub fn new(product: &'static str, stage: &'static str, category: &'static str) -> Self {
+        ProductLine {
+            product,
+            stage,
+            category,
+            http_status: None,
+            exit: ExitFacts::default(),
+        }
+    }
+
+    pub fn with_http_status(mut self, status: Option<u16>) -> Self {
+        self.http_status = status;
+        self
+    }
+
+    pub fn with_exit(mut self, exit: ExitFacts) -> Self {
+        self.exit = exit;
+        self
+    }
+}
+
+impl fmt::Display for ProductLine {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let mut fields = vec![
+            format!("product: {}", self.product),
+            format!("stage: {}", self.stage),
+            format!("category: {}", self.category),
+        ];
+        if let Some(status) = self.http_status {
+            fields.push(format!("HTTP status: {status}"));
+        }
+        if let Some(code) = self.exit.code {
+            fields.push(format!("exit code: {code}"));
+        }
+        if let Some(signal) = self.exit.signal {
+            fields.push(format!("signal: {}", signal_name(signal)));
+        }
+        write!(f, "Product subagent failure ({})", fields.join("; "))
+    }
+}
+
 /// Configured unattended permission policy.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Policy {
@@ -271,6 +324,26 @@ mod tests {
         assert_eq!(
             FailureLine::dsh(Stage::Shutdown, Category::Unknown).to_string(),
             "Subagent failure (provider: DSH SDK; stage: shutdown; category: unknown)"
+        );
+    }
+
+    #[test]
+    fn product_lines() {
+        let line =
+            ProductLine::new("Codex", "turn", "httpConnectionFailed").with_http_status(Some(503));
+        assert_eq!(
+            line.to_string(),
+            "Product subagent failure (product: Codex; stage: turn; category: httpConnectionFailed; HTTP status: 503)"
+        );
+        let line = ProductLine::new("Codex", "initialize", "unknown")
+            .with_http_status(Some(429))
+            .with_exit(ExitFacts {
+                code: Some(0),
+                signal: Some(libc::SIGABRT),
+            });
+        assert_eq!(
+            line.to_string(),
+            "Product subagent failure (product: Codex; stage: initialize; category: unknown; HTTP status: 429; exit code: 0; signal: SIGABRT)"
         );
     }
 

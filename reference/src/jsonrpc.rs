@@ -62,6 +62,10 @@ pub trait Handler: Send + Sync + 'static {
     fn on_notification(&self, method: &str, params: Value);
     /// A line that is not a JSON-RPC message (never answered; host-only).
     fn on_garbage(&self, _line: &str) {}
+    /// The answer to one of our requests, seen in wire order before the requester is woken
+    /// (so state a response establishes — Codex's committed turn id — is in place before the
+    /// next notification is handled).
+    fn on_response(&self, _method: &str, _outcome: &Result<Value, RpcError>) {}
 }
 
 /// How outbound request ids look on the wire.
@@ -74,7 +78,7 @@ pub enum IdStyle {
 }
 
 /// Pending requests, keyed by the JSON text of their id (`5` and `"5"` stay distinct).
-type Pending = HashMap<String, oneshot::Sender<Result<Value, RpcError>>>;
+type Pending = HashMap<String, (String, oneshot::Sender<Result<Value, RpcError>>)>;
 
 struct Inner {
     ids: IdStyle,
@@ -135,17 +139,14 @@ impl JsonRpc {
     }
 
     pub async fn request(&self, method: &str, params: Value) -> Result<Value, RpcError> {
-        let id = match self.inner.ids {
-            IdStyle::Counter => json!(self.inner.next_id.fetch_add(1, Ordering::SeqCst)),
-            IdStyle::Prefixed(prefix) => json!(format!("{prefix}{}", fresh_hex32())),
-        };
+        let id = self.fresh_id();
         let key = id.to_string();
         let (tx, rx) = oneshot::channel();
         self.inner
             .pending
             .lock()
             .expect("pending lock")
-            .insert(key.clone(), tx);
+            .insert(key.clone(), (method.to_owned(), tx));
         // Insert before checking EOF: the reader sets the flag before draining, so either it
         // drains this entry or we see the flag.
         if self.inner.eof.load(Ordering::SeqCst) {
@@ -168,6 +169,50 @@ impl JsonRpc {
         match rx.await {
             Ok(result) => result,
             Err(_) => Err(RpcError::WireLost("request dropped".into())),
+        }
+    }
+
+    /// Send a request whose response (or failure) nobody waits for (best-effort requests such
+    /// as Codex `turn/interrupt`): the frame is written before this returns.
+    pub async fn request_detached(&self, method: &str, params: Value) -> Result<(), RpcError> {
+        let id = self.fresh_id();
+        let (tx, _rx) = oneshot::channel();
+        let key = id.to_string();
+        self.inner
+            .pending
+            .lock()
+            .expect("pending lock")
+            .insert(key.clone(), (method.to_owned(), tx));
+        if self.inner.eof.load(Ordering::SeqCst) {
+            self.inner
+                .pending
+                .lock()
+                .expect("pending lock")
+                .remove(&key);
+            return Err(RpcError::WireLost("stdout already closed".into()));
+        }
+        let frame = json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params});
+        let res = self.write(&frame).await;
+        if res.is_err() {
+            self.inner
+                .pending
+                .lock()
+                .expect("pending lock")
+                .remove(&key);
+        }
+        res
+    }
+
+    /// A notification without a `params` member (`{"jsonrpc":"2.0","method":"…"}`).
+    pub async fn notify_bare(&self, method: &str) -> Result<(), RpcError> {
+        self.write(&json!({"jsonrpc": "2.0", "method": method}))
+            .await
+    }
+
+    fn fresh_id(&self) -> Value {
+        match self.inner.ids {
+            IdStyle::Counter => json!(self.inner.next_id.fetch_add(1, Ordering::SeqCst)),
+            IdStyle::Prefixed(prefix) => json!(format!("{prefix}{}", fresh_hex32())),
         }
     }
 
@@ -226,7 +271,7 @@ impl JsonRpc {
             .expect("pending lock")
             .drain()
             .collect();
-        for (_, tx) in drained {
+        for (_, (_, tx)) in drained {
             let _ = tx.send(Err(RpcError::WireLost(reason.to_owned())));
         }
     }
@@ -276,7 +321,7 @@ impl JsonRpc {
             (Some(method), None) => handler.on_notification(&method, params),
             (None, Some(id)) => {
                 let key = id.to_string();
-                let Some(tx) = self
+                let Some((method, tx)) = self
                     .inner
                     .pending
                     .lock()
@@ -299,6 +344,7 @@ impl JsonRpc {
                 } else {
                     Ok(msg.remove("result").unwrap_or(Value::Null))
                 };
+                handler.on_response(&method, &outcome);
                 let _ = tx.send(outcome);
             }
             (None, None) => handler.on_garbage(line),

@@ -1,8 +1,9 @@
 //! `conform-reference`: the reference subject. Speaks `conform-subject/1` on stdin/stdout and
-//! hosts one provider run (ACP or DSH SDK) per `start` (see `cli::help_text`).
+//! hosts one provider run (ACP, DSH SDK or Codex) per `start` (see `cli::help_text`).
 
 mod acp;
 mod cli;
+mod codex;
 mod diagnostic;
 mod dsh_sdk;
 mod host;

@@ -12,7 +12,7 @@ use crate::cli::Defects;
 use crate::host::{self, JobOutcome, SubagentResult};
 use crate::provider::{self, ProviderEvent, RunSpec};
 use crate::writer::Out;
-use crate::{acp, dsh_sdk};
+use crate::{acp, codex, dsh_sdk};
 
 #[derive(Debug)]
 pub enum Control {
@@ -115,6 +115,9 @@ pub async fn host_run(
         }
         DSH_SDK => {
             tokio::spawn(dsh_sdk::run(spec, defects, log, cancel_rx, ev_tx));
+        }
+        CODEX => {
+            tokio::spawn(codex::run(spec, defects, log, cancel_rx, ev_tx));
         }
         _ => drop(ev_tx),
     }
@@ -258,6 +261,7 @@ impl StartParams {
 
 const ACP: &str = "acp";
 const DSH_SDK: &str = "dsh-sdk";
+const CODEX: &str = "codex";
 
 /// The provider names this subject hosts (the hello's `providers`).
-pub const PROVIDERS: [&str; 2] = [ACP, DSH_SDK];
+pub const PROVIDERS: [&str; 3] = [ACP, DSH_SDK, CODEX];

@@ -1,0 +1,592 @@
+//! The Codex provider (`codex`): one app-server per run; `initialize` / `initialized`, an
+//! ephemeral `thread/start` in the configured permission mode, publication, one `turn/start`,
+//! unattended answers to the app-server's requests, seed 001's error-info and stage mapping,
+//! start rollback and the dispose ladder (stdin EOF, at once SIGTERM to the group, SIGKILL after
+//! `disposeGraceMs`).
+//!
+//! Where today's real host and seed 001 differ, this follows the seed: the child's stderr goes
+//! to the host log only (no stderr classifier), and the shared 4096-byte bound applies to every
+//! diagnostic. Every fact is local to one run ([`CodexRun`]).
+
+mod config;
+mod mapping;
+mod requests;
+mod turn;
+
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use conform_protocol::subject::StartError;
+use serde_json::{Value, json};
+use tokio::sync::{Notify, mpsc, watch};
+use tokio::time::{Instant, sleep_until, timeout};
+
+use crate::cli::Defects;
+use crate::diagnostic::{ExitFacts, ProductLine, limit_diagnostic};
+use crate::host::SubagentResult;
+use crate::jsonrpc::{ErrorObject, Handler, IdStyle, JsonRpc, Reply, RpcError};
+use crate::process::{self, ManagedChild};
+use crate::provider::{
+    ABORT_ERROR_NAME, Log, ProviderEvent, RunSpec, StderrTail, Step, cancelled, forward_stderr,
+    race, reject,
+};
+use crate::util::{fresh_uuid, rfc3339_now};
+
+use config::CodexConfig;
+use mapping::{
+    ABORTED_BEFORE_PUBLICATION, ABORTED_BEFORE_STARTUP, EMPTY_TASK, ERROR_NAME, MappingDefects,
+    NO_WORKING_DIRECTORY, PREFIX, Stage, map_terminal, process_exit_line, unknown_line,
+};
+use requests::{PermissionFact, SANDBOX_FAILURE};
+use turn::{Settled, TurnState};
+
+/// After the app-server exited, how long its stdout may still deliver frames it wrote before
+/// exiting (the real host waits one event-loop turn; a pipe drains in far less).
+const EXIT_DRAIN: Duration = Duration::from_millis(250);
+
+fn failure(line: &ProductLine) -> StartError {
+    StartError {
+        name: ERROR_NAME.into(),
+        message: format!("{PREFIX}{line}"),
+    }
+}
+
+fn plain_error(message: &str) -> StartError {
+    StartError {
+        name: ABORT_ERROR_NAME.into(),
+        message: message.into(),
+    }
+}
+
+/// `line` + `\n` + the latest permission fact, bounded.
+fn diagnostic(line: &ProductLine, fact: Option<&PermissionFact>) -> String {
+    limit_diagnostic(&match fact {
+        Some(f) => format!("{line}\n{f}"),
+        None => line.to_string(),
+    })
+}
+
+/// Inbound traffic goes to the run's state in wire order; requests are answered at once.
+struct CodexHandler {
+    state: Arc<Mutex<TurnState>>,
+    changed: Arc<Notify>,
+    log: Log,
+}
+
+impl Handler for CodexHandler {
+    fn on_request(&self, _id: &Value, method: &str, params: Value) -> Reply {
+        let answer = self
+            .state
+            .lock()
+            .expect("turn state")
+            .on_request(method, &params);
+        self.changed.notify_one();
+        match answer {
+            Ok(v) => Reply::Result(v),
+            Err(message) => {
+                (self.log)(format!(
+                    "Codex app-server request {method} refused: {message}"
+                ));
+                Reply::Error(ErrorObject {
+                    code: -32603,
+                    message,
+                })
+            }
+        }
+    }
+
+    fn on_notification(&self, method: &str, params: Value) {
+        self.state
+            .lock()
+            .expect("turn state")
+            .on_notification(method, &params);
+        self.changed.notify_one();
+    }
+
+    fn on_response(&self, method: &str, outcome: &Result<Value, RpcError>) {
+        // Commit the turn id in wire order: a notification right behind the response must
+        // already see the committed turn.
+        if method == "turn/start"
+            && let Ok(v) = outcome
+            && let Some(id) = v["turn"].get("id").and_then(Value::as_str)
+            && !id.is_empty()
+        {
+            self.state.lock().expect("turn state").commit(id);
+            self.changed.notify_one();
+        }
+    }
+
+    fn on_garbage(&self, line: &str) {
+        (self.log)(format!(
+            "Codex app-server wrote a non-JSON-RPC line: {line}"
+        ));
+    }
+}
+
+enum StartupFailure {
+    Cancelled,
+    Failed(ProductLine),
+}
+
+/// How the turn ended, before mapping.
+enum Outcome {
+    Settled(Settled),
+    /// The app-server exited before a terminal.
+    Exited(ExitFacts),
+    /// No terminal and no exit facts: `stage` / unknown.
+    Unknown(Stage),
+    Cancelled,
+}
+
+/// One live app-server and its facts.
+struct CodexRun {
+    config: CodexConfig,
+    defects: Defects,
+    log: Log,
+    child: ManagedChild,
+    rpc: JsonRpc,
+    state: Arc<Mutex<TurnState>>,
+    changed: Arc<Notify>,
+    stderr: Arc<StderrTail>,
+    interrupt_sent: bool,
+}
+
+/// Drive one run from spawn to dispose, reporting to `events`.
+pub async fn run(
+    spec: RunSpec,
+    defects: Defects,
+    log: Log,
+    mut cancel: watch::Receiver<bool>,
+    events: mpsc::UnboundedSender<ProviderEvent>,
+) {
+    let config = match CodexConfig::from_map(&spec.config) {
+        Ok(c) => c,
+        Err(e) => {
+            log(e.to_string());
+            return reject(
+                &events,
+                failure(&unknown_line(Stage::Initialize, None)),
+                false,
+            );
+        }
+    };
+    if spec.task.trim().is_empty() {
+        return reject(&events, plain_error(EMPTY_TASK), false);
+    }
+    if *cancel.borrow() {
+        return reject(&events, plain_error(ABORTED_BEFORE_STARTUP), true);
+    }
+    let cwd = PathBuf::from(&spec.runtime.cwd);
+    if !cwd.is_absolute() || !cwd.is_dir() {
+        log(format!(
+            "Codex child cwd is not an absolute existing directory: {cwd:?}"
+        ));
+        return reject(&events, plain_error(NO_WORKING_DIRECTORY), false);
+    }
+    let (env, ignored) = process::child_env(std::env::vars(), &spec.runtime.env);
+    if !ignored.is_empty() {
+        log(format!(
+            "ignored non-string runtime env entries: {ignored:?}"
+        ));
+    }
+    let spawned = match process::spawn(
+        &spec.runtime.command,
+        &spec.runtime.args,
+        Path::new(&cwd),
+        &env,
+    ) {
+        Ok(s) => s,
+        Err(e) => {
+            // Spawn belongs to the initialize stage; no process, so no exit facts.
+            log(format!("Codex app-server {e}"));
+            return reject(
+                &events,
+                failure(&unknown_line(Stage::Initialize, None)),
+                false,
+            );
+        }
+    };
+    log(format!(
+        "Codex app-server spawned, process group {}",
+        spawned.child.pgid()
+    ));
+    let state = Arc::new(Mutex::new(TurnState::new(config.permission_mode)));
+    let changed = Arc::new(Notify::new());
+    let handler = Arc::new(CodexHandler {
+        state: state.clone(),
+        changed: changed.clone(),
+        log: log.clone(),
+    });
+    let stderr = forward_stderr(spawned.stderr, log.clone());
+    let rpc = JsonRpc::with_ids(
+        spawned.stdout,
+        spawned.stdin,
+        handler,
+        IdStyle::Prefixed("req_"),
+    );
+    let mut codex = CodexRun {
+        config,
+        defects,
+        log,
+        child: spawned.child,
+        rpc,
+        state,
+        changed,
+        stderr,
+        interrupt_sent: false,
+    };
+
+    let thread_id = match codex.startup(&spec.runtime.cwd, &mut cancel).await {
+        Ok(id) => id,
+        Err(StartupFailure::Cancelled) => {
+            // Only the cleanup fact survives a cancelled start.
+            let error = match codex.teardown().await {
+                Ok(()) => plain_error(ABORTED_BEFORE_PUBLICATION),
+                Err(line) => failure(&line),
+            };
+            return reject(&events, error, true);
+        }
+        Err(StartupFailure::Failed(line)) => {
+            let mut message = format!("{PREFIX}{line}");
+            if codex.defects.leak_raw_error {
+                message = codex.stderr.leak(message).await;
+            }
+            let error = match codex.teardown().await {
+                Ok(()) => StartError {
+                    name: ERROR_NAME.into(),
+                    message,
+                },
+                Err(teardown) => StartError {
+                    name: "AggregateError".into(),
+                    message: format!("{message}; {PREFIX}{teardown}"),
+                },
+            };
+            return reject(&events, error, false);
+        }
+    };
+
+    let _ = events.send(ProviderEvent::Published {
+        child_session_key: fresh_uuid(),
+        dispatch_at: rfc3339_now(),
+    });
+    let result = codex.turn(&thread_id, &spec.task, &mut cancel).await;
+    let _ = events.send(ProviderEvent::Result(result));
+    let disposed = codex.dispose().await;
+    let _ = events.send(ProviderEvent::Disposed(disposed));
+}
+
+impl CodexRun {
+    /// A request that also fails when the app-server exits (after a short drain of what it
+    /// wrote before exiting).
+    async fn request(&self, method: &str, params: Value) -> Result<Value, RpcError> {
+        let req = self.rpc.request(method, params);
+        tokio::pin!(req);
+        let mut exit = self.child.exit_watch();
+        tokio::select! {
+            r = &mut req => return r,
+            _ = exit.wait_for(Option::is_some) => {}
+        }
+        match timeout(EXIT_DRAIN, req).await {
+            Ok(r) => r,
+            Err(_) => Err(RpcError::WireLost("app-server exited".into())),
+        }
+    }
+
+    /// Exit facts once the wire is lost: wait up to `disposeGraceMs` for them.
+    async fn exit_after_loss(&self) -> Option<ExitFacts> {
+        self.child.wait_exit(self.config.dispose_grace).await
+    }
+
+    /// A startup failure at `stage`: `unknown` plus any observed exit facts.
+    async fn startup_failure(&self, stage: Stage, error: Option<RpcError>) -> StartupFailure {
+        let exit = match error {
+            Some(RpcError::WireLost(_)) => self.exit_after_loss().await,
+            _ => self.child.exited(),
+        };
+        StartupFailure::Failed(unknown_line(stage, exit))
+    }
+
+    /// `initialize` → `initialized` → ephemeral `thread/start`; the thread id.
+    async fn startup(
+        &mut self,
+        cwd: &str,
+        cancel: &mut watch::Receiver<bool>,
+    ) -> Result<String, StartupFailure> {
+        let params = json!({
+            "clientInfo": {"name": "deepseek-harness", "title": "DeepSeek Harness", "version": "0.0.1"},
+            "capabilities": {"experimentalApi": false, "requestAttestation": false},
+        });
+        match race(self.request("initialize", params), cancel).await {
+            Step::Cancelled => return Err(StartupFailure::Cancelled),
+            Step::Done(Ok(Value::Object(_))) => {}
+            Step::Done(Ok(v)) => {
+                (self.log)(format!("invalid initialize response: {v}"));
+                return Err(self.startup_failure(Stage::Initialize, None).await);
+            }
+            Step::Done(Err(e)) => {
+                (self.log)(format!("initialize failed: {e}"));
+                return Err(self.startup_failure(Stage::Initialize, Some(e)).await);
+            }
+        }
+        if let Err(e) = self.rpc.notify_bare("initialized").await {
+            (self.log)(format!("initialized not delivered: {e}"));
+            return Err(self.startup_failure(Stage::Initialize, Some(e)).await);
+        }
+        let mut params = json!({"cwd": cwd, "ephemeral": true});
+        if let (Some(p), Value::Object(fields)) = (
+            params.as_object_mut(),
+            self.config.permission_mode.thread_start_fields(),
+        ) {
+            p.extend(fields);
+        }
+        let thread_id = match race(self.request("thread/start", params), cancel).await {
+            Step::Cancelled => return Err(StartupFailure::Cancelled),
+            Step::Done(Ok(v)) => {
+                let thread = &v["thread"];
+                match thread.get("id").and_then(Value::as_str) {
+                    Some(id) if !id.is_empty() && thread["ephemeral"] == json!(true) => {
+                        id.to_owned()
+                    }
+                    _ => {
+                        (self.log)(format!(
+                            "app-server did not create an ephemeral thread: {v}"
+                        ));
+                        return Err(self.startup_failure(Stage::ThreadStart, None).await);
+                    }
+                }
+            }
+            Step::Done(Err(e)) => {
+                (self.log)(format!("thread/start failed: {e}"));
+                return Err(self.startup_failure(Stage::ThreadStart, Some(e)).await);
+            }
+        };
+        // A server request before the turn fails the start at the thread stage.
+        let early_failure = {
+            let mut st = self.state.lock().expect("turn state");
+            st.set_thread(&thread_id);
+            match st.settled() {
+                Some(Settled::Failed(f)) => Some(f.why),
+                _ => None,
+            }
+        };
+        if let Some(why) = early_failure {
+            (self.log)(format!("app-server traffic before the turn: {why}"));
+            return Err(self.startup_failure(Stage::ThreadStart, None).await);
+        }
+        Ok(thread_id)
+    }
+
+    fn settled(&self) -> Option<Settled> {
+        self.state.lock().expect("turn state").settled().cloned()
+    }
+
+    /// `turn/start`, then wait for the terminal, a failure, the app-server's exit or a local
+    /// cancel.
+    async fn await_turn(
+        &mut self,
+        thread_id: &str,
+        task: &str,
+        cancel: &mut watch::Receiver<bool>,
+    ) -> Outcome {
+        self.state.lock().expect("turn state").turn_sent();
+        let params = json!({
+            "threadId": thread_id,
+            "input": [{"type": "text", "text": task, "text_elements": []}],
+        });
+        let rpc = self.rpc.clone();
+        let turn_start = async move { rpc.request("turn/start", params).await };
+        tokio::pin!(turn_start);
+        let mut started = false;
+        let mut start_lost = false;
+        let mut eof = self.rpc.eof_watch();
+        let mut eof_seen = false;
+        let mut exit = self.child.exit_watch();
+        let mut exit_deadline: Option<Instant> = None;
+        let changed = self.changed.clone();
+        loop {
+            if let Some(s) = self.settled() {
+                return Outcome::Settled(s);
+            }
+            if start_lost {
+                return match self.exit_after_loss().await {
+                    Some(facts) => Outcome::Exited(facts),
+                    None => Outcome::Unknown(Stage::TurnStart),
+                };
+            }
+            if let Some(facts) = self.child.exited()
+                && (eof_seen || exit_deadline.is_some_and(|d| Instant::now() >= d))
+            {
+                // Frames written before the exit were handled before EOF was flagged.
+                (self.log)("Codex app-server exited before a terminal turn".into());
+                return Outcome::Exited(facts);
+            }
+            if eof_seen && self.child.exited().is_none() {
+                (self.log)("Codex app-server closed its stdout before a terminal turn".into());
+                return match self.exit_after_loss().await {
+                    Some(facts) => Outcome::Exited(facts),
+                    None => Outcome::Unknown(Stage::Turn),
+                };
+            }
+            tokio::select! {
+                biased;
+                _ = cancelled(cancel) => return Outcome::Cancelled,
+                r = &mut turn_start, if !started => {
+                    started = true;
+                    match r {
+                        Ok(v) => match v["turn"].get("id").and_then(Value::as_str) {
+                            Some(id) if !id.is_empty() => {
+                                self.state.lock().expect("turn state").commit(id);
+                            }
+                            _ => {
+                                (self.log)(format!("turn/start returned no turn id: {v}"));
+                                return Outcome::Unknown(Stage::TurnStart);
+                            }
+                        },
+                        Err(e @ RpcError::Remote { .. }) => {
+                            (self.log)(format!("turn/start failed: {e}"));
+                            return Outcome::Unknown(Stage::TurnStart);
+                        }
+                        Err(e) => {
+                            (self.log)(format!("turn/start failed: {e}"));
+                            start_lost = true;
+                        }
+                    }
+                }
+                _ = changed.notified() => {}
+                _ = eof.wait_for(|e| *e), if !eof_seen => eof_seen = true,
+                _ = exit.wait_for(Option::is_some), if exit_deadline.is_none() => {
+                    exit_deadline = Some(Instant::now() + EXIT_DRAIN);
+                }
+                _ = sleep_until(exit_deadline.unwrap_or_else(Instant::now)), if exit_deadline.is_some() => {}
+            }
+        }
+    }
+
+    async fn turn(
+        &mut self,
+        thread_id: &str,
+        task: &str,
+        cancel: &mut watch::Receiver<bool>,
+    ) -> SubagentResult {
+        let mut outcome = self.await_turn(thread_id, task, cancel).await;
+        // A local cancel that is already requested wins over a simultaneous settlement.
+        if *cancel.borrow() {
+            outcome = Outcome::Cancelled;
+        }
+        let exited = self.child.exited();
+        let mapping_defects = MappingDefects {
+            cyber_policy_as_refusal: self.defects.cyber_policy_as_refusal,
+            http_status_from_string: self.defects.http_status_from_string,
+        };
+        // Settle the facts here: later frames are no longer the run's.
+        let (output, stop_reason, line, fact) = {
+            let mut st = self.state.lock().expect("turn state");
+            st.freeze();
+            let output = st.selection();
+            let (stop, line) = match &outcome {
+                Outcome::Cancelled => ("aborted", None),
+                Outcome::Settled(Settled::Terminal(t)) => {
+                    let m = map_terminal(t, !output.is_empty(), mapping_defects);
+                    if m.sandbox_failure {
+                        st.record_terminal_fact(SANDBOX_FAILURE);
+                    }
+                    // Exit facts of an app-server that already exited (`withProcessOutcome`).
+                    (
+                        m.stop_reason,
+                        m.line.map(|l| l.with_exit(exited.unwrap_or_default())),
+                    )
+                }
+                Outcome::Settled(Settled::Failed(f)) => {
+                    (self.log)(format!("Codex run failed: {}", f.why));
+                    ("error", Some(unknown_line(f.stage, exited)))
+                }
+                Outcome::Exited(facts) => ("error", Some(process_exit_line(*facts))),
+                Outcome::Unknown(stage) => ("error", Some(unknown_line(*stage, exited))),
+            };
+            (output, stop, line, st.permission())
+        };
+        if matches!(outcome, Outcome::Cancelled) {
+            // Local cancel: aborted at once, no diagnostic; then interrupt the open turn.
+            (self.log)("local cancel: settling aborted".into());
+            self.interrupt().await;
+            return SubagentResult {
+                stop_reason: "aborted".into(),
+                output,
+                diagnostic: None,
+            };
+        }
+        let mut diagnostic = line.map(|l| diagnostic(&l, fact.as_ref()));
+        if self.defects.leak_raw_error && stop_reason != "completed" {
+            diagnostic = Some(limit_diagnostic(
+                &self.stderr.leak(diagnostic.unwrap_or_default()).await,
+            ));
+        }
+        if let Some(d) = &diagnostic {
+            (self.log)(format!(
+                "subagent-codex \"codex\": child run failed ({stop_reason}): {d}"
+            ));
+        }
+        SubagentResult {
+            stop_reason: stop_reason.into(),
+            output,
+            diagnostic,
+        }
+    }
+
+    /// `turn/interrupt` for a turn that is still open while the wire is up; best effort, the
+    /// response is never awaited. At most once per run.
+    async fn interrupt(&mut self) {
+        if self.interrupt_sent || !self.rpc.is_open() {
+            return;
+        }
+        let Some((thread_id, turn_id)) = self.state.lock().expect("turn state").open_turn() else {
+            return;
+        };
+        self.interrupt_sent = true;
+        if let Err(e) = self
+            .rpc
+            .request_detached(
+                "turn/interrupt",
+                json!({"threadId": thread_id, "turnId": turn_id}),
+            )
+            .await
+        {
+            (self.log)(format!("turn/interrupt not delivered: {e}"));
+        }
+    }
+
+    /// Close the wire (stdin EOF), at once SIGTERM to the group, SIGKILL after `disposeGraceMs`,
+    /// then wait (bounded) for the whole tree. The teardown line on failure.
+    async fn teardown(&mut self) -> Result<(), ProductLine> {
+        self.rpc.close_stdin().await;
+        let eof = self.rpc.eof_watch();
+        match self
+            .child
+            .settle(&eof, Duration::ZERO, self.config.dispose_grace)
+            .await
+        {
+            Ok(()) => {
+                let exit = self.child.exited().unwrap_or_default();
+                (self.log)(format!(
+                    "Codex app-server settled (exit code {:?}, signal {:?})",
+                    exit.code, exit.signal
+                ));
+                Ok(())
+            }
+            Err(e) => {
+                (self.log)(format!("Codex app-server teardown failed: {e}"));
+                Err(unknown_line(Stage::Teardown, self.child.exited()))
+            }
+        }
+    }
+
+    async fn dispose(&mut self) -> Result<(), StartError> {
+        if self.defects.skip_teardown {
+            (self.log)("skip-teardown defect: dispose leaves the app-server running".into());
+            return Ok(());
+        }
+        self.interrupt().await;
+        self.teardown().await.map_err(|line| failure(&line))
+    }
+}

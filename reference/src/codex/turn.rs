@@ -1,0 +1,623 @@
+//! One run's view of the app-server's traffic (dsh-facts §6.2), as a pure state machine fed in
+//! wire order by the JSON-RPC reader.
+//!
+//! Before `turn/start` is answered, frames of the run's thread that name a turn are held: the
+//! first turn id seen becomes provisional, a different one fails the run, `item/completed` and
+//! `turn/completed` are buffered. Server requests are answered at once; their permission facts
+//! wait with the buffered frames. The `turn/start` response commits the id and replays the
+//! buffer in its original order. After the commit, frames of another turn are ignored, and a
+//! server request for another thread or turn fails the run. Frames of other threads are always
+//! ignored. The first terminal (`turn/completed`) or failure decides; nothing after counts.
+
+use serde_json::Value;
+
+use super::config::PermissionMode;
+use super::mapping::{AgentMessage, Answers, Stage, agent_message};
+use super::requests::{self, Answer, Fact, PermissionFact, TurnRef};
+
+/// Why the run failed before a usable terminal: the stage and a host-only explanation.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Failure {
+    pub stage: Stage,
+    pub why: &'static str,
+}
+
+#[derive(Clone, Debug, PartialEq)]
+enum Early {
+    Item(Value),
+    Completed(Value),
+    Fact(Fact),
+}
+
+/// How the run's wire settled, once it did.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Settled {
+    /// The terminal turn object of the run's `turn/completed`.
+    Terminal(Value),
+    Failed(Failure),
+}
+
+pub struct TurnState {
+    mode: PermissionMode,
+    thread_id: Option<String>,
+    turn_sent: bool,
+    provisional: Option<String>,
+    committed: Option<String>,
+    early: Vec<Early>,
+    answers: Answers,
+    fact: Option<Fact>,
+    settled: Option<Settled>,
+    /// The run's result was taken: the state no longer changes.
+    frozen: bool,
+}
+
+/// A JSON-RPC error answer (fixed text, wire only).
+pub type RequestError = String;
+
+impl TurnState {
+    pub fn new(mode: PermissionMode) -> Self {
+        TurnState {
+            mode,
+            thread_id: None,
+            turn_sent: false,
+            provisional: None,
+            committed: None,
+            early: Vec::new(),
+            answers: Answers::default(),
+            fact: None,
+            settled: None,
+            frozen: false,
+        }
+    }
+
+    pub fn set_thread(&mut self, id: &str) {
+        self.thread_id = Some(id.to_owned());
+    }
+
+    /// `turn/start` is about to be written.
+    pub fn turn_sent(&mut self) {
+        self.turn_sent = true;
+    }
+
+    pub fn settled(&self) -> Option<&Settled> {
+        self.settled.as_ref()
+    }
+
+    /// The output selected so far.
+    pub fn selection(&self) -> Vec<Value> {
+        self.answers.selection()
+    }
+
+    /// The latest permission fact of the run (committed frames only).
+    pub fn permission(&self) -> Option<PermissionFact> {
+        self.fact.map(|f| f.in_mode(self.mode))
+    }
+
+    /// Record a fact after settlement (`sandboxError` of the terminal turn).
+    pub fn record_terminal_fact(&mut self, fact: Fact) {
+        self.fact = Some(fact);
+    }
+
+    /// Take the result: nothing changes the state from here on.
+    pub fn freeze(&mut self) {
+        self.frozen = true;
+    }
+
+    /// `(threadId, turnId)` of a turn that is still open (no terminal seen), for
+    /// `turn/interrupt`: the committed id, else the provisional one.
+    pub fn open_turn(&self) -> Option<(String, String)> {
+        if matches!(self.settled, Some(Settled::Terminal(_))) {
+            return None;
+        }
+        let turn = self
+            .committed
+            .clone()
+            .or_else(|| self.provisional.clone())?;
+        Some((self.thread_id.clone()?, turn))
+    }
+
+    fn fail(&mut self, stage: Stage, why: &'static str) {
+        if self.settled.is_none() && !self.frozen {
+            self.settled = Some(Settled::Failed(Failure { stage, why }));
+        }
+    }
+
+    fn live(&self) -> bool {
+        self.settled.is_none() && !self.frozen
+    }
+
+    /// The `turn/start` response named `turn_id`: commit it and replay the buffer.
+    pub fn commit(&mut self, turn_id: &str) {
+        if !self.live() || self.committed.as_deref() == Some(turn_id) {
+            return;
+        }
+        if self.provisional.as_deref().is_some_and(|p| p != turn_id) {
+            return self.fail(
+                Stage::TurnStart,
+                "turn/start response did not match the active turn",
+            );
+        }
+        self.committed = Some(turn_id.to_owned());
+        for early in std::mem::take(&mut self.early) {
+            if !self.live() {
+                break;
+            }
+            match early {
+                Early::Item(item) => self.apply_item(&item),
+                Early::Completed(turn) => self.apply_completed(turn),
+                Early::Fact(f) => self.fact = Some(f),
+            }
+        }
+    }
+
+    /// Check a turn id named by a frame before the commit: the first becomes provisional.
+    fn provisional_ok(&mut self, id: &str) -> bool {
+        match &self.provisional {
+            Some(p) if p != id => {
+                self.fail(Stage::TurnStart, "referenced conflicting turns");
+                false
+            }
+            Some(_) => true,
+            None => {
+                self.provisional = Some(id.to_owned());
+                true
+            }
+        }
+    }
+
+    fn ours(&self, params: &Value) -> bool {
+        self.thread_id.is_some()
+            && params.get("threadId").and_then(Value::as_str) == self.thread_id.as_deref()
+    }
+
+    pub fn on_notification(&mut self, method: &str, params: &Value) {
+        if !self.live() || !self.turn_sent || !self.ours(params) {
+            return;
+        }
+        let (id, body) = match method {
+            "turn/started" | "turn/completed" => {
+                (params["turn"].get("id"), params.get("turn").cloned())
+            }
+            "item/completed" => (params.get("turnId"), params.get("item").cloned()),
+            _ => return,
+        };
+        let (Some(id), Some(body)) = (id.and_then(Value::as_str), body) else {
+            return self.fail(Stage::Turn, "malformed turn frame");
+        };
+        match self.committed.clone() {
+            None => {
+                if !self.provisional_ok(id) {
+                    return;
+                }
+                match method {
+                    "item/completed" => self.early.push(Early::Item(body)),
+                    "turn/completed" => self.early.push(Early::Completed(body)),
+                    _ => {}
+                }
+            }
+            Some(c) if c != id => {}
+            Some(_) => match method {
+                "item/completed" => self.apply_item(&body),
+                "turn/completed" => self.apply_completed(body),
+                _ => {}
+            },
+        }
+    }
+
+    fn apply_item(&mut self, item: &Value) {
+        if item.get("type").and_then(Value::as_str) == Some("agentMessage") {
+            match agent_message(item) {
+                AgentMessage::Invalid(why) => return self.fail(Stage::Turn, why),
+                m => self.answers.record(m),
+            }
+        }
+        if let Some(f) = requests::declined_item(item) {
+            self.fact = Some(f);
+        }
+    }
+
+    fn apply_completed(&mut self, turn: Value) {
+        if !turn.is_object() {
+            return self.fail(Stage::Turn, "malformed turn/completed");
+        }
+        self.settled = Some(Settled::Terminal(turn));
+    }
+
+    /// Does a server request belong to the run? Records the provisional id or the failure.
+    fn associate(&mut self, params: &Value, rule: TurnRef) -> bool {
+        let stage = if self.committed.is_some() {
+            Stage::Turn
+        } else {
+            Stage::TurnStart
+        };
+        if !self.ours(params) {
+            self.fail(stage, "app-server request for another thread");
+            return false;
+        }
+        let id = match params.get("turnId") {
+            None | Some(Value::Null) if rule == TurnRef::Nullable => return true,
+            Some(Value::String(id)) => id.as_str(),
+            _ => {
+                self.fail(stage, "app-server request named no turn");
+                return false;
+            }
+        };
+        if !self.turn_sent {
+            self.fail(stage, "referenced a turn before turn/start");
+            return false;
+        }
+        match self.committed.as_deref() {
+            Some(c) if c == id => true,
+            Some(_) => {
+                self.fail(stage, "app-server request for another turn");
+                false
+            }
+            None => self.provisional_ok(id),
+        }
+    }
+
+    /// Answer a server request at once (`Err`: a JSON-RPC -32603 error with this fixed text).
+    pub fn on_request(&mut self, method: &str, params: &Value) -> Result<Value, RequestError> {
+        let Some((rule, answer)) = requests::answer(method, params) else {
+            self.fail(Stage::Turn, "unsupported app-server request");
+            return Err(requests::unsupported_message(method));
+        };
+        if !self.live() {
+            // The run is over: still refuse safely, record nothing.
+            return match answer {
+                Answer::Reply(v, _) => Ok(v),
+                Answer::Fail(why) => Err(format!("subagent-codex: {why}")),
+            };
+        }
+        let belongs = self.associate(params, rule);
+        match answer {
+            Answer::Fail(why) => {
+                self.fail(Stage::Turn, why);
+                Err(format!("subagent-codex: {why}"))
+            }
+            Answer::Reply(v, fact) => {
+                if belongs {
+                    if self.committed.is_some() {
+                        self.fact = Some(fact);
+                    } else {
+                        self.early.push(Early::Fact(fact));
+                    }
+                }
+                Ok(v)
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    const TH: &str = "thread-1";
+
+    fn state() -> TurnState {
+        let mut s = TurnState::new(PermissionMode::Never);
+        s.set_thread(TH);
+        s.turn_sent();
+        s
+    }
+    fn started(turn: &str) -> (&'static str, Value) {
+        (
+            "turn/started",
+            json!({"threadId": TH, "turn": {"id": turn, "status": "inProgress"}}),
+        )
+    }
+    fn item(turn: &str, item: Value) -> (&'static str, Value) {
+        (
+            "item/completed",
+            json!({"threadId": TH, "turnId": turn, "item": item}),
+        )
+    }
+    fn answer(turn: &str, phase: Value, text: &str) -> (&'static str, Value) {
+        item(
+            turn,
+            json!({"type": "agentMessage", "id": "i", "text": text, "phase": phase}),
+        )
+    }
+    fn completed(turn: &str, status: &str) -> (&'static str, Value) {
+        (
+            "turn/completed",
+            json!({"threadId": TH, "turn": {"id": turn, "status": status}}),
+        )
+    }
+    fn approval(turn: &str) -> Value {
+        json!({"threadId": TH, "turnId": turn, "itemId": "x", "command": "SECRET",
+               "availableDecisions": ["accept", "decline", "cancel"]})
+    }
+    fn text(t: &str) -> Vec<Value> {
+        vec![json!({"type": "text", "text": t})]
+    }
+    fn feed(s: &mut TurnState, frames: &[(&'static str, Value)]) {
+        for (m, p) in frames {
+            s.on_notification(m, p);
+        }
+    }
+    fn failed_with(s: &TurnState) -> Option<Failure> {
+        match s.settled() {
+            Some(Settled::Failed(f)) => Some(*f),
+            _ => None,
+        }
+    }
+
+    /// The same frames give the same outcome whether the response comes first, in the middle or
+    /// last.
+    #[test]
+    fn early_frames_are_buffered_and_replayed() {
+        let frames = [
+            started("tu"),
+            answer("tu", json!("commentary"), "SECRET commentary"),
+            answer("tu", Value::Null, "draft"),
+            answer("tu", json!("final_answer"), "the answer"),
+            completed("tu", "completed"),
+        ];
+        for at in 0..=frames.len() {
+            let mut s = state();
+            feed(&mut s, &frames[..at]);
+            if at > 0 {
+                assert_eq!(s.settled(), None, "nothing decides before the commit");
+                assert_eq!(s.selection(), Vec::<Value>::new());
+            }
+            s.commit("tu");
+            feed(&mut s, &frames[at..]);
+            assert!(
+                matches!(s.settled(), Some(Settled::Terminal(t)) if t["status"] == "completed")
+            );
+            assert_eq!(s.selection(), text("the answer"), "response at {at}");
+            assert_eq!(s.open_turn(), None);
+        }
+    }
+
+    #[test]
+    fn conflicting_ids_fail_the_run() {
+        let mut s = state();
+        feed(&mut s, &[started("a"), answer("b", Value::Null, "x")]);
+        assert_eq!(
+            failed_with(&s),
+            Some(Failure {
+                stage: Stage::TurnStart,
+                why: "referenced conflicting turns"
+            })
+        );
+        let mut s = state();
+        feed(&mut s, &[started("a")]);
+        s.commit("b");
+        assert_eq!(
+            failed_with(&s),
+            Some(Failure {
+                stage: Stage::TurnStart,
+                why: "turn/start response did not match the active turn"
+            })
+        );
+    }
+
+    #[test]
+    fn other_threads_and_other_turns_after_commit_are_ignored() {
+        let mut s = state();
+        s.commit("tu");
+        let other_thread = |m: &str, p: Value| {
+            let mut p = p;
+            p["threadId"] = json!("thread-other");
+            (m.to_owned(), p)
+        };
+        let own = |(m, p): (&str, Value)| (m.to_owned(), p);
+        for (m, p) in [
+            other_thread(
+                "item/completed",
+                answer("tu", json!("final_answer"), "SECRET other").1,
+            ),
+            other_thread("turn/completed", completed("tu", "failed").1),
+            own(answer(
+                "other-turn",
+                json!("final_answer"),
+                "SECRET other turn",
+            )),
+            own(completed("other-turn", "failed")),
+            own((
+                "error",
+                json!({"threadId": TH, "turnId": "tu", "error": {"message": "SECRET"}}),
+            )),
+        ] {
+            s.on_notification(&m, &p);
+        }
+        assert_eq!(s.settled(), None);
+        assert_eq!(s.selection(), Vec::<Value>::new());
+        // A non-agent item of the run is fine; a malformed agent message fails it.
+        feed(
+            &mut s,
+            &[item("tu", json!({"type": "reasoning", "text": 3}))],
+        );
+        assert_eq!(s.settled(), None);
+        feed(&mut s, &[answer("tu", json!("partial_answer"), "x")]);
+        assert_eq!(
+            failed_with(&s),
+            Some(Failure {
+                stage: Stage::Turn,
+                why: "unknown agent message phase"
+            })
+        );
+        // Nothing counts after the run failed.
+        feed(&mut s, &[completed("tu", "completed")]);
+        assert!(matches!(s.settled(), Some(Settled::Failed(_))));
+    }
+
+    #[test]
+    fn nothing_before_turn_start_or_without_a_thread() {
+        let mut s = TurnState::new(PermissionMode::Never);
+        s.on_notification(
+            completed("tu", "completed").0,
+            &completed("tu", "completed").1,
+        );
+        s.set_thread(TH);
+        s.on_notification(
+            completed("tu", "completed").0,
+            &completed("tu", "completed").1,
+        );
+        assert_eq!(s.settled(), None);
+        assert_eq!(
+            s.on_request("item/commandExecution/requestApproval", &approval("tu")),
+            Ok(json!({"decision": "cancel"}))
+        );
+        assert_eq!(
+            failed_with(&s).map(|f| f.why),
+            Some("referenced a turn before turn/start")
+        );
+    }
+
+    #[test]
+    fn requests_are_answered_at_once_and_their_facts_wait_for_the_commit() {
+        let mut s = state();
+        feed(&mut s, &[started("tu")]);
+        assert_eq!(
+            s.on_request("item/commandExecution/requestApproval", &approval("tu")),
+            Ok(json!({"decision": "cancel"}))
+        );
+        assert_eq!(s.permission(), None);
+        feed(
+            &mut s,
+            &[item(
+                "tu",
+                json!({"type": "fileChange", "status": "declined", "changes": "SECRET"}),
+            )],
+        );
+        assert_eq!(
+            s.on_request(
+                "item/tool/requestUserInput",
+                &json!({"threadId": TH, "turnId": "tu"})
+            ),
+            Ok(json!({"answers": {}}))
+        );
+        s.commit("tu");
+        // The latest in original order wins.
+        assert_eq!(s.permission().unwrap().request, "user input");
+        // MCP elicitation may name no turn.
+        assert_eq!(
+            s.on_request(
+                "mcpServer/elicitation/request",
+                &json!({"threadId": TH, "turnId": null})
+            ),
+            Ok(json!({"action": "decline", "content": null, "_meta": null}))
+        );
+        assert_eq!(s.permission().unwrap().request, "MCP elicitation");
+        feed(
+            &mut s,
+            &[item(
+                "tu",
+                json!({"type": "commandExecution", "status": "declined"}),
+            )],
+        );
+        assert_eq!(s.permission().unwrap().request, "command execution");
+        assert_eq!(s.settled(), None);
+        assert_eq!(s.open_turn(), Some((TH.into(), "tu".into())));
+    }
+
+    #[test]
+    fn early_facts_are_dropped_without_a_commit() {
+        let mut s = state();
+        let _ = s.on_request(
+            "item/permissions/requestApproval",
+            &json!({"threadId": TH, "turnId": "tu"}),
+        );
+        assert_eq!(s.permission(), None);
+        assert_eq!(s.open_turn(), Some((TH.into(), "tu".into())));
+    }
+
+    #[test]
+    fn requests_that_fail_the_run() {
+        let mut s = state();
+        s.commit("tu");
+        assert_eq!(
+            s.on_request("item/tool/call", &json!({"threadId": TH, "turnId": "tu"})),
+            Err("subagent-codex: unsupported app-server request \"item/tool/call\"".into())
+        );
+        assert_eq!(
+            failed_with(&s),
+            Some(Failure {
+                stage: Stage::Turn,
+                why: "unsupported app-server request"
+            })
+        );
+
+        let mut s = state();
+        s.commit("tu");
+        let mut p = approval("tu");
+        p["availableDecisions"] = json!(["accept"]);
+        assert!(s.on_request("item/fileChange/requestApproval", &p).is_err());
+        assert_eq!(
+            failed_with(&s).map(|f| f.why),
+            Some("app-server offered no unattended approval decision")
+        );
+
+        for params in [
+            approval("other-turn"),
+            json!({"threadId": "thread-other", "turnId": "tu"}),
+            json!({"threadId": TH}),
+        ] {
+            let mut s = state();
+            s.commit("tu");
+            let _ = s.on_request("item/commandExecution/requestApproval", &params);
+            assert_eq!(
+                failed_with(&s).map(|f| f.stage),
+                Some(Stage::Turn),
+                "{params}"
+            );
+            assert_eq!(s.permission(), None);
+        }
+        // Before the commit, a request for another turn conflicts with the provisional id.
+        let mut s = state();
+        feed(&mut s, &[started("a")]);
+        let _ = s.on_request("item/commandExecution/requestApproval", &approval("b"));
+        assert_eq!(
+            failed_with(&s),
+            Some(Failure {
+                stage: Stage::TurnStart,
+                why: "referenced conflicting turns"
+            })
+        );
+    }
+
+    #[test]
+    fn an_unsupported_request_beats_an_early_terminal() {
+        let mut s = state();
+        feed(&mut s, &[started("tu"), completed("tu", "completed")]);
+        let _ = s.on_request("item/tool/call", &json!({"threadId": TH, "turnId": "tu"}));
+        s.commit("tu");
+        assert!(matches!(s.settled(), Some(Settled::Failed(_))));
+    }
+
+    #[test]
+    fn frozen_state_answers_but_records_nothing() {
+        let mut s = state();
+        s.commit("tu");
+        feed(&mut s, &[answer("tu", Value::Null, "kept")]);
+        s.freeze();
+        feed(
+            &mut s,
+            &[
+                answer("tu", Value::Null, "SECRET late"),
+                completed("tu", "failed"),
+            ],
+        );
+        assert_eq!(
+            s.on_request("item/commandExecution/requestApproval", &approval("tu")),
+            Ok(json!({"decision": "cancel"}))
+        );
+        assert!(s.on_request("item/tool/call", &json!({})).is_err());
+        assert_eq!(s.selection(), text("kept"));
+        assert_eq!(s.settled(), None);
+        assert_eq!(s.permission(), None);
+    }
+
+    #[test]
+    fn malformed_frames_of_the_run_fail_it() {
+        let mut s = state();
+        s.commit("tu");
+        s.on_notification("item/completed", &json!({"threadId": TH, "item": {}}));
+        assert_eq!(failed_with(&s).map(|f| f.why), Some("malformed turn frame"));
+    }
+}
