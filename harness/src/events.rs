@@ -18,6 +18,9 @@ pub enum RunEvent {
     SubjectGone { detail: String },
     /// A line from one of the run's fake processes.
     Fake(FakeLine),
+    /// A fake process's side connection closed: it exited, and everything it reported has
+    /// arrived.
+    SideClosed { pid: i32 },
 }
 
 /// Routes events to the run they belong to.

@@ -36,6 +36,9 @@ pub struct Ctx {
 /// How long processes get to be gone after the subject said the run was settled.
 const SETTLE_BUDGET: Duration = Duration::from_millis(500);
 
+/// How long the side lines of processes already gone may take to arrive.
+const SIDE_DRAIN: Duration = Duration::from_secs(10);
+
 /// What the harness saw during one run.
 #[derive(Debug, Default)]
 pub struct Observed {
@@ -127,6 +130,8 @@ pub async fn run_case(ctx: &Ctx, scenario: &Scenario, mode: Mode) -> Observed {
     let until = tokio::time::Instant::now() + deadline;
     let mut pending_releases: Vec<(i32, String, Trigger)> = Vec::new();
     let mut job_output_sent = false;
+    // Fake processes whose side connection already closed (all their lines are in).
+    let mut closed = std::collections::BTreeSet::new();
     loop {
         let event = tokio::select! {
             e = rx.recv() => e,
@@ -139,6 +144,9 @@ pub async fn run_case(ctx: &Ctx, scenario: &Scenario, mode: Mode) -> Observed {
             RunEvent::SubjectGone { detail } => {
                 obs.subject_gone = Some(detail);
                 break;
+            }
+            RunEvent::SideClosed { pid } => {
+                closed.insert(pid);
             }
             RunEvent::Fake(line) => {
                 match &line.event {
@@ -204,7 +212,8 @@ pub async fn run_case(ctx: &Ctx, scenario: &Scenario, mode: Mode) -> Observed {
     // Whatever remains of the run's processes: after a clean end they get a short budget to be
     // gone; after a hang or a subject crash they are cleaned up at once.
     let clean = obs.timed_out.is_none() && obs.subject_gone.is_none();
-    for p in ctx.side.ledger(&run) {
+    let ledger = ctx.side.ledger(&run);
+    for p in &ledger {
         let Some(fd) = &p.pidfd else { continue };
         let budget = if clean { SETTLE_BUDGET } else { Duration::ZERO };
         let gone = !procs::alive(p.pid, p.start_time) || procs::wait_exit(fd, budget).await;
@@ -215,9 +224,30 @@ pub async fn run_case(ctx: &Ctx, scenario: &Scenario, mode: Mode) -> Observed {
             procs::wait_exit(fd, Duration::from_secs(5)).await;
         }
     }
-    // Late side-channel lines (a fake's last words) still belong to the transcript.
-    while let Ok(RunEvent::Fake(line)) = rx.try_recv() {
-        obs.fake.push(line);
+    // Every process is gone now, so each side connection closes once its last lines are in:
+    // await that, so the ledger is whole (a loaded machine delivers them late, not never).
+    let mut open: std::collections::BTreeSet<i32> = ledger
+        .iter()
+        .map(|p| p.pid)
+        .filter(|pid| !closed.contains(pid))
+        .collect();
+    let drain_until = tokio::time::Instant::now() + SIDE_DRAIN;
+    while !open.is_empty() {
+        let event = tokio::select! {
+            e = rx.recv() => e,
+            () = tokio::time::sleep_until(drain_until) => break,
+        };
+        match event {
+            Some(RunEvent::Fake(line)) => obs.fake.push(line),
+            Some(RunEvent::SideClosed { pid }) => {
+                open.remove(&pid);
+            }
+            Some(RunEvent::Subject(msg)) => record_subject(&mut obs, msg),
+            Some(RunEvent::SubjectInvalid { line, error }) => {
+                obs.subject_invalid.push((line, error))
+            }
+            Some(RunEvent::SubjectGone { .. }) | None => break,
+        }
     }
     ctx.router.close(&run);
     subject.release(&run);

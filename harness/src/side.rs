@@ -154,9 +154,12 @@ async fn serve(stream: tokio::net::UnixStream, shared: Arc<Mutex<Shared>>, route
     }
     {
         let mut s = shared.lock().unwrap();
-        for key in keys {
-            s.writers.remove(&key);
+        for key in &keys {
+            s.writers.remove(key);
         }
+    }
+    for (run, pid) in keys {
+        router.send(&run, RunEvent::SideClosed { pid });
     }
     drop(tx);
     let _ = writer.await;

@@ -51,6 +51,14 @@ fn the_reference_passes_the_whole_catalog() {
 }
 
 #[test]
+fn the_codex_catalog_also_passes_with_the_fake_speaking_0_169_0() {
+    // Every fake frame is validated against the real 0.169.0 schema in this run.
+    let (code, out, err) = run(&["--filter", "codex/", "--product-version", "codex=0.169.0"]);
+    assert_eq!(code, Some(0), "{out}\n{err}");
+    assert!(out.contains(" 0 failed, 0 skipped"), "{out}");
+}
+
+#[test]
 fn a_wrong_snapshot_fails_with_a_readable_diff() {
     let dir = tempfile::tempdir().unwrap();
     let name = "acp__stop__max-turn-requests@foreground.snap";
