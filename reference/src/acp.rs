@@ -18,9 +18,10 @@ use crate::diagnostic::{
 };
 use crate::host::{SubagentResult, text_output};
 use crate::jsonrpc::{ErrorObject, Handler, JsonRpc, Reply, RpcError};
-use crate::process::{self, ManagedChild};
+use crate::process::ManagedChild;
 use crate::provider::{
     ABORT_ERROR_NAME, Log, ProviderEvent, RunSpec, StderrTail, Step, forward_stderr, race, reject,
+    spawn_runtime,
 };
 use crate::util::{fresh_uuid, rfc3339_now};
 
@@ -239,18 +240,7 @@ pub async fn run(
             false,
         );
     }
-    let (env, ignored) = process::child_env(std::env::vars(), &spec.runtime.env);
-    if !ignored.is_empty() {
-        log(format!(
-            "ignored non-string runtime env entries: {ignored:?}"
-        ));
-    }
-    let spawned = match process::spawn(
-        &spec.runtime.command,
-        &spec.runtime.args,
-        Path::new(&cwd),
-        &env,
-    ) {
+    let spawned = match spawn_runtime(&spec.runtime, Path::new(&cwd), &log) {
         Ok(s) => s,
         Err(e) => {
             log(format!("ACP child {e}"));

@@ -154,6 +154,48 @@ impl StderrTail {
     }
 }
 
+/// How long a child that exited gets for the frames it wrote before exiting to be read (its
+/// stdout EOF normally arrives at once; a grandchild holding the pipe must not stall us).
+pub const EXIT_DRAIN: Duration = Duration::from_millis(250);
+
+/// A request that also fails when the child exits, after [`EXIT_DRAIN`] for what it wrote
+/// before exiting; `gone` names the loss in the error (host-only).
+pub async fn request_until_exit(
+    rpc: &crate::jsonrpc::JsonRpc,
+    child: &crate::process::ManagedChild,
+    method: &str,
+    params: Value,
+    gone: &str,
+) -> Result<Value, crate::jsonrpc::RpcError> {
+    let req = rpc.request(method, params);
+    tokio::pin!(req);
+    let mut exit = child.exit_watch();
+    tokio::select! {
+        r = &mut req => return r,
+        _ = exit.wait_for(Option::is_some) => {}
+    }
+    match tokio::time::timeout(EXIT_DRAIN, req).await {
+        Ok(r) => r,
+        Err(_) => Err(crate::jsonrpc::RpcError::WireLost(gone.to_owned())),
+    }
+}
+
+/// Spawns the run's runtime in its own process group with the scrubbed environment plus
+/// `runtime.env` (entries that are not strings are logged and ignored).
+pub fn spawn_runtime(
+    runtime: &Runtime,
+    cwd: &std::path::Path,
+    log: &Log,
+) -> Result<crate::process::Spawned, crate::process::SpawnError> {
+    let (env, ignored) = crate::process::child_env(std::env::vars(), &runtime.env);
+    if !ignored.is_empty() {
+        log(format!(
+            "ignored non-string runtime env entries: {ignored:?}"
+        ));
+    }
+    crate::process::spawn(&runtime.command, &runtime.args, cwd, &env)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -20,16 +20,16 @@ use std::time::Duration;
 use conform_protocol::subject::StartError;
 use serde_json::{Value, json};
 use tokio::sync::{Notify, mpsc, watch};
-use tokio::time::{Instant, sleep_until, timeout};
+use tokio::time::{Instant, sleep_until};
 
 use crate::cli::Defects;
 use crate::diagnostic::{ExitFacts, ProductLine, limit_diagnostic};
 use crate::host::SubagentResult;
 use crate::jsonrpc::{ErrorObject, Handler, IdStyle, JsonRpc, Reply, RpcError};
-use crate::process::{self, ManagedChild};
+use crate::process::ManagedChild;
 use crate::provider::{
-    ABORT_ERROR_NAME, Log, ProviderEvent, RunSpec, StderrTail, Step, cancelled, forward_stderr,
-    race, reject,
+    ABORT_ERROR_NAME, EXIT_DRAIN, Log, ProviderEvent, RunSpec, StderrTail, Step, cancelled,
+    forward_stderr, race, reject, request_until_exit, spawn_runtime,
 };
 use crate::util::{fresh_uuid, rfc3339_now};
 
@@ -40,10 +40,6 @@ use mapping::{
 };
 use requests::{PermissionFact, SANDBOX_FAILURE};
 use turn::{Settled, TurnState};
-
-/// After the app-server exited, how long its stdout may still deliver frames it wrote before
-/// exiting (the real host waits one event-loop turn; a pipe drains in far less).
-const EXIT_DRAIN: Duration = Duration::from_millis(250);
 
 fn failure(line: &ProductLine) -> StartError {
     StartError {
@@ -184,18 +180,7 @@ pub async fn run(
         ));
         return reject(&events, plain_error(NO_WORKING_DIRECTORY), false);
     }
-    let (env, ignored) = process::child_env(std::env::vars(), &spec.runtime.env);
-    if !ignored.is_empty() {
-        log(format!(
-            "ignored non-string runtime env entries: {ignored:?}"
-        ));
-    }
-    let spawned = match process::spawn(
-        &spec.runtime.command,
-        &spec.runtime.args,
-        Path::new(&cwd),
-        &env,
-    ) {
+    let spawned = match spawn_runtime(&spec.runtime, Path::new(&cwd), &log) {
         Ok(s) => s,
         Err(e) => {
             // Spawn belongs to the initialize stage; no process, so no exit facts.
@@ -280,17 +265,7 @@ impl CodexRun {
     /// A request that also fails when the app-server exits (after a short drain of what it
     /// wrote before exiting).
     async fn request(&self, method: &str, params: Value) -> Result<Value, RpcError> {
-        let req = self.rpc.request(method, params);
-        tokio::pin!(req);
-        let mut exit = self.child.exit_watch();
-        tokio::select! {
-            r = &mut req => return r,
-            _ = exit.wait_for(Option::is_some) => {}
-        }
-        match timeout(EXIT_DRAIN, req).await {
-            Ok(r) => r,
-            Err(_) => Err(RpcError::WireLost("app-server exited".into())),
-        }
+        request_until_exit(&self.rpc, &self.child, method, params, "app-server exited").await
     }
 
     /// Exit facts once the wire is lost: wait up to `disposeGraceMs` for them.

@@ -12,7 +12,6 @@ mod session;
 
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
-use std::time::Duration;
 
 use conform_protocol::subject::StartError;
 use serde_json::{Value, json};
@@ -23,10 +22,10 @@ use crate::cli::Defects;
 use crate::diagnostic::{Category, FailureLine, Stage, limit_diagnostic};
 use crate::host::SubagentResult;
 use crate::jsonrpc::{ErrorObject, Handler, IdStyle, JsonRpc, Reply, RpcError};
-use crate::process::{self, ManagedChild};
+use crate::process::ManagedChild;
 use crate::provider::{
-    ABORT_ERROR_NAME, Log, ProviderEvent, RunSpec, StderrTail, Step, cancelled, forward_stderr,
-    race, reject,
+    ABORT_ERROR_NAME, EXIT_DRAIN, Log, ProviderEvent, RunSpec, StderrTail, Step, cancelled,
+    forward_stderr, race, reject, request_until_exit, spawn_runtime,
 };
 use crate::util::{fresh_hex32, fresh_uuid, rfc3339_now};
 
@@ -36,9 +35,6 @@ use mapping::{
     valid_server_info,
 };
 use session::{Collector, Phase};
-
-/// After the runtime exited, how long stdout may still deliver what it wrote before exiting.
-const EXIT_DRAIN: Duration = Duration::from_millis(250);
 
 fn failure(line: &FailureLine) -> StartError {
     StartError {
@@ -139,18 +135,7 @@ pub async fn run(
         ));
         return reject(&events, configuration(), false);
     }
-    let (env, ignored) = process::child_env(std::env::vars(), &spec.runtime.env);
-    if !ignored.is_empty() {
-        log(format!(
-            "ignored non-string runtime env entries: {ignored:?}"
-        ));
-    }
-    let spawned = match process::spawn(
-        &spec.runtime.command,
-        &spec.runtime.args,
-        Path::new(&cwd),
-        &env,
-    ) {
+    let spawned = match spawn_runtime(&spec.runtime, Path::new(&cwd), &log) {
         Ok(s) => s,
         Err(e) => {
             // The SDK client's TransportClosedError "runtime failed to start".
@@ -240,17 +225,7 @@ impl DshRun {
     /// A request that also fails when the runtime exits (after a short drain of what it wrote
     /// before exiting), like the SDK client's TransportClosedError "runtime exited".
     async fn request(&self, method: &str, params: Value) -> Result<Value, RpcError> {
-        let req = self.rpc.request(method, params);
-        tokio::pin!(req);
-        let mut exit = self.child.exit_watch();
-        tokio::select! {
-            r = &mut req => return r,
-            _ = exit.wait_for(Option::is_some) => {}
-        }
-        match timeout(EXIT_DRAIN, req).await {
-            Ok(r) => r,
-            Err(_) => Err(RpcError::WireLost("runtime exited".into())),
-        }
+        request_until_exit(&self.rpc, &self.child, method, params, "runtime exited").await
     }
 
     async fn handshake(
