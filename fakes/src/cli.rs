@@ -32,6 +32,8 @@ pub struct Args {
     pub grandchild: bool,
     pub trap_sigterm: bool,
     pub setsid: bool,
+    /// Grandchild: the fd to write one byte to once registered.
+    pub ready_fd: Option<i32>,
     /// The first problem met while parsing. Parsing goes on past it so `--side` is still
     /// known and the problem can be reported there.
     pub error: Option<String>,
@@ -57,6 +59,7 @@ impl Args {
                 "--grandchild" => out.grandchild = true,
                 "--trap-sigterm" => out.trap_sigterm = true,
                 "--setsid" => out.setsid = true,
+                "--ready-fd" => out.ready_fd = value("--ready-fd").and_then(|v| v.parse().ok()),
                 other => problems.push(format!("unknown argument {other:?}")),
             }
         }
@@ -127,8 +130,9 @@ async fn run(argv: Vec<String>, mut codec: Box<dyn Codec>) {
         std::process::exit(FAULT_EXIT);
     };
     let grandchild = args.grandchild;
-    if grandchild && args.setsid {
-        // Before registering, so `Register` shows the new session and group.
+    // A grandchild spawned by a fake already left its group before exec; one started by hand
+    // does it here, before registering, so `Register` shows the new session and group.
+    if grandchild && args.setsid && args.ready_fd.is_none() {
         if let Err(e) = process::setsid() {
             eprintln!("fake: setsid failed: {e}");
         }
@@ -170,6 +174,9 @@ async fn run(argv: Vec<String>, mut codec: Box<dyn Codec>) {
     signals.spawn(side.clone(), policy.clone());
     let control = wait_for_ack(control).await;
 
+    if let Some(fd) = args.ready_fd {
+        process::signal_ready(fd);
+    }
     let Some(script) = script else {
         // A grandchild lives until something kills it.
         engine::park().await;

@@ -88,17 +88,45 @@ pub fn setsid() -> std::io::Result<()> {
 /// `["fake-acp"]` when the fake runs as a subcommand of a multi-call binary such as `conform`).
 pub static SELF_ARGS: std::sync::OnceLock<Vec<String>> = std::sync::OnceLock::new();
 
-/// Starts `/proc/self/exe [SELF_ARGS] --grandchild …` and returns its pid. The caller never waits for it:
-/// the grandchild must outlive the runtime when the scenario wants it to.
+/// Starts `/proc/self/exe [SELF_ARGS] --grandchild …` and returns its pid once it has
+/// registered with the harness (so a scenario never races its own grandchild). The caller never
+/// waits for it to exit: the grandchild must outlive the runtime when the scenario wants it to.
 pub fn spawn_grandchild(side: &str, run: &str, spec: &Grandchild) -> std::io::Result<i32> {
+    use std::io::Read;
+    use std::os::fd::AsRawFd;
+    use std::os::unix::process::CommandExt;
+
+    // The grandchild writes one byte here after its registration is acknowledged; EOF
+    // without the byte means it died first.
+    let (ready_read, ready_write) = nix::unistd::pipe2(nix::fcntl::OFlag::O_CLOEXEC)?;
+    let ready_fd = ready_write.as_raw_fd();
     let mut cmd = Command::new("/proc/self/exe");
     cmd.args(SELF_ARGS.get().map(Vec::as_slice).unwrap_or_default());
     cmd.args(["--grandchild", "--side", side, "--run", run]);
+    cmd.args(["--ready-fd", &ready_fd.to_string()]);
     if spec.trap_sigterm {
         cmd.arg("--trap-sigterm");
     }
     if spec.setsid {
         cmd.arg("--setsid");
+    }
+    let (setsid, trap) = (spec.setsid, spec.trap_sigterm);
+    // SAFETY: only async-signal-safe calls between fork and exec (fcntl, setsid, signal).
+    unsafe {
+        cmd.pre_exec(move || {
+            // Leave the group before exec, so no group signal can reach the grandchild in the
+            // window before it would have called setsid itself.
+            if setsid && libc::setsid() < 0 {
+                return Err(std::io::Error::last_os_error());
+            }
+            if trap {
+                libc::signal(libc::SIGTERM, libc::SIG_IGN);
+            }
+            if libc::fcntl(ready_fd, libc::F_SETFD, 0) < 0 {
+                return Err(std::io::Error::last_os_error());
+            }
+            Ok(())
+        });
     }
     cmd.stdin(Stdio::null())
         .stdout(if spec.hold_stdout {
@@ -108,7 +136,20 @@ pub fn spawn_grandchild(side: &str, run: &str, spec: &Grandchild) -> std::io::Re
         })
         .stderr(Stdio::inherit());
     let child = cmd.spawn()?;
+    drop(ready_write);
+    let mut byte = [0u8; 1];
+    let mut ready = std::fs::File::from(ready_read);
+    let _ = ready.read(&mut byte);
     Ok(child.id() as i32)
+}
+
+/// Tells the spawning runtime that this grandchild is registered (see [`spawn_grandchild`]).
+pub fn signal_ready(fd: i32) {
+    use std::io::Write;
+    use std::os::fd::FromRawFd;
+    // SAFETY: the fd was handed to us by our parent for exactly this one write.
+    let mut f = unsafe { std::fs::File::from_raw_fd(fd) };
+    let _ = f.write_all(b"R");
 }
 
 #[cfg(test)]

@@ -158,6 +158,10 @@ pub struct ExpectSection {
     /// An upstream code newer than the subject's pin: the diagnostic's category must be this code
     /// or `unknown` (the report lists which), instead of an exact `diagnostic`.
     pub upstream_code: Option<String>,
+    /// Processes the scenario makes escape the provider's reach (a `setsid` grandchild): the
+    /// run must leave exactly this many behind (the harness kills them). Default 0.
+    #[serde(default)]
+    pub escapes: usize,
     /// The answers the subject must give to the fake's requests, in order
     /// (e.g. a permission outcome).
     #[serde(default)]

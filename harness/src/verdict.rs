@@ -432,7 +432,7 @@ pub fn judge(scenario: &Scenario, mode: Mode, obs: &Observed) -> Vec<Finding> {
     }
 
     // --- processes ---
-    if !obs.leftovers.is_empty() {
+    if obs.leftovers.len() != expect.escapes {
         let check = if obs.start_rejected.is_some() {
             "process.rollback"
         } else {
@@ -440,10 +440,19 @@ pub fn judge(scenario: &Scenario, mode: Mode, obs: &Observed) -> Vec<Finding> {
         };
         f.push(subject(
             check,
-            format!(
-                "still running after the subject said the run was over (killed by the harness): {}",
-                obs.leftovers.join(", ")
-            ),
+            if expect.escapes == 0 {
+                format!(
+                    "still running after the subject said the run was over (killed by the harness): {}",
+                    obs.leftovers.join(", ")
+                )
+            } else {
+                format!(
+                    "{} process(es) left running, the scenario makes exactly {} escape: {}",
+                    obs.leftovers.len(),
+                    expect.escapes,
+                    obs.leftovers.join(", ")
+                )
+            },
         ));
     }
     f
