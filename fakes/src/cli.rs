@@ -132,10 +132,12 @@ async fn run(argv: Vec<String>, mut codec: Box<dyn Codec>) {
     let grandchild = args.grandchild;
     // A grandchild spawned by a fake already left its group before exec; one started by hand
     // does it here, before registering, so `Register` shows the new session and group.
-    if grandchild && args.setsid && args.ready_fd.is_none() {
-        if let Err(e) = process::setsid() {
-            eprintln!("fake: setsid failed: {e}");
-        }
+    if grandchild
+        && args.setsid
+        && args.ready_fd.is_none()
+        && let Err(e) = process::setsid()
+    {
+        eprintln!("fake: setsid failed: {e}");
     }
     // Handlers first so no termination signal is lost; reported once `Register` is out.
     let signals = Signals::install().unwrap_or_else(|e| {

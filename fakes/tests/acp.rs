@@ -371,7 +371,7 @@ fn spawned_grandchild_holds_stdout_after_the_runtime_exits() {
     else {
         unreachable!()
     };
-    let reg = f.until("grandchild registration", |l| {
+    let reg = f.seen_or_until("grandchild registration", |l| {
         l.pid == child && matches!(l.event, FakeEvent::Register { .. })
     });
     let FakeEvent::Register {
@@ -409,7 +409,7 @@ fn grandchild_records_trapped_sigterm() {
     else {
         unreachable!()
     };
-    let reg = f.until("grandchild registration", |l| {
+    let reg = f.seen_or_until("grandchild registration", |l| {
         l.pid == child && matches!(l.event, FakeEvent::Register { .. })
     });
     let FakeEvent::Register { sid, pgid, .. } = reg.event else {

@@ -263,6 +263,15 @@ impl Fake {
         }
     }
 
+    /// The first side event already seen that matches, else the next one that does.
+    #[allow(dead_code)]
+    pub fn seen_or_until(&mut self, what: &str, pred: impl Fn(&FakeLine) -> bool) -> FakeLine {
+        if let Some(line) = self.log.iter().find(|l| pred(l)) {
+            return line.clone();
+        }
+        self.until(what, pred)
+    }
+
     /// Skips side events until one matches; returns it.
     pub fn until(&mut self, what: &str, pred: impl Fn(&FakeLine) -> bool) -> FakeLine {
         loop {
