@@ -487,6 +487,36 @@ mod tests {
     const OK: &str = "title = \"t\"\nprovider = \"acp\"\n[[fake.steps]]\ninclude = \"hs\"\n[[fake.steps]]\nchunk = \"hi\"\n[expect]\nstop_reason = \"completed\"\n";
 
     #[test]
+    fn the_committed_editor_schema_is_current() {
+        let committed: Value =
+            serde_json::from_str(include_str!("../../docs/scenario.schema.json"))
+                .expect("docs/scenario.schema.json is JSON");
+        assert_eq!(
+            committed,
+            json_schema(),
+            "docs/scenario.schema.json is stale: `conform schema scenario > docs/scenario.schema.json`"
+        );
+    }
+
+    #[test]
+    fn every_committed_scenario_validates_against_the_editor_schema() {
+        // The schema an editor uses must accept what the loader accepts.
+        let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../scenarios");
+        let validator = jsonschema::validator_for(&json_schema()).unwrap();
+        let mut files = Vec::new();
+        walk(&root, &root, &mut files, &mut Vec::new());
+        assert!(files.len() > 100);
+        for f in files {
+            let value: Value = toml::from_str(&std::fs::read_to_string(&f).unwrap()).unwrap();
+            let errors: Vec<String> = validator
+                .iter_errors(&value)
+                .map(|e| e.to_string())
+                .collect();
+            assert!(errors.is_empty(), "{}: {errors:?}", f.display());
+        }
+    }
+
+    #[test]
     fn expands_preludes_and_derives_the_id() {
         let s = load_text(OK).unwrap();
         assert_eq!(s.id, "acp/case");
