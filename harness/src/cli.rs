@@ -110,6 +110,9 @@ pub struct RunArgs {
     /// Scenarios that name a product version run only when it is selected.
     #[arg(long, value_name = "PROVIDER=VERSION")]
     pub product_version: Vec<String>,
+    /// Write a JUnit XML report here (for CI systems).
+    #[arg(long)]
+    pub junit: Option<PathBuf>,
     /// Write a JSON report here.
     #[arg(long)]
     pub json: Option<PathBuf>,

@@ -103,6 +103,19 @@ fn main() -> ExitCode {
                         eprintln!("error: cannot write {}: {e}", path.display());
                         return ExitCode::from(2);
                     }
+                    if let Some(path) = &args.junit {
+                        let xml = match report::junit(&report) {
+                            Ok(x) => x,
+                            Err(e) => {
+                                eprintln!("error: cannot render the JUnit report: {e}");
+                                return ExitCode::from(2);
+                            }
+                        };
+                        if let Err(e) = std::fs::write(path, xml) {
+                            eprintln!("error: cannot write {}: {e}", path.display());
+                            return ExitCode::from(2);
+                        }
+                    }
                     ExitCode::from(report.exit_code() as u8)
                 }
                 Err(e) => {

@@ -158,6 +158,60 @@ fn indent(text: &str, pad: &str) -> String {
     text.replace('\n', &format!("\n{pad}"))
 }
 
+/// JUnit XML for CI systems: one test suite per provider, one test case per scenario × mode.
+/// A subject failure is a `failure`, a harness fault an `error`; the description carries the
+/// same detail as the human report (checks, transcripts, stderr tail).
+pub fn junit(report: &SuiteReport) -> Result<String, quick_junit::SerializeError> {
+    use quick_junit::{NonSuccessKind, Report, TestCase, TestCaseStatus, TestSuite};
+    let mut out = Report::new("conform");
+    out.set_time(report.elapsed);
+    let mut suites: std::collections::BTreeMap<String, TestSuite> = Default::default();
+    for c in &report.cases {
+        let provider = c.scenario.file.provider.clone();
+        let status = match &c.verdict {
+            Verdict::Pass => TestCaseStatus::success(),
+            Verdict::Skip(why) => {
+                let mut s = TestCaseStatus::skipped();
+                s.set_message(why.as_str());
+                s
+            }
+            Verdict::Fail => {
+                let harness = c
+                    .findings
+                    .iter()
+                    .any(|f| f.blame == crate::verdict::Blame::Harness);
+                let kind = if harness {
+                    NonSuccessKind::Error
+                } else {
+                    NonSuccessKind::Failure
+                };
+                let mut s = TestCaseStatus::non_success(kind);
+                if let Some(first) = c.findings.first() {
+                    s.set_message(format!(
+                        "[{}] {}",
+                        first.check,
+                        first.message.lines().next().unwrap_or_default()
+                    ));
+                    s.set_type(first.check);
+                }
+                s.set_description(case_detail(c));
+                s
+            }
+        };
+        let mut case = TestCase::new(format!("{} ({})", c.scenario.id, c.mode), status);
+        case.set_classname(provider.clone());
+        if let Some(obs) = &c.obs {
+            case.set_time(obs.elapsed);
+        }
+        suites
+            .entry(provider.clone())
+            .or_insert_with(|| TestSuite::new(provider))
+            .add_test_case(case);
+    }
+    out.add_test_suites(suites.into_values());
+    out.to_string()
+}
+
 pub fn json(report: &SuiteReport) -> serde_json::Value {
     json!({
         "subject": report.subject,

@@ -59,16 +59,27 @@ pub fn file_name(scenario: &Scenario, mode: Mode) -> String {
 
 pub enum Outcome {
     Matches,
-    /// No snapshot yet; `.snap.new` written.
+    /// No snapshot yet; `.snap.new` written (unless pending snapshots are off).
     Missing {
-        new: PathBuf,
+        new: Option<PathBuf>,
     },
-    /// Differs; unified diff from the stored to the actual text, `.snap.new` written.
+    /// Differs; unified diff from the stored to the actual text, `.snap.new` written (unless
+    /// pending snapshots are off: `INSTA_UPDATE=no`, or CI).
     Differs {
         diff: String,
-        new: PathBuf,
+        new: Option<PathBuf>,
     },
     Accepted,
+}
+
+/// Whether a differing or missing snapshot leaves a `.snap.new` beside it, following insta's
+/// convention: not with `INSTA_UPDATE=no`, nor on CI unless `INSTA_UPDATE` asks for it.
+fn writes_pending() -> bool {
+    match std::env::var("INSTA_UPDATE").as_deref() {
+        Ok("no") => false,
+        Ok(_) => true,
+        Err(_) => std::env::var_os("CI").is_none(),
+    }
 }
 
 /// Compares `actual` with the stored snapshot; with `accept`, writes it as the new snapshot.
@@ -105,8 +116,13 @@ pub fn check(
         let _ = std::fs::remove_file(&new_path);
         return Ok(Outcome::Accepted);
     }
-    std::fs::create_dir_all(dir)?;
-    std::fs::write(&new_path, body)?;
+    let new_path = if writes_pending() {
+        std::fs::create_dir_all(dir)?;
+        std::fs::write(&new_path, body)?;
+        Some(new_path)
+    } else {
+        None
+    };
     Ok(match stored_text {
         None => Outcome::Missing { new: new_path },
         Some(old) => {

@@ -254,16 +254,16 @@ fn judge(
                 check: "snapshot",
                 blame: Blame::Subject,
                 message: format!(
-                    "no stored snapshot; this run's texts are in {} (read them, then `cargo insta review` or `conform run --accept`):\n{actual}",
-                    new.display()
+                    "no stored snapshot{} (read them, then `cargo insta review` or `conform run --accept`):\n{actual}",
+                    pending_note(new.as_deref())
                 ),
             }),
             Ok(Outcome::Differs { diff, new }) => findings.push(Finding {
                 check: "snapshot",
                 blame: Blame::Subject,
                 message: format!(
-                    "the model-visible texts differ from the snapshot (new texts in {}):\n{diff}",
-                    new.display()
+                    "the model-visible texts differ from the snapshot{}:\n{diff}",
+                    pending_note(new.as_deref())
                 ),
             }),
             Err(e) => findings.push(Finding {
@@ -286,6 +286,12 @@ fn judge(
         snapshot: snapshot_note,
         obs: Some(obs),
     }
+}
+
+fn pending_note(new: Option<&std::path::Path>) -> String {
+    new.map_or_else(String::new, |p| {
+        format!(" (this run's texts are in {})", p.display())
+    })
 }
 
 fn progress_bar(len: usize, enabled: bool) -> indicatif::ProgressBar {

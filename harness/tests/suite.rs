@@ -13,6 +13,8 @@ fn workspace() -> PathBuf {
 fn conform() -> Command {
     let mut cmd = Command::cargo_bin("conform").unwrap();
     cmd.current_dir(workspace());
+    // Seeded defects must not leave pending snapshots in the workspace.
+    cmd.env("INSTA_UPDATE", "no");
     cmd
 }
 
@@ -67,12 +69,18 @@ fn a_wrong_snapshot_fails_with_a_readable_diff() {
     assert_ne!(stored, wrong, "the seeded defect must change the snapshot");
     std::fs::write(dir.path().join(name), wrong).unwrap();
     let snapshots = dir.path().to_str().unwrap();
-    let (code, out, _) = run(&[
-        "--filter",
-        "acp/stop/max-turn-requests",
-        "--snapshots",
-        snapshots,
-    ]);
+    let out = conform()
+        .env("INSTA_UPDATE", "new")
+        .args([
+            "run",
+            "--filter",
+            "acp/stop/max-turn-requests",
+            "--snapshots",
+            snapshots,
+        ])
+        .output()
+        .unwrap();
+    let (code, out) = (out.status.code(), stdout(&out));
     assert_eq!(code, Some(1), "{out}");
     assert!(
         out.contains("[snapshot] the model-visible texts differ"),
