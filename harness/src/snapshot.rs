@@ -105,7 +105,7 @@ pub fn check(
         return Ok(Outcome::Matches);
     }
     let header = format!(
-        "---\nsource: {}\nexpression: \"{} ({mode})\"\n---\n",
+        "---\nsource: {}\nexpression: {} ({mode})\n---\n",
         scenario.path.display(),
         scenario.id
     );
