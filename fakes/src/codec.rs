@@ -60,14 +60,15 @@ pub trait Codec: Send {
         Ok(())
     }
 
-    /// The sugar action keys this codec expands (a subset of [`SUGAR_KEYS`]).
+    /// The sugar action keys this codec expands (one of the `*_SUGAR` lists of the script
+    /// format).
     fn sugar_keys(&self) -> &'static [&'static str] {
         &[]
     }
 
     /// Rejects sugar this protocol does not have (checked before the script runs).
     fn check_step(&self, action: &str) -> Result<(), String> {
-        if SUGAR_KEYS.contains(&action) && !self.sugar_keys().contains(&action) {
+        if is_sugar(action) && !self.sugar_keys().contains(&action) {
             return Err(format!(
                 "`{action}` is not available for protocol {}",
                 self.protocol()
@@ -179,27 +180,13 @@ pub trait Codec: Send {
     }
 }
 
-/// Every protocol's sugar action keys; a codec accepts only its own ([`Codec::sugar_keys`]).
-pub const SUGAR_KEYS: &[&str] = &[
-    // ACP
-    "chunk",
-    "thought",
-    "update",
-    "permission",
-    "stop",
-    // DSH SDK
-    "receipt",
-    "status",
-    "delta",
-    "message",
-    "turn_end",
-    "event",
-    // Codex app-server
-    "turn_started",
-    "agent_message",
-    "turn_completed",
-    "ask",
-];
+/// Is `action` protocol sugar (of any protocol)?
+fn is_sugar(action: &str) -> bool {
+    use conform_protocol::script::{ACP_SUGAR, CODEX_SUGAR, DSH_SDK_SUGAR};
+    [ACP_SUGAR, DSH_SDK_SUGAR, CODEX_SUGAR]
+        .iter()
+        .any(|keys| keys.contains(&action))
+}
 
 /// JSON-RPC classification by members: `method` (+`id` → request), or `id` with
 /// `result`/`error` → response.

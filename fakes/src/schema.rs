@@ -1,7 +1,22 @@
 //! Which frames of a fake's ledger break their protocol's schema.
 
 use conform_protocol::side::{Direction, FakeEvent, FakeLine};
+use jsonschema::Validator;
 use serde_json::Value;
+
+/// Validates `value`, naming `what` and the first few errors (with where they are).
+pub(crate) fn check(validator: &Validator, value: &Value, what: &str) -> Result<(), String> {
+    let errors: Vec<String> = validator
+        .iter_errors(value)
+        .take(3)
+        .map(|e| format!("{e} (at {})", e.instance_path()))
+        .collect();
+    if errors.is_empty() {
+        Ok(())
+    } else {
+        Err(format!("{what}: {}", errors.join("; ")))
+    }
+}
 
 /// Frames a fake sent that are invalid for `protocol` at `product_version` (`None`: the
 /// protocol's default; only Codex has versions, the others ignore it) and carry no `violation`

@@ -109,7 +109,7 @@ impl Codec for AcpCodec {
     }
 
     fn sugar_keys(&self) -> &'static [&'static str] {
-        &["chunk", "thought", "update", "permission", "stop"]
+        conform_protocol::script::ACP_SUGAR
     }
 
     fn sugar(&mut self, step: &Step) -> Result<Option<Sugar>, String> {

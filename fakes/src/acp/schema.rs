@@ -2,6 +2,7 @@
 //! proof that a fake is valid by default. Two checks: the envelope against the schema's
 //! `Agent` message shape, then the payload against the definition its method names.
 
+use crate::schema::check;
 use std::collections::HashMap;
 use std::sync::LazyLock;
 
@@ -114,19 +115,6 @@ pub fn validate_frame(frame: &Value, answers: Option<&str>) -> Result<(), String
 
 fn lookup(table: &[(&str, &'static str)], method: &str) -> Option<&'static str> {
     table.iter().find(|(m, _)| *m == method).map(|(_, d)| *d)
-}
-
-fn check(validator: &Validator, value: &Value, what: &str) -> Result<(), String> {
-    let errors: Vec<String> = validator
-        .iter_errors(value)
-        .take(3)
-        .map(|e| format!("{e} (at {})", e.instance_path()))
-        .collect();
-    if errors.is_empty() {
-        Ok(())
-    } else {
-        Err(format!("{what}: {}", errors.join("; ")))
-    }
 }
 
 #[cfg(test)]

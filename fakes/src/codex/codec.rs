@@ -143,7 +143,7 @@ impl Codec for CodexCodec {
     }
 
     fn sugar_keys(&self) -> &'static [&'static str] {
-        &["turn_started", "agent_message", "turn_completed", "ask"]
+        conform_protocol::script::CODEX_SUGAR
     }
 
     fn sugar(&mut self, step: &Step) -> Result<Option<Sugar>, String> {

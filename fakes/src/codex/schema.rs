@@ -12,10 +12,11 @@
 //!
 //! The real server never sends `jsonrpc`, so a frame carrying it fails too.
 
+use crate::schema::check;
 use std::collections::HashMap;
 use std::sync::LazyLock;
 
-use jsonschema::{Draft, Validator, ValidatorMap};
+use jsonschema::{Draft, ValidatorMap};
 use serde_json::Value;
 
 use super::method;
@@ -157,19 +158,6 @@ pub fn validate_frame(frame: &Value, answers: Option<&str>, version: &str) -> Re
             b.check(pointer, result, def)
         }
         Msg::Malformed(why) => Err(why),
-    }
-}
-
-fn check(validator: &Validator, value: &Value, what: &str) -> Result<(), String> {
-    let errors: Vec<String> = validator
-        .iter_errors(value)
-        .take(3)
-        .map(|e| format!("{e} (at {})", e.instance_path()))
-        .collect();
-    if errors.is_empty() {
-        Ok(())
-    } else {
-        Err(format!("{what}: {}", errors.join("; ")))
     }
 }
 

@@ -71,7 +71,7 @@ impl Codec for DshSdkCodec {
     }
 
     fn sugar_keys(&self) -> &'static [&'static str] {
-        &["receipt", "status", "delta", "message", "turn_end", "event"]
+        conform_protocol::script::DSH_SDK_SUGAR
     }
 
     fn sugar(&mut self, step: &Step) -> Result<Option<Sugar>, String> {

@@ -2,6 +2,7 @@
 //! (`schemas/dsh-sdk.schema.json`): notifications by their whole shape, responses by the
 //! envelope and then the result definition of the method they answer.
 
+use crate::schema::check;
 use std::collections::HashMap;
 use std::sync::LazyLock;
 
@@ -75,19 +76,6 @@ pub fn validate_frame(frame: &Value, answers: Option<&str>) -> Result<(), String
 
 fn lookup(method: &str) -> Option<&'static str> {
     RESULTS.iter().find(|(m, _)| *m == method).map(|(_, d)| *d)
-}
-
-fn check(validator: &Validator, value: &Value, what: &str) -> Result<(), String> {
-    let errors: Vec<String> = validator
-        .iter_errors(value)
-        .take(3)
-        .map(|e| format!("{e} (at {})", e.instance_path()))
-        .collect();
-    if errors.is_empty() {
-        Ok(())
-    } else {
-        Err(format!("{what}: {}", errors.join("; ")))
-    }
 }
 
 #[cfg(test)]

@@ -264,6 +264,11 @@ pub const ACTION_KEYS: &[&str] = &[
     "spawn",
 ];
 
+/// The protocol sugar action keys, by protocol (each fake codec expands only its own).
+pub const ACP_SUGAR: &[&str] = &["chunk", "thought", "update", "permission", "stop"];
+pub const DSH_SDK_SUGAR: &[&str] = &["receipt", "status", "delta", "message", "turn_end", "event"];
+pub const CODEX_SUGAR: &[&str] = &["turn_started", "agent_message", "turn_completed", "ask"];
+
 impl Step {
     /// The action keys this step sets (a valid step sets exactly one).
     pub fn actions(&self) -> Vec<&'static str> {
