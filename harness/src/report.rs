@@ -225,6 +225,11 @@ pub fn json(report: &SuiteReport) -> serde_json::Value {
             "skipReason": match &c.verdict { Verdict::Skip(r) => Some(r.clone()), _ => None },
             "findings": c.findings.iter().map(|f| json!({"check": f.check, "blame": format!("{:?}", f.blame).to_lowercase(), "message": f.message})).collect::<Vec<_>>(),
             "elapsedMs": c.obs.as_ref().map(|o| o.elapsed.as_millis() as u64),
+            "delivery": c.obs.as_ref().filter(|_| c.mode == conform_protocol::subject::Mode::Background).map(|o| json!({
+                "dispatch": o.dispatch_receipt,
+                "completion": o.completion_receipt,
+                "watchdog": o.watchdog_status(),
+            })),
         })).collect::<Vec<_>>(),
     })
 }

@@ -65,6 +65,47 @@ pub struct Observed {
     pub elapsed: Duration,
     /// The product version the fake spoke (`None`: the protocol's default).
     pub product_version: Option<String>,
+    /// Background delivery: the subject's dispatch receipt and the completion receipt the
+    /// harness wrote when a completion reached the parent (see `delivery.md`).
+    pub dispatch_receipt: Option<DispatchReceipt>,
+    pub completion_receipt: Option<CompletionReceipt>,
+}
+
+#[derive(Clone, Debug, serde::Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct DispatchReceipt {
+    pub run_id: String,
+    pub child_session_key: String,
+    pub dispatch_at: String,
+    pub expected_by: String,
+}
+
+#[derive(Clone, Debug, serde::Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct CompletionReceipt {
+    pub completion_received_at: String,
+    pub forwarded_to_main: bool,
+    pub result_source: &'static str,
+}
+
+impl Observed {
+    /// The delivery watchdog's status for a background run, from the receipts and the child's
+    /// own record that it finished (`delivery.md`). A job killed through `job_kill` is closed
+    /// by the kill (no completion is pushed), so it counts as delivered.
+    pub fn watchdog_status(&self) -> &'static str {
+        let child_done = self
+            .fake
+            .iter()
+            .any(|l| matches!(l.event, FakeEvent::Terminal));
+        match (&self.dispatch_receipt, &self.completion_receipt) {
+            (_, Some(_)) => "completed",
+            _ if self.cancel_sent => "completed",
+            _ if child_done && self.settled => "done_but_not_forwarded",
+            (Some(_), None) if self.timed_out.is_some() => "suspect_delivery_failure",
+            (Some(_), None) => "active",
+            (None, _) => "blocked",
+        }
+    }
 }
 
 #[derive(Clone, Debug)]
@@ -277,9 +318,20 @@ fn fault(run: &str, detail: String) -> FakeLine {
 fn record_subject(obs: &mut Observed, msg: FromSubject) {
     match msg {
         FromSubject::Hello { .. } => {}
-        FromSubject::Dispatched { .. } => {
+        FromSubject::Dispatched {
+            child_session_key,
+            dispatch_at,
+            expected_by,
+            ..
+        } => {
             obs.order.push("dispatched");
             obs.dispatched = true;
+            obs.dispatch_receipt = Some(DispatchReceipt {
+                run_id: obs.run.clone(),
+                child_session_key,
+                dispatch_at,
+                expected_by,
+            });
         }
         FromSubject::StartRejected { error, .. } => {
             obs.order.push("start_rejected");
@@ -303,6 +355,11 @@ fn record_subject(obs: &mut Observed, msg: FromSubject) {
             obs.tool_result = Some((is_error, text));
         }
         FromSubject::Notice { job, text, .. } => {
+            obs.completion_receipt.get_or_insert(CompletionReceipt {
+                completion_received_at: rfc3339(SystemTime::now()),
+                forwarded_to_main: true,
+                result_source: "completion_push",
+            });
             obs.order.push("notice");
             obs.notices.push((job, text));
         }

@@ -235,10 +235,28 @@ pub fn judge(scenario: &Scenario, mode: Mode, obs: &Observed) -> Vec<Finding> {
         f.push(subject("subject.alive", detail.clone()));
     }
     if let Some(d) = obs.timed_out {
-        f.push(subject(
-            "subject.deadline",
-            format!("the run did not finish within {} ms", d.as_millis()),
-        ));
+        // A background run that settled but whose completion never reached the parent is a
+        // blackhole, not a hang: say which watchdog status it ended in.
+        let blackhole = mode == Mode::Background
+            && obs.settled
+            && obs.notices.is_empty()
+            && !obs.cancel_sent
+            && obs.start_rejected.is_none();
+        if blackhole {
+            f.push(subject(
+                "delivery.completion",
+                format!(
+                    "{}: the run settled but no completion notice reached the parent by expectedBy ({} ms)",
+                    obs.watchdog_status(),
+                    d.as_millis()
+                ),
+            ));
+        } else {
+            f.push(subject(
+                "subject.deadline",
+                format!("the run did not finish within {} ms", d.as_millis()),
+            ));
+        }
     }
     for (line, error) in &obs.subject_invalid {
         f.push(subject(
@@ -473,11 +491,15 @@ fn check_background(obs: &Observed, f: &mut Vec<Finding>) {
     match (obs.notices.as_slice(), killed) {
         ([], false) => f.push(subject(
             "delivery.completion",
-            if obs.fake.iter().any(|l| matches!(l.event, FakeEvent::Terminal)) {
-                "done_but_not_forwarded: the child finished but no completion notice reached the parent".into()
-            } else {
-                "suspect_delivery_failure: no completion notice reached the parent".into()
-            },
+            format!(
+                "{}: no completion notice reached the parent{}",
+                obs.watchdog_status(),
+                if obs.watchdog_status() == "done_but_not_forwarded" {
+                    " although the child finished"
+                } else {
+                    ""
+                }
+            ),
         )),
         ([(j, text)], _) => {
             if j != job || !text.starts_with(&format!("background job {job} ")) {

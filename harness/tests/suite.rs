@@ -382,3 +382,20 @@ fn drift_against_the_vendored_schemas_shows_the_seven_added_codes() {
         "{text}"
     );
 }
+
+#[test]
+fn a_completion_that_never_reaches_the_parent_is_a_blackhole() {
+    let subject = defective(&["drop-notice"]);
+    let (code, out, _) = run(&[
+        "--filter",
+        "acp/stop/refusal",
+        "--subject",
+        &subject,
+        "--deadline-ms",
+        "1500",
+    ]);
+    assert_eq!(code, Some(1), "{out}");
+    assert!(out.contains("[delivery.completion] done_but_not_forwarded: the run settled but no completion notice reached the parent"), "{out}");
+    // The foreground call has no notice to lose.
+    assert!(out.contains("1 passed, 1 failed"), "{out}");
+}

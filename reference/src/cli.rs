@@ -12,9 +12,10 @@ pub struct Defects {
     pub stderr_in_start_error: bool,
     pub cyber_policy_as_refusal: bool,
     pub http_status_from_string: bool,
+    pub drop_notice: bool,
 }
 
-pub const DEFECTS: [(&str, &str); 9] = [
+pub const DEFECTS: [(&str, &str); 10] = [
     (
         "crash-after-dispatch",
         "exit with code 70 right after sending the first `dispatched`, abandoning all children",
@@ -50,6 +51,10 @@ pub const DEFECTS: [(&str, &str); 9] = [
     (
         "http-status-from-string",
         "show the Codex `HTTP status` also when `httpStatusCode` is a numeric string (\"503\")",
+    ),
+    (
+        "drop-notice",
+        "never deliver a background completion notice into the parent conversation (a blackhole)",
     ),
 ];
 
@@ -109,6 +114,7 @@ pub fn parse(args: impl IntoIterator<Item = String>) -> Result<Command, CliError
             "stderr-in-start-error" => defects.stderr_in_start_error = true,
             "cyber-policy-as-refusal" => defects.cyber_policy_as_refusal = true,
             "http-status-from-string" => defects.http_status_from_string = true,
+            "drop-notice" => defects.drop_notice = true,
             _ => return Err(CliError::UnknownDefect(value)),
         }
     }

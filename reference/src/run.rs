@@ -234,7 +234,7 @@ pub async fn host_run(
         for _ in 0..waiters {
             host.job_output(Some(&outcome));
         }
-    } else if !cancel_requested && !shutdown {
+    } else if !cancel_requested && !shutdown && !defects.drop_notice {
         host.emit(FromSubject::Notice {
             run: p.run.clone(),
             job: job.clone(),
