@@ -20,8 +20,8 @@ use crate::host::{SubagentResult, text_output};
 use crate::jsonrpc::{ErrorObject, Handler, JsonRpc, Reply, RpcError};
 use crate::process::ManagedChild;
 use crate::provider::{
-    ABORT_ERROR_NAME, Log, ProviderEvent, RunSpec, StderrTail, Step, forward_stderr, race, reject,
-    spawn_runtime,
+    ABORT_ERROR_NAME, Log, ProviderEvent, RunSpec, StderrTail, Step, close_and_settle,
+    forward_stderr, race, reject, spawn_runtime,
 };
 use crate::util::{fresh_uuid, rfc3339_now};
 
@@ -473,30 +473,16 @@ impl AcpRun {
 
     /// Close stdin and walk the ladder. Raw failure goes to the host log only.
     async fn teardown(&mut self) -> Result<(), ()> {
-        self.rpc.close_stdin().await;
-        let eof = self.rpc.eof_watch();
-        match self
-            .child
-            .settle(
-                &eof,
-                self.config.dispose_eof_grace,
-                self.config.dispose_grace,
-            )
-            .await
-        {
-            Ok(()) => {
-                let exit = self.child.exited().unwrap_or_default();
-                (self.log)(format!(
-                    "ACP child settled (exit code {:?}, signal {:?})",
-                    exit.code, exit.signal
-                ));
-                Ok(())
-            }
-            Err(e) => {
-                (self.log)(format!("ACP child teardown failed: {e}"));
-                Err(())
-            }
-        }
+        let settled = close_and_settle(
+            &self.rpc,
+            &self.child,
+            self.config.dispose_eof_grace,
+            self.config.dispose_grace,
+            "ACP child",
+            &self.log,
+        )
+        .await;
+        if settled { Ok(()) } else { Err(()) }
     }
 
     async fn dispose(&mut self) -> Result<(), StartError> {

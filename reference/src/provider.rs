@@ -196,6 +196,35 @@ pub fn spawn_runtime(
     crate::process::spawn(&runtime.command, &runtime.args, cwd, &env)
 }
 
+/// Closes the child's stdin and walks the teardown ladder (EOF grace, SIGTERM to the group,
+/// SIGKILL), logging the outcome for the host as `<what> settled …` or `<what> teardown
+/// failed: …`. True when the whole tree settled.
+pub async fn close_and_settle(
+    rpc: &crate::jsonrpc::JsonRpc,
+    child: &crate::process::ManagedChild,
+    eof_grace: Duration,
+    grace: Duration,
+    what: &str,
+    log: &Log,
+) -> bool {
+    rpc.close_stdin().await;
+    let eof = rpc.eof_watch();
+    match child.settle(&eof, eof_grace, grace).await {
+        Ok(()) => {
+            let exit = child.exited().unwrap_or_default();
+            log(format!(
+                "{what} settled (exit code {:?}, signal {:?})",
+                exit.code, exit.signal
+            ));
+            true
+        }
+        Err(e) => {
+            log(format!("{what} teardown failed: {e}"));
+            false
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -29,7 +29,7 @@ use crate::jsonrpc::{ErrorObject, Handler, IdStyle, JsonRpc, Reply, RpcError};
 use crate::process::ManagedChild;
 use crate::provider::{
     ABORT_ERROR_NAME, EXIT_DRAIN, Log, ProviderEvent, RunSpec, StderrTail, Step, cancelled,
-    forward_stderr, race, reject, request_until_exit, spawn_runtime,
+    close_and_settle, forward_stderr, race, reject, request_until_exit, spawn_runtime,
 };
 use crate::util::{fresh_uuid, rfc3339_now};
 
@@ -534,25 +534,20 @@ impl CodexRun {
     /// Close the wire (stdin EOF), at once SIGTERM to the group, SIGKILL after `disposeGraceMs`,
     /// then wait (bounded) for the whole tree. The teardown line on failure.
     async fn teardown(&mut self) -> Result<(), ProductLine> {
-        self.rpc.close_stdin().await;
-        let eof = self.rpc.eof_watch();
-        match self
-            .child
-            .settle(&eof, Duration::ZERO, self.config.dispose_grace)
-            .await
+        // No EOF grace: the real host terminates right after closing stdin.
+        if close_and_settle(
+            &self.rpc,
+            &self.child,
+            Duration::ZERO,
+            self.config.dispose_grace,
+            "Codex app-server",
+            &self.log,
+        )
+        .await
         {
-            Ok(()) => {
-                let exit = self.child.exited().unwrap_or_default();
-                (self.log)(format!(
-                    "Codex app-server settled (exit code {:?}, signal {:?})",
-                    exit.code, exit.signal
-                ));
-                Ok(())
-            }
-            Err(e) => {
-                (self.log)(format!("Codex app-server teardown failed: {e}"));
-                Err(unknown_line(Stage::Teardown, self.child.exited()))
-            }
+            Ok(())
+        } else {
+            Err(unknown_line(Stage::Teardown, self.child.exited()))
         }
     }
 

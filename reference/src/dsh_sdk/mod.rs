@@ -25,7 +25,7 @@ use crate::jsonrpc::{ErrorObject, Handler, IdStyle, JsonRpc, Reply, RpcError};
 use crate::process::ManagedChild;
 use crate::provider::{
     ABORT_ERROR_NAME, EXIT_DRAIN, Log, ProviderEvent, RunSpec, StderrTail, Step, cancelled,
-    forward_stderr, race, reject, request_until_exit, spawn_runtime,
+    close_and_settle, forward_stderr, race, reject, request_until_exit, spawn_runtime,
 };
 use crate::util::{fresh_hex32, fresh_uuid, rfc3339_now};
 
@@ -392,28 +392,17 @@ impl DshRun {
         } else {
             (self.log)("wire already closed: no shutdown request".into());
         }
-        self.rpc.close_stdin().await;
-        let eof = self.rpc.eof_watch();
-        match self
-            .child
-            .settle(
-                &eof,
-                self.config.dispose_eof_grace,
-                self.config.dispose_grace,
-            )
-            .await
+        if !close_and_settle(
+            &self.rpc,
+            &self.child,
+            self.config.dispose_eof_grace,
+            self.config.dispose_grace,
+            "DSH SDK runtime",
+            &self.log,
+        )
+        .await
         {
-            Ok(()) => {
-                let exit = self.child.exited().unwrap_or_default();
-                (self.log)(format!(
-                    "DSH SDK runtime settled (exit code {:?}, signal {:?})",
-                    exit.code, exit.signal
-                ));
-            }
-            Err(e) => {
-                (self.log)(format!("DSH SDK runtime teardown failed: {e}"));
-                ok = false;
-            }
+            ok = false;
         }
         if ok { Ok(()) } else { Err(()) }
     }
