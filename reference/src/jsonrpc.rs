@@ -139,33 +139,7 @@ impl JsonRpc {
     }
 
     pub async fn request(&self, method: &str, params: Value) -> Result<Value, RpcError> {
-        let id = self.fresh_id();
-        let key = id.to_string();
-        let (tx, rx) = oneshot::channel();
-        self.inner
-            .pending
-            .lock()
-            .expect("pending lock")
-            .insert(key.clone(), (method.to_owned(), tx));
-        // Insert before checking EOF: the reader sets the flag before draining, so either it
-        // drains this entry or we see the flag.
-        if self.inner.eof.load(Ordering::SeqCst) {
-            self.inner
-                .pending
-                .lock()
-                .expect("pending lock")
-                .remove(&key);
-            return Err(RpcError::WireLost("stdout already closed".into()));
-        }
-        let frame = json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params});
-        if let Err(e) = self.write(&frame).await {
-            self.inner
-                .pending
-                .lock()
-                .expect("pending lock")
-                .remove(&key);
-            return Err(e);
-        }
+        let rx = self.send_request(method, params).await?;
         match rx.await {
             Ok(result) => result,
             Err(_) => Err(RpcError::WireLost("request dropped".into())),
@@ -175,32 +149,42 @@ impl JsonRpc {
     /// Send a request whose response (or failure) nobody waits for (best-effort requests such
     /// as Codex `turn/interrupt`): the frame is written before this returns.
     pub async fn request_detached(&self, method: &str, params: Value) -> Result<(), RpcError> {
+        self.send_request(method, params).await.map(drop)
+    }
+
+    /// Registers the request as pending, then writes it; the receiver gets its outcome.
+    async fn send_request(
+        &self,
+        method: &str,
+        params: Value,
+    ) -> Result<oneshot::Receiver<Result<Value, RpcError>>, RpcError> {
         let id = self.fresh_id();
-        let (tx, _rx) = oneshot::channel();
         let key = id.to_string();
+        let (tx, rx) = oneshot::channel();
+        let forget = || {
+            self.inner
+                .pending
+                .lock()
+                .expect("pending lock")
+                .remove(&key);
+        };
         self.inner
             .pending
             .lock()
             .expect("pending lock")
             .insert(key.clone(), (method.to_owned(), tx));
+        // Insert before checking EOF: the reader sets the flag before draining, so either it
+        // drains this entry or we see the flag.
         if self.inner.eof.load(Ordering::SeqCst) {
-            self.inner
-                .pending
-                .lock()
-                .expect("pending lock")
-                .remove(&key);
+            forget();
             return Err(RpcError::WireLost("stdout already closed".into()));
         }
         let frame = json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params});
-        let res = self.write(&frame).await;
-        if res.is_err() {
-            self.inner
-                .pending
-                .lock()
-                .expect("pending lock")
-                .remove(&key);
+        if let Err(e) = self.write(&frame).await {
+            forget();
+            return Err(e);
         }
-        res
+        Ok(rx)
     }
 
     /// A notification without a `params` member (`{"jsonrpc":"2.0","method":"…"}`).

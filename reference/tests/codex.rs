@@ -3,7 +3,7 @@
 
 mod common;
 
-use common::{Subject, alive, fixture_named, python};
+use common::{Subject, alive, assert_redacted, fixture_named, python, text};
 use serde_json::{Value, json};
 
 const HTTP_503: &str = "Product subagent failure (product: Codex; stage: turn; category: httpConnectionFailed; HTTP status: 503)";
@@ -24,28 +24,6 @@ fn start(run: &str, mode: &str, label: &str, fixture_mode: &str, info: Option<Va
         args.push(info.to_string());
     }
     start_with(run, mode, label, args, json!({"disposeGraceMs": 300}))
-}
-
-fn text(t: &str) -> Value {
-    json!({"type": "text", "text": t})
-}
-
-/// No model-visible message carries raw app-server text; the raw stderr reaches the host log.
-fn assert_redacted(seen: &[Value]) {
-    for v in seen {
-        if v["type"] == "host_log" {
-            continue;
-        }
-        assert!(!v.to_string().contains("SECRET"), "leaked raw text: {v}");
-    }
-    assert!(
-        seen.iter().any(|v| v["type"] == "host_log"
-            && v["text"]
-                .as_str()
-                .unwrap()
-                .contains("SECRET_TOKEN=raw-stderr-value")),
-        "raw stderr should reach host_log"
-    );
 }
 
 /// The stand-in's stderr lines of `run` that start with `tag ` (forwarded as host_log).

@@ -3,7 +3,7 @@
 
 mod common;
 
-use common::{Subject, alive, fixture_named, python};
+use common::{Subject, alive, assert_redacted, fixture_named, python, text};
 use serde_json::{Value, json};
 
 const CHILD_ERROR: &str =
@@ -46,28 +46,6 @@ fn start(run: &str, mode: &str, label: &str, fixture_mode: &str, config: Value) 
 /// Fast teardown bounds for the tests.
 fn fast() -> Value {
     json!({"shutdownTimeoutMs": 300, "disposeEofGraceMs": 300, "disposeGraceMs": 300})
-}
-
-fn text(t: &str) -> Value {
-    json!({"type": "text", "text": t})
-}
-
-/// No model-visible message carries raw child text; the raw stderr reaches the host log.
-fn assert_redacted(seen: &[Value]) {
-    for v in seen {
-        if v["type"] == "host_log" {
-            continue;
-        }
-        assert!(!v.to_string().contains("SECRET"), "leaked raw text: {v}");
-    }
-    assert!(
-        seen.iter().any(|v| v["type"] == "host_log"
-            && v["text"]
-                .as_str()
-                .unwrap()
-                .contains("SECRET_TOKEN=raw-stderr-value")),
-        "raw stderr should reach host_log"
-    );
 }
 
 /// The stand-in's pid and `initialize` params, from its `INIT` stderr line.

@@ -164,3 +164,29 @@ pub fn alive(pid: i32) -> bool {
         Err(_) => false,
     }
 }
+
+/// A text content block.
+#[allow(dead_code)]
+pub fn text(t: &str) -> Value {
+    json!({"type": "text", "text": t})
+}
+
+/// No model-visible message carries raw child text (the stand-ins mark it `SECRET`), while the
+/// raw stderr does reach the host log.
+#[allow(dead_code)]
+pub fn assert_redacted(seen: &[Value]) {
+    for v in seen {
+        if v["type"] == "host_log" {
+            continue;
+        }
+        assert!(!v.to_string().contains("SECRET"), "leaked raw text: {v}");
+    }
+    assert!(
+        seen.iter().any(|v| v["type"] == "host_log"
+            && v["text"]
+                .as_str()
+                .unwrap()
+                .contains("SECRET_TOKEN=raw-stderr-value")),
+        "raw stderr should reach host_log"
+    );
+}
