@@ -27,6 +27,9 @@ pub enum RunEvent {
 #[derive(Default)]
 pub struct Router {
     routes: Mutex<HashMap<String, mpsc::UnboundedSender<RunEvent>>>,
+    /// Subject messages for runs that were already over (or never started): kept so the suite
+    /// can judge them once the subject has shut down — a notice after the end is still a notice.
+    late: Mutex<HashMap<String, Vec<FromSubject>>>,
 }
 
 impl Router {
@@ -40,11 +43,26 @@ impl Router {
         self.routes.lock().unwrap().remove(run);
     }
 
-    /// Delivers to one run; events for unknown or finished runs are dropped.
+    /// Delivers to one run. Subject messages for unknown or finished runs are kept as late;
+    /// anything else for them is dropped.
     pub fn send(&self, run: &str, event: RunEvent) {
         if let Some(tx) = self.routes.lock().unwrap().get(run) {
             let _ = tx.send(event);
+            return;
         }
+        if let RunEvent::Subject(msg) = event {
+            self.late
+                .lock()
+                .unwrap()
+                .entry(run.to_owned())
+                .or_default()
+                .push(msg);
+        }
+    }
+
+    /// The subject messages that arrived for `run` after it was over.
+    pub fn take_late(&self, run: &str) -> Vec<FromSubject> {
+        self.late.lock().unwrap().remove(run).unwrap_or_default()
     }
 
     pub fn runs(&self) -> Vec<String> {

@@ -58,6 +58,8 @@ pub struct Observed {
     pub timed_out: Option<Duration>,
     /// Processes of this run still alive when they should have been gone (then killed).
     pub leftovers: Vec<String>,
+    /// Processes of this run still running when the start rejection arrived.
+    pub alive_at_rejection: Vec<String>,
     /// Subject messages in arrival order (their `type`), for ordering checks.
     pub order: Vec<&'static str>,
     pub transcript: Vec<String>,
@@ -180,7 +182,21 @@ pub async fn run_case(ctx: &Ctx, scenario: &Scenario, mode: Mode) -> Observed {
         };
         let Some(event) = event else { break };
         match event {
-            RunEvent::Subject(msg) => record_subject(&mut obs, msg),
+            RunEvent::Subject(msg) => {
+                if matches!(msg, FromSubject::StartRejected { .. }) {
+                    // The contract: the child is fully settled *before* start rejects. Anything
+                    // of the run still running when the rejection is read was running when it
+                    // was sent.
+                    obs.alive_at_rejection = ctx
+                        .side
+                        .ledger(&run)
+                        .iter()
+                        .filter(|p| procs::alive(p.pid, p.start_time))
+                        .map(|p| format!("pid {} ({})", p.pid, role_name(p.role)))
+                        .collect();
+                }
+                record_subject(&mut obs, msg);
+            }
             RunEvent::SubjectInvalid { line, error } => obs.subject_invalid.push((line, error)),
             RunEvent::SubjectGone { detail } => {
                 obs.subject_gone = Some(detail);
@@ -290,7 +306,17 @@ pub async fn run_case(ctx: &Ctx, scenario: &Scenario, mode: Mode) -> Observed {
             Some(RunEvent::SubjectGone { .. }) | None => break,
         }
     }
+    // Close the route first: from here on the router keeps late messages itself, so whatever
+    // is still queued for this run is the rest of its messages, and nothing falls in between.
     ctx.router.close(&run);
+    while let Ok(event) = rx.try_recv() {
+        match event {
+            RunEvent::Subject(msg) => record_subject(&mut obs, msg),
+            RunEvent::Fake(line) => obs.fake.push(line),
+            RunEvent::SubjectInvalid { line, error } => obs.subject_invalid.push((line, error)),
+            RunEvent::SideClosed { .. } | RunEvent::SubjectGone { .. } => {}
+        }
+    }
     subject.release(&run);
     if obs.timed_out.is_some() || obs.subject_gone.is_some() || !obs.subject_invalid.is_empty() {
         obs.stderr_tail = subject.stderr_tail();

@@ -162,10 +162,6 @@ pub struct ExpectSection {
     /// run must leave exactly this many behind (the harness kills them). Default 0.
     #[serde(default)]
     pub escapes: usize,
-    /// The answers the subject must give to the fake's requests, in order
-    /// (e.g. a permission outcome).
-    #[serde(default)]
-    pub answers: Vec<Value>,
 }
 
 /// A loaded, expanded scenario.

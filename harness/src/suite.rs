@@ -214,6 +214,15 @@ pub async fn run(opts: Options) -> Result<SuiteReport, SuiteError> {
     reports.sort_by_key(|(i, _)| *i);
 
     ctx.pool.shutdown().await;
+    // The subject is gone: whatever it said about a run after that run was over is in.
+    for (_, report) in reports.iter_mut() {
+        let Some(obs) = &report.obs else { continue };
+        let late = verdict::judge_late(obs, &ctx.router.take_late(&obs.run));
+        if !late.is_empty() {
+            report.findings.extend(late);
+            report.verdict = Verdict::Fail;
+        }
+    }
     let mut stragglers = Vec::new();
     for p in ctx.side.all() {
         if procs::alive(p.pid, p.start_time)

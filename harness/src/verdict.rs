@@ -3,7 +3,7 @@
 //! judged by the caller.
 
 use conform_protocol::side::{FakeEvent, Role};
-use conform_protocol::subject::Mode;
+use conform_protocol::subject::{FromSubject, Mode};
 use serde_json::Value;
 
 use crate::run::Observed;
@@ -365,25 +365,6 @@ pub fn judge(scenario: &Scenario, mode: Mode, obs: &Observed) -> Vec<Finding> {
             ));
         }
     }
-    let answers: Vec<&Value> = obs
-        .fake
-        .iter()
-        .filter_map(|l| match &l.event {
-            FakeEvent::Answer { answer, .. } => Some(answer),
-            _ => None,
-        })
-        .collect();
-    if !expect.answers.is_empty() && answers != expect.answers.iter().collect::<Vec<_>>() {
-        f.push(subject(
-            "expect.answers",
-            format!(
-                "the subject answered {}, expected {}",
-                serde_json::to_string(&answers).unwrap(),
-                serde_json::to_string(&expect.answers).unwrap()
-            ),
-        ));
-    }
-
     // --- the contract, whatever the scenario says ---
     if let Some(r) = &obs.result {
         if let Some(d) = &r.diagnostic {
@@ -450,6 +431,16 @@ pub fn judge(scenario: &Scenario, mode: Mode, obs: &Observed) -> Vec<Finding> {
     }
 
     // --- processes ---
+    let escaped_ok = |n: usize| n == expect.escapes;
+    if !obs.alive_at_rejection.is_empty() && !escaped_ok(obs.alive_at_rejection.len()) {
+        f.push(subject(
+            "process.rollback",
+            format!(
+                "start was rejected while the child was still running (it must be settled first): {}",
+                obs.alive_at_rejection.join(", ")
+            ),
+        ));
+    }
     if obs.leftovers.len() != expect.escapes {
         let check = if obs.start_rejected.is_some() {
             "process.rollback"
@@ -569,8 +560,49 @@ pub fn job_status(job_output: &str) -> Option<String> {
     Some(rest[..end].to_owned())
 }
 
+/// A value for a finding: quoted, and cut after 300 characters so a runaway text stays readable.
 fn show(s: Option<&str>) -> String {
-    s.map_or_else(|| "none".to_owned(), |s| format!("{s:?}"))
+    const KEEP: usize = 300;
+    match s {
+        None => "none".to_owned(),
+        Some(s) if s.chars().count() > KEEP => {
+            let head: String = s.chars().take(KEEP).collect();
+            format!("{head:?}… ({} bytes in all)", s.len())
+        }
+        Some(s) => format!("{s:?}"),
+    }
+}
+
+/// Findings for subject messages that arrived after the run was judged over (collected until
+/// the subject shut down). Host logs are harmless; anything model-visible or lifecycle is not.
+pub fn judge_late(obs: &Observed, late: &[FromSubject]) -> Vec<Finding> {
+    let mut f = Vec::new();
+    if obs.timed_out.is_some() || obs.subject_gone.is_some() {
+        // That run already failed, and whatever trickles in after a hang proves nothing more.
+        return f;
+    }
+    for msg in late {
+        match msg {
+            // A late `settled` only claims the tree is gone; the harness checks that itself.
+            FromSubject::HostLog { .. } | FromSubject::Hello { .. } | FromSubject::Settled { .. } => {}
+            FromSubject::Notice { job, .. } if obs.cancel_sent => f.push(subject(
+                "delivery.no-notice-after-kill",
+                format!("a job killed through job_kill still sent a completion notice (job `{job}`, after the run was over)"),
+            )),
+            FromSubject::Notice { job, .. } => f.push(subject(
+                "delivery.single-notice",
+                format!("another completion notice for job `{job}` arrived after the run was over"),
+            )),
+            other => f.push(subject(
+                "subject.after-end",
+                format!(
+                    "the subject sent {} for a run that was already over",
+                    serde_json::to_string(other).unwrap_or_default()
+                ),
+            )),
+        }
+    }
+    f
 }
 
 #[cfg(test)]

@@ -32,6 +32,20 @@ fn defective(defects: &[&str]) -> String {
     cmd
 }
 
+/// Runs the scenarios matching `filter` against the reference with `defects` seeded and
+/// asserts that the suite fails (exit 1) with each of the `expected` lines in its report.
+fn caught(defects: &[&str], filter: &str, extra: &[&str], expected: &[&str]) -> String {
+    let subject = defective(defects);
+    let mut args = vec!["--filter", filter, "--subject", &subject];
+    args.extend_from_slice(extra);
+    let (code, out, err) = run(&args);
+    assert_eq!(code, Some(1), "{out}\n{err}");
+    for line in expected {
+        assert!(out.contains(line), "missing {line:?} in:\n{out}");
+    }
+    out
+}
+
 fn run(args: &[&str]) -> (Option<i32>, String, String) {
     let out = conform().arg("run").args(args).output().unwrap();
     (
@@ -150,30 +164,6 @@ fn a_child_left_running_is_reported_and_killed() {
 }
 
 #[test]
-fn a_wrong_stop_reason_mapping_is_caught() {
-    let subject = defective(&["max-tokens-as-error"]);
-    let (code, out, _) = run(&["--filter", "acp/stop/max-tokens", "--subject", &subject]);
-    assert_eq!(code, Some(1), "{out}");
-    assert!(
-        out.contains("[expect.stop-reason] stop reason `error`, expected `max-tokens`"),
-        "{out}"
-    );
-}
-
-#[test]
-fn a_raw_error_in_model_visible_text_is_caught() {
-    let subject = defective(&["leak-raw-error"]);
-    let (code, out, _) = run(&[
-        "--filter",
-        "acp/stage/process-exit-after-chunk",
-        "--subject",
-        &subject,
-    ]);
-    assert_eq!(code, Some(1), "{out}");
-    assert!(out.contains("[contract.redaction] the diagnostic contains untrusted text \"Traceback: KeyError SECRET_TRACEBACK_VALUE\""), "{out}");
-}
-
-#[test]
 fn a_malformed_scenario_names_file_line_and_column() {
     let dir = tempfile::tempdir().unwrap();
     std::fs::create_dir_all(dir.path().join("acp")).unwrap();
@@ -268,62 +258,6 @@ fn an_unmarked_invalid_fake_frame_is_a_harness_fault() {
 }
 
 #[test]
-fn a_wrong_dsh_turn_mapping_is_caught() {
-    let subject = defective(&["blocked-as-error"]);
-    let (code, out, _) = run(&["--filter", "dsh-sdk/turn/blocked", "--subject", &subject]);
-    assert_eq!(code, Some(1), "{out}");
-    assert!(
-        out.contains("[expect.stop-reason] stop reason `error`, expected `refusal`"),
-        "{out}"
-    );
-    assert!(out.contains("[expect.diagnostic] diagnostic \"Subagent failure (provider: DSH SDK; stage: session-run; category: child-error)\", expected none"), "{out}");
-}
-
-#[test]
-fn a_start_error_carrying_the_child_stderr_tail_is_caught() {
-    // Today's real host appends the SDK runtime's stderr tail to start errors; the contract
-    // forbids it and the harness must say so.
-    let subject = defective(&["stderr-in-start-error"]);
-    let (code, out, _) = run(&[
-        "--filter",
-        "dsh-sdk/stage/initialize-exit-before-handshake",
-        "--subject",
-        &subject,
-    ]);
-    assert_eq!(code, Some(1), "{out}");
-    assert!(out.contains("[contract.redaction] the start rejection contains untrusted text \"scripted boot failure: cannot open /home/alice/.dsh/SECRET-credentials.json\""), "{out}");
-}
-
-#[test]
-fn cyber_policy_as_refusal_is_caught() {
-    let subject = defective(&["cyber-policy-as-refusal"]);
-    let (code, out, _) = run(&[
-        "--filter",
-        "codex/error-info/cyberPolicy",
-        "--subject",
-        &subject,
-    ]);
-    assert_eq!(code, Some(1), "{out}");
-    assert!(
-        out.contains("[expect.stop-reason] stop reason `refusal`, expected `error`"),
-        "{out}"
-    );
-}
-
-#[test]
-fn an_http_status_read_from_a_string_is_caught() {
-    let subject = defective(&["http-status-from-string"]);
-    let (code, out, _) = run(&[
-        "--filter",
-        "codex/error-info/httpConnectionFailed-status-string",
-        "--subject",
-        &subject,
-    ]);
-    assert_eq!(code, Some(1), "{out}");
-    assert!(out.contains("category: httpConnectionFailed; HTTP status: 503)\", expected \"Product subagent failure (product: Codex; stage: turn; category: httpConnectionFailed)\""), "{out}");
-}
-
-#[test]
 fn the_newer_codex_vocabulary_runs_and_reports_what_the_subject_maps_to_unknown() {
     let (code, out, _) = run(&[
         "--filter",
@@ -383,19 +317,217 @@ fn drift_against_the_vendored_schemas_shows_the_seven_added_codes() {
     );
 }
 
+// ---- one seeded defect per check: each check is shown able to fail ----
+
+#[test]
+fn a_wrong_stop_reason_mapping_is_caught() {
+    caught(
+        &["max-tokens-as-error"],
+        "acp/stop/max-tokens",
+        &[],
+        &["[expect.stop-reason] stop reason `error`, expected `max-tokens`"],
+    );
+}
+
+#[test]
+fn a_raw_error_in_model_visible_text_is_caught() {
+    caught(
+        &["leak-raw-error"],
+        "acp/stage/process-exit-after-chunk",
+        &[],
+        &[
+            "[contract.redaction] the diagnostic contains untrusted text \"Traceback: KeyError SECRET_TRACEBACK_VALUE\"",
+        ],
+    );
+}
+
+#[test]
+fn a_wrong_dsh_turn_mapping_is_caught() {
+    caught(
+        &["blocked-as-error"],
+        "dsh-sdk/turn/blocked",
+        &[],
+        &[
+            "[expect.stop-reason] stop reason `error`, expected `refusal`",
+            "[expect.diagnostic] diagnostic \"Subagent failure (provider: DSH SDK; stage: session-run; category: child-error)\", expected none",
+        ],
+    );
+}
+
+#[test]
+fn a_start_error_carrying_the_child_stderr_tail_is_caught() {
+    // Today's real host appends the SDK runtime's stderr tail to start errors.
+    caught(
+        &["stderr-in-start-error"],
+        "dsh-sdk/stage/initialize-exit-before-handshake",
+        &[],
+        &[
+            "[contract.redaction] the start rejection contains untrusted text \"scripted boot failure: cannot open /home/alice/.dsh/SECRET-credentials.json\"",
+        ],
+    );
+}
+
+#[test]
+fn cyber_policy_as_refusal_is_caught() {
+    caught(
+        &["cyber-policy-as-refusal"],
+        "codex/error-info/cyberPolicy",
+        &[],
+        &["[expect.stop-reason] stop reason `refusal`, expected `error`"],
+    );
+}
+
+#[test]
+fn an_http_status_read_from_a_string_is_caught() {
+    caught(
+        &["http-status-from-string"],
+        "codex/error-info/httpConnectionFailed-status-string",
+        &[],
+        &[
+            "category: httpConnectionFailed; HTTP status: 503)\", expected \"Product subagent failure (product: Codex; stage: turn; category: httpConnectionFailed)\"",
+        ],
+    );
+}
+
 #[test]
 fn a_completion_that_never_reaches_the_parent_is_a_blackhole() {
-    let subject = defective(&["drop-notice"]);
-    let (code, out, _) = run(&[
-        "--filter",
+    let out = caught(
+        &["drop-notice"],
         "acp/stop/refusal",
-        "--subject",
-        &subject,
-        "--deadline-ms",
-        "1500",
-    ]);
-    assert_eq!(code, Some(1), "{out}");
-    assert!(out.contains("[delivery.completion] done_but_not_forwarded: the run settled but no completion notice reached the parent"), "{out}");
+        &["--deadline-ms", "1500"],
+        &[
+            "[delivery.completion] done_but_not_forwarded: the run settled but no completion notice reached the parent",
+        ],
+    );
     // The foreground call has no notice to lose.
     assert!(out.contains("1 passed, 1 failed"), "{out}");
+}
+
+#[test]
+fn a_diagnostic_on_success_is_caught() {
+    caught(
+        &["diagnostic-on-success"],
+        "acp/success/end-turn",
+        &[],
+        &["[contract.no-diagnostic] a completed result carries a diagnostic"],
+    );
+}
+
+#[test]
+fn an_unbounded_diagnostic_is_caught() {
+    caught(
+        &["unbounded-diagnostic"],
+        "acp/stop/max-turn-requests",
+        &[],
+        &[
+            "[contract.bound] the diagnostic is 5104 bytes, over 4096",
+            "bytes in all)",
+        ],
+    );
+}
+
+#[test]
+fn dropped_partial_output_is_caught() {
+    caught(
+        &["drop-partial-output"],
+        "acp/stop/max-tokens",
+        &[],
+        &["[expect.output] output \"\", expected \"partial answer\""],
+    );
+}
+
+#[test]
+fn a_notice_after_job_kill_is_caught() {
+    let out = caught(
+        &["notice-after-kill"],
+        "acp/cancel/local-during-prompt",
+        &[],
+        &[
+            "[delivery.no-notice-after-kill] a job killed through job_kill still sent a completion notice",
+        ],
+    );
+    assert!(
+        out.contains("1 passed, 1 failed"),
+        "only the background run has a job: {out}"
+    );
+}
+
+#[test]
+fn a_notice_naming_another_job_is_caught() {
+    caught(
+        &["wrong-notice-job"],
+        "acp/stop/refusal",
+        &[],
+        &[
+            "[delivery.job-id] the notice names job `subagent-999`, the tool result named `subagent-",
+        ],
+    );
+}
+
+#[test]
+fn a_tool_result_hiding_the_diagnostic_is_caught() {
+    caught(
+        &["hide-diagnostic-in-tool-result"],
+        "acp/stop/max-turn-requests",
+        &[],
+        &["[presentation.same-diagnostic] the tool result does not show the result's diagnostic"],
+    );
+}
+
+#[test]
+fn a_teardown_that_skips_sigterm_is_caught() {
+    caught(
+        &["skip-sigterm"],
+        "acp/teardown/eof-deaf-needs-sigterm",
+        &[],
+        &["[expect.teardown] the runtime ended at teardown rung \"sigkill\", expected `sigterm`"],
+    );
+}
+
+#[test]
+fn a_wire_violation_is_caught() {
+    caught(
+        &["omit-mcp-servers"],
+        "acp/success/end-turn",
+        &[],
+        &[
+            "[wire.violation] the runtime saw a protocol violation:",
+            "mcpServers",
+        ],
+    );
+}
+
+#[test]
+fn a_fake_that_cannot_play_its_script_is_a_harness_fault() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::create_dir_all(dir.path().join("acp")).unwrap();
+    // `reply` with no request open: the fake cannot do what the script says.
+    std::fs::write(
+        dir.path().join("acp/broken.toml"),
+        "title = \"t\"\nprovider = \"acp\"\nmodes = [\"foreground\"]\n[[fake.steps]]\nreply = { x = 1 }\n[expect]\nstop_reason = \"completed\"\n",
+    )
+    .unwrap();
+    let root = dir.path().to_str().unwrap();
+    let (code, out, _) = run(&[
+        "--scenarios",
+        root,
+        "--snapshots",
+        root,
+        "--deadline-ms",
+        "3000",
+    ]);
+    assert_eq!(code, Some(2), "{out}");
+    assert!(out.contains("[harness.fake] fake pid"), "{out}");
+}
+
+#[test]
+fn a_start_rejected_before_rollback_is_caught() {
+    caught(
+        &["reject-before-rollback"],
+        "acp/stage/new-session-missing-id-deaf-child",
+        &[],
+        &[
+            "[process.rollback] start was rejected while the child was still running (it must be settled first): pid ",
+        ],
+    );
 }

@@ -288,6 +288,12 @@ pub async fn run(
             if acp.defects.leak_raw_error {
                 message = acp.leak(message).await;
             }
+            if acp.defects.reject_before_rollback {
+                // Seeded defect: reject first, leave the rollback to run behind the rejection.
+                reject(&events, failure(message), false);
+                let _ = acp.teardown().await;
+                return;
+            }
             let error = match acp.teardown().await {
                 Ok(()) => failure(message),
                 Err(()) => StartError {
@@ -349,10 +355,12 @@ impl AcpRun {
                 ));
             }
         }
-        let new = self.rpc.request(
-            "session/new",
-            json!({"cwd": spec.runtime.cwd, "mcpServers": []}),
-        );
+        let params = if self.defects.omit_mcp_servers {
+            json!({"cwd": spec.runtime.cwd})
+        } else {
+            json!({"cwd": spec.runtime.cwd, "mcpServers": []})
+        };
+        let new = self.rpc.request("session/new", params);
         match race(new, cancel).await {
             Step::Cancelled => Err(HandshakeFailure::Cancelled),
             Step::Done(Ok(v)) => match v.get("sessionId").and_then(Value::as_str) {
@@ -478,6 +486,7 @@ impl AcpRun {
             &self.child,
             self.config.dispose_eof_grace,
             self.config.dispose_grace,
+            &self.defects,
             "ACP child",
             &self.log,
         )

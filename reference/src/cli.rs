@@ -13,9 +13,18 @@ pub struct Defects {
     pub cyber_policy_as_refusal: bool,
     pub http_status_from_string: bool,
     pub drop_notice: bool,
+    pub skip_sigterm: bool,
+    pub diagnostic_on_success: bool,
+    pub unbounded_diagnostic: bool,
+    pub drop_partial_output: bool,
+    pub notice_after_kill: bool,
+    pub wrong_notice_job: bool,
+    pub hide_diagnostic_in_tool_result: bool,
+    pub omit_mcp_servers: bool,
+    pub reject_before_rollback: bool,
 }
 
-pub const DEFECTS: [(&str, &str); 10] = [
+pub const DEFECTS: [(&str, &str); 19] = [
     (
         "crash-after-dispatch",
         "exit with code 70 right after sending the first `dispatched`, abandoning all children",
@@ -55,6 +64,42 @@ pub const DEFECTS: [(&str, &str); 10] = [
     (
         "drop-notice",
         "never deliver a background completion notice into the parent conversation (a blackhole)",
+    ),
+    (
+        "skip-sigterm",
+        "teardown goes from the stdin-EOF grace straight to SIGKILL, skipping the SIGTERM rung",
+    ),
+    (
+        "diagnostic-on-success",
+        "give completed results a diagnostic too",
+    ),
+    (
+        "unbounded-diagnostic",
+        "append 5000 bytes to every diagnostic after the 4096-byte bound was applied",
+    ),
+    (
+        "drop-partial-output",
+        "drop the partial assistant output of every non-completed result",
+    ),
+    (
+        "notice-after-kill",
+        "send the completion notice even for a job killed through job_kill",
+    ),
+    (
+        "wrong-notice-job",
+        "name job subagent-999 in completion notices instead of the run's job",
+    ),
+    (
+        "hide-diagnostic-in-tool-result",
+        "leave the Diagnostic line out of the foreground tool result",
+    ),
+    (
+        "omit-mcp-servers",
+        "send ACP session/new without the required `mcpServers` (a wire violation)",
+    ),
+    (
+        "reject-before-rollback",
+        "reject an ACP start before the child is rolled back (the rollback runs behind the rejection)",
     ),
 ];
 
@@ -115,6 +160,15 @@ pub fn parse(args: impl IntoIterator<Item = String>) -> Result<Command, CliError
             "cyber-policy-as-refusal" => defects.cyber_policy_as_refusal = true,
             "http-status-from-string" => defects.http_status_from_string = true,
             "drop-notice" => defects.drop_notice = true,
+            "skip-sigterm" => defects.skip_sigterm = true,
+            "diagnostic-on-success" => defects.diagnostic_on_success = true,
+            "unbounded-diagnostic" => defects.unbounded_diagnostic = true,
+            "drop-partial-output" => defects.drop_partial_output = true,
+            "notice-after-kill" => defects.notice_after_kill = true,
+            "wrong-notice-job" => defects.wrong_notice_job = true,
+            "hide-diagnostic-in-tool-result" => defects.hide_diagnostic_in_tool_result = true,
+            "omit-mcp-servers" => defects.omit_mcp_servers = true,
+            "reject-before-rollback" => defects.reject_before_rollback = true,
             _ => return Err(CliError::UnknownDefect(value)),
         }
     }

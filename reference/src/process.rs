@@ -169,13 +169,17 @@ impl ManagedChild {
         stdout_eof: &watch::Receiver<bool>,
         eof_grace: Duration,
         grace: Duration,
+        skip_sigterm: bool,
     ) -> Result<(), TeardownError> {
         if self.wait_tree(stdout_eof, Instant::now() + eof_grace).await {
             return Ok(());
         }
-        self.signal_group(Signal::SIGTERM);
-        if self.wait_tree(stdout_eof, Instant::now() + grace).await {
-            return Ok(());
+        // `skip_sigterm` is the seeded defect `skip-sigterm` (straight to SIGKILL).
+        if !skip_sigterm {
+            self.signal_group(Signal::SIGTERM);
+            if self.wait_tree(stdout_eof, Instant::now() + grace).await {
+                return Ok(());
+            }
         }
         self.signal_group(Signal::SIGKILL);
         if self.wait_tree(stdout_eof, Instant::now() + grace).await {
@@ -299,6 +303,7 @@ mod tests {
                 &eof_rx,
                 Duration::from_millis(100),
                 Duration::from_millis(300),
+                false,
             )
             .await
             .unwrap();

@@ -204,12 +204,16 @@ pub async fn close_and_settle(
     child: &crate::process::ManagedChild,
     eof_grace: Duration,
     grace: Duration,
+    defects: &crate::cli::Defects,
     what: &str,
     log: &Log,
 ) -> bool {
     rpc.close_stdin().await;
     let eof = rpc.eof_watch();
-    match child.settle(&eof, eof_grace, grace).await {
+    match child
+        .settle(&eof, eof_grace, grace, defects.skip_sigterm)
+        .await
+    {
         Ok(()) => {
             let exit = child.exited().unwrap_or_default();
             log(format!(

@@ -158,7 +158,8 @@ pub async fn host_run(
                         }
                     }
                 }
-                Some(ProviderEvent::Result(r)) => {
+                Some(ProviderEvent::Result(mut r)) => {
+                    apply_result_defects(&defects, &mut r);
                     host.emit(FromSubject::Result {
                         run: p.run.clone(),
                         stop_reason: r.stop_reason.clone(),
@@ -176,7 +177,11 @@ pub async fn host_run(
                     let Some(r) = result.as_ref() else { continue };
                     match p.mode {
                         Mode::Foreground => {
-                            host.tool_result(host::foreground_text(r, disposed.as_ref().map(|_| ())));
+                            let mut shown = r.clone();
+                            if defects.hide_diagnostic_in_tool_result {
+                                shown.diagnostic = None;
+                            }
+                            host.tool_result(host::foreground_text(&shown, disposed.as_ref().map(|_| ())));
                         }
                         Mode::Background => {
                             let mut o = host::job_outcome(r);
@@ -234,11 +239,22 @@ pub async fn host_run(
         for _ in 0..waiters {
             host.job_output(Some(&outcome));
         }
-    } else if !cancel_requested && !shutdown && !defects.drop_notice {
+    }
+    let notify = if defects.notice_after_kill && cancel_requested {
+        true
+    } else {
+        waiters == 0 && !cancel_requested
+    };
+    if notify && !shutdown && !defects.drop_notice {
+        let named = if defects.wrong_notice_job {
+            "subagent-999".to_owned()
+        } else {
+            job.clone()
+        };
         host.emit(FromSubject::Notice {
             run: p.run.clone(),
-            job: job.clone(),
-            text: host::notice_text(&job, &p.label, &outcome),
+            job: named.clone(),
+            text: host::notice_text(&named, &p.label, &outcome),
         });
     }
     if shutdown {
@@ -250,6 +266,23 @@ pub async fn host_run(
             Control::Cancel => {}
             Control::Shutdown => return,
         }
+    }
+}
+
+/// The seeded defects that bend a provider's result before the host sees it.
+fn apply_result_defects(defects: &Defects, r: &mut SubagentResult) {
+    if defects.diagnostic_on_success && r.stop_reason == "completed" {
+        r.diagnostic =
+            Some("Subagent failure (provider: reference; stage: prompt; category: unknown)".into());
+    }
+    if defects.unbounded_diagnostic
+        && let Some(d) = r.diagnostic.as_mut()
+    {
+        d.push('\n');
+        d.push_str(&"x".repeat(5000));
+    }
+    if defects.drop_partial_output && r.stop_reason != "completed" {
+        r.output.clear();
     }
 }
 

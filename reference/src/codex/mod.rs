@@ -540,6 +540,7 @@ impl CodexRun {
             &self.child,
             Duration::ZERO,
             self.config.dispose_grace,
+            &self.defects,
             "Codex app-server",
             &self.log,
         )

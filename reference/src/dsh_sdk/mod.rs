@@ -397,6 +397,7 @@ impl DshRun {
             &self.child,
             self.config.dispose_eof_grace,
             self.config.dispose_grace,
+            &self.defects,
             "DSH SDK runtime",
             &self.log,
         )
