@@ -7,6 +7,7 @@
 pub mod cli;
 pub mod drift;
 pub mod events;
+pub mod lifecycle;
 pub mod pool;
 pub mod procs;
 pub mod report;

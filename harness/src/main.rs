@@ -90,6 +90,8 @@ fn main() -> ExitCode {
                 deadline: Duration::from_millis(args.deadline_ms),
                 progress: std::io::stderr().is_terminal(),
                 product_versions,
+                hello_timeout: Duration::from_secs(20),
+                allow_skips: false,
             };
             match runtime.block_on(suite::run(opts)) {
                 Ok(report) => {

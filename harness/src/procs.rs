@@ -73,6 +73,87 @@ pub fn kill(pidfd: &OwnedFd) {
     }
 }
 
+/// Makes this process the reaper of every orphan among its descendants
+/// (`PR_SET_CHILD_SUBREAPER`): what escapes the subject's process group — a `setsid` child, a
+/// double fork — is reparented here instead of to init, so the end-of-suite sweep finds it.
+pub fn become_subreaper() -> io::Result<()> {
+    // SAFETY: plain prctl with integer arguments.
+    let rc = unsafe { libc::prctl(libc::PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) };
+    if rc != 0 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(())
+}
+
+/// Every process below `root` in the process tree, from `/proc`, parents before children.
+pub fn descendants(root: i32) -> Vec<(i32, Stat)> {
+    let Ok(dir) = std::fs::read_dir("/proc") else {
+        return vec![];
+    };
+    let all: Vec<(i32, Stat)> = dir
+        .flatten()
+        .filter_map(|e| e.file_name().to_str()?.parse::<i32>().ok())
+        .filter_map(|pid| Some((pid, stat(pid)?)))
+        .collect();
+    let mut out: Vec<(i32, Stat)> = Vec::new();
+    let mut frontier = vec![root];
+    while let Some(parent) = frontier.pop() {
+        for (pid, st) in &all {
+            if st.ppid == parent && !out.iter().any(|(p, _)| p == pid) {
+                out.push((*pid, st.clone()));
+                frontier.push(*pid);
+            }
+        }
+    }
+    out
+}
+
+/// A process's command line for a report (its name when the command line is gone).
+pub fn command_line(pid: i32) -> String {
+    let raw = std::fs::read(format!("/proc/{pid}/cmdline")).unwrap_or_default();
+    let text: Vec<String> = raw
+        .split(|&b| b == 0)
+        .filter(|a| !a.is_empty())
+        .map(|a| String::from_utf8_lossy(a).into_owned())
+        .collect();
+    if text.is_empty() {
+        let comm = std::fs::read_to_string(format!("/proc/{pid}/comm")).unwrap_or_default();
+        return format!("[{}]", comm.trim());
+    }
+    conform_protocol::lines::excerpt(&text.join(" "), 200)
+}
+
+/// Kills every live descendant of this process and reaps the ones that are its children;
+/// returns the live ones it found (`pid N (command)`). Zombies are reaped and not reported:
+/// they have exited.
+pub async fn sweep_descendants() -> Vec<String> {
+    let me = std::process::id() as i32;
+    let mut found = Vec::new();
+    for (pid, st) in descendants(me) {
+        if st.state == 'Z' {
+            continue;
+        }
+        let Ok(fd) = pidfd_open(pid) else { continue };
+        if !alive(pid, st.start_time) {
+            continue;
+        }
+        found.push(format!("pid {pid} ({})", command_line(pid)));
+        kill(&fd);
+        wait_exit(&fd, Duration::from_secs(5)).await;
+    }
+    // Reap what is ours to reap (orphans reparented here, now exited). Only these pids: the
+    // suite's own children were already awaited.
+    for (pid, st) in descendants(me) {
+        if st.ppid == me && st.state == 'Z' {
+            let _ = nix::sys::wait::waitpid(
+                nix::unistd::Pid::from_raw(pid),
+                Some(nix::sys::wait::WaitPidFlag::WNOHANG),
+            );
+        }
+    }
+    found
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -77,6 +77,15 @@ pub fn human(report: &SuiteReport, verbose: bool) -> String {
             report.stragglers.join(", ")
         );
     }
+    if !report.findings.is_empty() {
+        let _ = writeln!(out, "\n━━ the suite");
+        for f in &report.findings {
+            let _ = writeln!(out, "  ✗ [{}] {}", f.check, indent(&f.message, "    "));
+        }
+    }
+    if let Some(why) = report.nothing_tested() {
+        let _ = writeln!(out, "\n{why}");
+    }
     let count = |f: fn(&Verdict) -> bool| report.cases.iter().filter(|c| f(&c.verdict)).count();
     let _ = writeln!(
         out,
@@ -143,6 +152,9 @@ fn transcripts(obs: &Observed) -> String {
         for l in &obs.host_logs {
             let _ = writeln!(out, "    {}", indent(l, "    "));
         }
+        if obs.host_logs_dropped > 0 {
+            let _ = writeln!(out, "    … {} more line(s) not kept", obs.host_logs_dropped);
+        }
     }
     if !obs.stderr_tail.is_empty() {
         let _ = writeln!(
@@ -208,6 +220,33 @@ pub fn junit(report: &SuiteReport) -> Result<String, quick_junit::SerializeError
             .or_insert_with(|| TestSuite::new(provider))
             .add_test_case(case);
     }
+    if !report.findings.is_empty() || !report.stragglers.is_empty() {
+        let harness = report
+            .findings
+            .iter()
+            .any(|f| f.blame == crate::verdict::Blame::Harness);
+        let mut s = TestCaseStatus::non_success(if harness {
+            NonSuccessKind::Error
+        } else {
+            NonSuccessKind::Failure
+        });
+        let mut detail = String::new();
+        for f in &report.findings {
+            let _ = writeln!(detail, "[{}] {}", f.check, f.message);
+        }
+        if !report.stragglers.is_empty() {
+            let _ = writeln!(
+                detail,
+                "[process.settled] processes left behind after the suite (killed): {}",
+                report.stragglers.join(", ")
+            );
+        }
+        s.set_message(detail.lines().next().unwrap_or_default().to_owned());
+        s.set_description(detail);
+        let mut suite = TestSuite::new("suite");
+        suite.add_test_case(TestCase::new("the suite as a whole", s));
+        suites.insert("~suite".to_owned(), suite);
+    }
     out.add_test_suites(suites.into_values());
     out.to_string()
 }
@@ -218,12 +257,14 @@ pub fn json(report: &SuiteReport) -> serde_json::Value {
         "exitCode": report.exit_code(),
         "elapsedMs": report.elapsed.as_millis() as u64,
         "stragglers": report.stragglers,
+        "findings": report.findings.iter().map(finding_json).collect::<Vec<_>>(),
+        "nothingTested": report.nothing_tested(),
         "cases": report.cases.iter().map(|c| json!({
             "id": c.scenario.id,
             "mode": c.mode,
             "verdict": match &c.verdict { Verdict::Pass => "pass", Verdict::Fail => "fail", Verdict::Skip(_) => "skip" },
             "skipReason": match &c.verdict { Verdict::Skip(r) => Some(r.clone()), _ => None },
-            "findings": c.findings.iter().map(|f| json!({"check": f.check, "blame": format!("{:?}", f.blame).to_lowercase(), "message": f.message})).collect::<Vec<_>>(),
+            "findings": c.findings.iter().map(finding_json).collect::<Vec<_>>(),
             "elapsedMs": c.obs.as_ref().map(|o| o.elapsed.as_millis() as u64),
             "delivery": c.obs.as_ref().filter(|_| c.mode == conform_protocol::subject::Mode::Background).map(|o| json!({
                 "dispatch": o.dispatch_receipt,
@@ -232,4 +273,8 @@ pub fn json(report: &SuiteReport) -> serde_json::Value {
             })),
         })).collect::<Vec<_>>(),
     })
+}
+
+fn finding_json(f: &crate::verdict::Finding) -> serde_json::Value {
+    json!({"check": f.check, "blame": format!("{:?}", f.blame).to_lowercase(), "message": f.message})
 }

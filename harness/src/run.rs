@@ -13,6 +13,7 @@ use conform_protocol::subject::{FromSubject, Mode, Runtime, StartError, ToSubjec
 use serde_json::{Map, Value, json};
 
 use crate::events::{Router, RunEvent};
+use crate::lifecycle::Lifecycle;
 use crate::pool::SubjectPool;
 use crate::procs;
 use crate::scenario::{CwdKind, RuntimeKind, Scenario, Trigger};
@@ -39,6 +40,10 @@ const SETTLE_BUDGET: Duration = Duration::from_millis(500);
 /// How long the side lines of processes already gone may take to arrive.
 const SIDE_DRAIN: Duration = Duration::from_secs(10);
 
+/// Host log lines kept per run (each cut to [`HOST_LOG_BYTES`]); the rest are counted.
+pub const HOST_LOGS_KEPT: usize = 200;
+const HOST_LOG_BYTES: usize = 2000;
+
 /// What the harness saw during one run.
 #[derive(Debug, Default)]
 pub struct Observed {
@@ -51,8 +56,12 @@ pub struct Observed {
     pub job_output: Option<String>,
     pub settled: bool,
     pub host_logs: Vec<String>,
+    /// Host log lines past [`HOST_LOGS_KEPT`], counted, not kept.
+    pub host_logs_dropped: u64,
     pub subject_invalid: Vec<(String, String)>,
     pub subject_gone: Option<String>,
+    /// The case was not run: the subject could not be started (the suite reports why once).
+    pub not_run: Option<String>,
     pub fake: Vec<FakeLine>,
     pub cancel_sent: bool,
     pub timed_out: Option<Duration>,
@@ -60,8 +69,6 @@ pub struct Observed {
     pub leftovers: Vec<String>,
     /// Processes of this run still running when the start rejection arrived.
     pub alive_at_rejection: Vec<String>,
-    /// Subject messages in arrival order (their `type`), for ordering checks.
-    pub order: Vec<&'static str>,
     pub transcript: Vec<String>,
     pub stderr_tail: String,
     pub elapsed: Duration,
@@ -145,7 +152,7 @@ pub async fn run_case(ctx: &Ctx, scenario: &Scenario, mode: Mode) -> Observed {
     let subject = match ctx.pool.get().await {
         Ok(s) => s,
         Err(e) => {
-            obs.subject_gone = Some(e.to_string());
+            obs.not_run = Some(e.to_string());
             ctx.router.close(&run);
             return obs;
         }
@@ -168,7 +175,8 @@ pub async fn run_case(ctx: &Ctx, scenario: &Scenario, mode: Mode) -> Observed {
         &run,
         format!(">> {}", serde_json::to_string(&start).unwrap()),
     );
-    subject.send(&start).await;
+    subject.send(&start);
+    let mut lifecycle = Lifecycle::new(mode);
 
     let until = tokio::time::Instant::now() + deadline;
     let mut pending_releases: Vec<(i32, String, Trigger)> = Vec::new();
@@ -195,7 +203,7 @@ pub async fn run_case(ctx: &Ctx, scenario: &Scenario, mode: Mode) -> Observed {
                         .map(|p| format!("pid {} ({})", p.pid, role_name(p.role)))
                         .collect();
                 }
-                record_subject(&mut obs, msg);
+                take_subject(&mut obs, &mut lifecycle, msg);
             }
             RunEvent::SubjectInvalid { line, error } => obs.subject_invalid.push((line, error)),
             RunEvent::SubjectGone { detail } => {
@@ -215,7 +223,7 @@ pub async fn run_case(ctx: &Ctx, scenario: &Scenario, mode: Mode) -> Observed {
                         let msg = ToSubject::Cancel { run: run.clone() };
                         ctx.transcripts
                             .record(&run, format!(">> {}", serde_json::to_string(&msg).unwrap()));
-                        subject.send(&msg).await;
+                        subject.send(&msg);
                     }
                     FakeEvent::Awaiting { name } => {
                         let trigger = scenario
@@ -255,13 +263,14 @@ pub async fn run_case(ctx: &Ctx, scenario: &Scenario, mode: Mode) -> Observed {
                     && !job_output_sent =>
             {
                 job_output_sent = true;
+                lifecycle.asked_job_output();
                 let msg = ToSubject::JobOutput {
                     run: run.clone(),
                     wait: true,
                 };
                 ctx.transcripts
                     .record(&run, format!(">> {}", serde_json::to_string(&msg).unwrap()));
-                subject.send(&msg).await;
+                subject.send(&msg);
             }
             _ => {}
         }
@@ -299,7 +308,7 @@ pub async fn run_case(ctx: &Ctx, scenario: &Scenario, mode: Mode) -> Observed {
             Some(RunEvent::SideClosed { pid }) => {
                 open.remove(&pid);
             }
-            Some(RunEvent::Subject(msg)) => record_subject(&mut obs, msg),
+            Some(RunEvent::Subject(msg)) => take_subject(&mut obs, &mut lifecycle, msg),
             Some(RunEvent::SubjectInvalid { line, error }) => {
                 obs.subject_invalid.push((line, error))
             }
@@ -311,7 +320,7 @@ pub async fn run_case(ctx: &Ctx, scenario: &Scenario, mode: Mode) -> Observed {
     ctx.router.close(&run);
     while let Ok(event) = rx.try_recv() {
         match event {
-            RunEvent::Subject(msg) => record_subject(&mut obs, msg),
+            RunEvent::Subject(msg) => take_subject(&mut obs, &mut lifecycle, msg),
             RunEvent::Fake(line) => obs.fake.push(line),
             RunEvent::SubjectInvalid { line, error } => obs.subject_invalid.push((line, error)),
             RunEvent::SideClosed { .. } | RunEvent::SubjectGone { .. } => {}
@@ -341,6 +350,18 @@ fn fault(run: &str, detail: String) -> FakeLine {
     }
 }
 
+/// Takes a subject message if the protocol allows it now; otherwise it is a `subject.protocol`
+/// failure and is not taken as the run's.
+fn take_subject(obs: &mut Observed, lifecycle: &mut Lifecycle, msg: FromSubject) {
+    match lifecycle.accept(&msg) {
+        Ok(()) => record_subject(obs, msg),
+        Err(why) => {
+            obs.subject_invalid
+                .push((crate::subject::shown(&msg), format!("out of order: {why}")));
+        }
+    }
+}
+
 fn record_subject(obs: &mut Observed, msg: FromSubject) {
     match msg {
         FromSubject::Hello { .. } => {}
@@ -350,7 +371,6 @@ fn record_subject(obs: &mut Observed, msg: FromSubject) {
             expected_by,
             ..
         } => {
-            obs.order.push("dispatched");
             obs.dispatched = true;
             obs.dispatch_receipt = Some(DispatchReceipt {
                 run_id: obs.run.clone(),
@@ -360,7 +380,6 @@ fn record_subject(obs: &mut Observed, msg: FromSubject) {
             });
         }
         FromSubject::StartRejected { error, .. } => {
-            obs.order.push("start_rejected");
             obs.start_rejected = Some(error);
         }
         FromSubject::Result {
@@ -369,7 +388,6 @@ fn record_subject(obs: &mut Observed, msg: FromSubject) {
             diagnostic,
             ..
         } => {
-            obs.order.push("result");
             obs.result = Some(RunResult {
                 stop_reason,
                 output,
@@ -377,7 +395,6 @@ fn record_subject(obs: &mut Observed, msg: FromSubject) {
             });
         }
         FromSubject::ToolResult { is_error, text, .. } => {
-            obs.order.push("tool_result");
             obs.tool_result = Some((is_error, text));
         }
         FromSubject::Notice { job, text, .. } => {
@@ -386,18 +403,22 @@ fn record_subject(obs: &mut Observed, msg: FromSubject) {
                 forwarded_to_main: true,
                 result_source: "completion_push",
             });
-            obs.order.push("notice");
             obs.notices.push((job, text));
         }
         FromSubject::JobOutput { text, .. } => {
-            obs.order.push("job_output");
             obs.job_output = Some(text);
         }
         FromSubject::Settled { .. } => {
-            obs.order.push("settled");
             obs.settled = true;
         }
-        FromSubject::HostLog { text, .. } => obs.host_logs.push(text),
+        FromSubject::HostLog { text, .. } => {
+            if obs.host_logs.len() < HOST_LOGS_KEPT {
+                obs.host_logs
+                    .push(conform_protocol::lines::excerpt(&text, HOST_LOG_BYTES));
+            } else {
+                obs.host_logs_dropped += 1;
+            }
+        }
     }
 }
 

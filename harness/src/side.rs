@@ -8,7 +8,8 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
 use conform_protocol::side::{FakeEvent, FakeLine, Role, ToFake};
-use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
+use conform_protocol::lines::Piece;
+use tokio::io::AsyncWriteExt;
 use tokio::net::UnixListener;
 use tokio::sync::mpsc;
 
@@ -35,11 +36,51 @@ pub struct SideServer {
     path: PathBuf,
     shared: Arc<Mutex<Shared>>,
     task: tokio::task::JoinHandle<()>,
+    /// The short folder holding the socket when the work folder was too deep (removed on drop).
+    _short_dir: Option<tempfile::TempDir>,
 }
 
+/// Longest side-channel line the harness reads whole. Fakes report frames the subject sent
+/// them, so a subject's runaway frame must not become a runaway ledger line.
+pub const MAX_SIDE_LINE: usize = 4 << 20;
+
+/// A Unix socket path is at most 107 bytes (`sun_path`); past it `bind` fails.
+const SUN_PATH_MAX: usize = 107;
+
 impl SideServer {
-    pub fn bind(path: &Path, router: Arc<Router>) -> std::io::Result<SideServer> {
-        let listener = UnixListener::bind(path)?;
+    /// Binds the side channel in `dir`, or — when `dir` is too deep for a socket path (a long
+    /// `TMPDIR`) — in a short private folder under `/tmp`, so no temp folder can make it fail.
+    pub fn bind_in(dir: &Path, router: Arc<Router>) -> std::io::Result<SideServer> {
+        let path = dir.join("side.sock");
+        if path.as_os_str().len() <= SUN_PATH_MAX {
+            return Self::bind(&path, router, None);
+        }
+        let short = tempfile::Builder::new()
+            .prefix("conform-")
+            .tempdir_in("/tmp")
+            .map_err(|e| {
+                std::io::Error::new(
+                    e.kind(),
+                    format!(
+                        "the side-channel socket path {} is over {SUN_PATH_MAX} bytes and no short folder could be made in /tmp: {e}",
+                        path.display()
+                    ),
+                )
+            })?;
+        Self::bind(&short.path().join("side.sock"), router, Some(short))
+    }
+
+    fn bind(
+        path: &Path,
+        router: Arc<Router>,
+        short_dir: Option<tempfile::TempDir>,
+    ) -> std::io::Result<SideServer> {
+        let listener = UnixListener::bind(path).map_err(|e| {
+            std::io::Error::new(
+                e.kind(),
+                format!("cannot bind the side-channel socket {}: {e}", path.display()),
+            )
+        })?;
         let shared = Arc::new(Mutex::new(Shared::default()));
         let accept_shared = shared.clone();
         let task = tokio::spawn(async move {
@@ -51,6 +92,7 @@ impl SideServer {
             path: path.to_owned(),
             shared,
             task,
+            _short_dir: short_dir,
         })
     }
 
@@ -110,8 +152,15 @@ async fn serve(stream: tokio::net::UnixStream, shared: Arc<Mutex<Shared>>, route
         }
     });
     let mut keys = Vec::new();
-    let mut lines = BufReader::new(read).lines();
-    while let Ok(Some(line)) = lines.next_line().await {
+    let mut lines = crate::subject::ByteLines::new(read, MAX_SIDE_LINE);
+    while let Some(piece) = lines.next().await {
+        let line = match piece {
+            Piece::Line(bytes) => String::from_utf8_lossy(&bytes).into_owned(),
+            Piece::TooLong { head, size } => format!(
+                "(a line of {size} bytes, over the limit of {MAX_SIDE_LINE}) {}",
+                conform_protocol::lines::show_bytes(&head, 300)
+            ),
+        };
         let fake: FakeLine = match serde_json::from_str(&line) {
             Ok(f) => f,
             Err(e) => {
@@ -124,7 +173,10 @@ async fn serve(stream: tokio::net::UnixStream, shared: Arc<Mutex<Shared>>, route
                             run: run.clone(),
                             pid: 0,
                             event: FakeEvent::Fault {
-                                detail: format!("unreadable side-channel line ({e}): {line}"),
+                                detail: format!(
+                                    "unreadable side-channel line ({e}): {}",
+                                    conform_protocol::lines::excerpt(&line, 300)
+                                ),
                             },
                         }),
                     );

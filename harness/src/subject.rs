@@ -1,23 +1,47 @@
 //! The subject process: spawned once (again after it dies), greeted with `hello`, then shared by
-//! every run in flight. Each line it prints is validated against the subject-protocol JSON
-//! Schema before it is parsed; a line that fails is the subject's failure, reported with the line.
+//! every run in flight. Its stdout and stderr are read as bytes with a bound on line length;
+//! each stdout line is validated against the subject-protocol JSON Schema before it is parsed,
+//! and a line that fails is the subject's failure, reported with the line (escaped, cut).
+//! Writes to its stdin never block a run: they are queued for one writer task.
 
-use std::collections::{HashSet, VecDeque};
+use std::collections::VecDeque;
 use std::process::Stdio;
 use std::sync::{Arc, LazyLock, Mutex};
 use std::time::Duration;
 
 use conform_protocol::SUBJECT_PROTOCOL;
+use conform_protocol::lines::{self, LineSplitter, Piece};
 use conform_protocol::subject::{FromSubject, Mode, ToSubject};
 use serde_json::Value;
-use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
+use tokio::io::{AsyncBufReadExt, AsyncRead, AsyncWriteExt, BufReader};
 use tokio::process::{Child, ChildStdin, Command};
-use tokio::sync::{oneshot, watch};
+use tokio::sync::{mpsc, oneshot, watch};
 
-use crate::events::{Router, RunEvent};
+use crate::events::{Router, Routed, RunEvent};
 
 /// The JSON Schema every subject line is validated against (also shipped in `docs/`).
 pub const SCHEMA_TEXT: &str = include_str!("../../docs/subject-protocol.schema.json");
+
+/// The longest line a subject may write on stdout. A legal message is a few kilobytes (texts
+/// are bounded to 4096 bytes; output blocks are short); a longer line is a failure showing its
+/// head and size, and is never held whole.
+pub const MAX_LINE_BYTES: usize = 1 << 20;
+
+/// Bytes of a bad line shown in a report.
+pub const SHOWN_BYTES: usize = 300;
+
+/// Lines of stderr kept, and bytes kept of each: stderr is free-form and always drained.
+const STDERR_TAIL_LINES: usize = 40;
+const STDERR_LINE_BYTES: usize = 1000;
+
+/// The longest stderr line held while reading (longer ones keep their head).
+const STDERR_MAX_LINE: usize = 64 * 1024;
+
+/// How long a subject has to exit after it was killed before the harness stops waiting.
+const REAP_BUDGET: Duration = Duration::from_secs(5);
+
+/// How long a subject that closed its stdout has to exit before its group is killed.
+const STDOUT_CLOSED_GRACE: Duration = Duration::from_secs(2);
 
 static VALIDATOR: LazyLock<jsonschema::Validator> = LazyLock::new(|| {
     let schema: Value = serde_json::from_str(SCHEMA_TEXT).expect("subject schema is JSON");
@@ -27,10 +51,20 @@ static VALIDATOR: LazyLock<jsonschema::Validator> = LazyLock::new(|| {
 /// Checks one line against the subject protocol; returns the parsed message.
 pub fn parse_line(line: &str) -> Result<FromSubject, String> {
     let value: Value = serde_json::from_str(line).map_err(|e| format!("not JSON: {e}"))?;
+    parse_value(value)
+}
+
+fn parse_value(value: Value) -> Result<FromSubject, String> {
     let errors: Vec<String> = VALIDATOR
         .iter_errors(&value)
         .take(3)
-        .map(|e| format!("{} at `{}`", e, e.instance_path()))
+        .map(|e| {
+            format!(
+                "{} at `{}`",
+                lines::excerpt(&e.to_string(), SHOWN_BYTES),
+                e.instance_path()
+            )
+        })
         .collect();
     if !errors.is_empty() {
         return Err(format!(
@@ -39,6 +73,11 @@ pub fn parse_line(line: &str) -> Result<FromSubject, String> {
         ));
     }
     serde_json::from_value(value).map_err(|e| format!("breaks the subject protocol: {e}"))
+}
+
+/// A message as the subject sent it, cut for a report.
+pub fn shown(msg: &FromSubject) -> String {
+    lines::excerpt(&serde_json::to_string(msg).unwrap_or_default(), SHOWN_BYTES)
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -61,23 +100,23 @@ pub struct Capabilities {
     pub modes: Vec<Mode>,
 }
 
-const STDERR_TAIL_LINES: usize = 40;
-
 pub struct Subject {
-    stdin: tokio::sync::Mutex<Option<ChildStdin>>,
+    writer: Mutex<Option<mpsc::UnboundedSender<String>>>,
     pub caps: Capabilities,
     stderr_tail: Arc<Mutex<VecDeque<String>>>,
-    runs: Arc<Mutex<HashSet<String>>>,
+    runs: Arc<Mutex<std::collections::HashSet<String>>>,
     exited: watch::Receiver<Option<String>>,
     pgid: i32,
 }
 
 impl Subject {
-    /// Spawns the subject in its own process group and exchanges `hello`.
+    /// Spawns the subject in its own process group and exchanges `hello` (waiting at most
+    /// `hello_timeout`). On any failure the subject's process group is killed and reaped.
     pub async fn start(
         argv: &[String],
         router: Arc<Router>,
         transcript: Arc<Transcripts>,
+        hello_timeout: Duration,
     ) -> Result<Arc<Subject>, SubjectError> {
         let command = argv.join(" ");
         let mut child = Command::new(&argv[0])
@@ -93,22 +132,12 @@ impl Subject {
                 source,
             })?;
         let pgid = child.id().map_or(0, |p| p as i32);
-        let stdin = child.stdin.take();
+        let stdin = child.stdin.take().expect("piped");
         let stdout = child.stdout.take().expect("piped");
         let stderr = child.stderr.take().expect("piped");
         let stderr_tail = Arc::new(Mutex::new(VecDeque::new()));
-        let tail = stderr_tail.clone();
-        let stderr_done = tokio::spawn(async move {
-            let mut lines = BufReader::new(stderr).lines();
-            while let Ok(Some(line)) = lines.next_line().await {
-                let mut t = tail.lock().unwrap();
-                if t.len() == STDERR_TAIL_LINES {
-                    t.pop_front();
-                }
-                t.push_back(line);
-            }
-        });
-        let runs = Arc::new(Mutex::new(HashSet::new()));
+        let stderr_done = tokio::spawn(drain_stderr(stderr, stderr_tail.clone()));
+        let runs = Arc::new(Mutex::new(std::collections::HashSet::new()));
         let (hello_tx, hello_rx) = oneshot::channel();
         let (exit_tx, exited) = watch::channel(None);
         tokio::spawn(read_loop(
@@ -123,7 +152,7 @@ impl Subject {
             stderr_done,
         ));
         let subject = Subject {
-            stdin: tokio::sync::Mutex::new(stdin),
+            writer: Mutex::new(Some(spawn_writer(stdin))),
             caps: Capabilities {
                 name: String::new(),
                 version: String::new(),
@@ -135,39 +164,39 @@ impl Subject {
             exited,
             pgid,
         };
-        subject
-            .send(&ToSubject::Hello {
-                protocol: SUBJECT_PROTOCOL.to_owned(),
-            })
-            .await;
-        let hello = tokio::time::timeout(Duration::from_secs(20), hello_rx).await;
-        let caps = match hello {
-            Ok(Ok(Ok(caps))) => caps,
-            Ok(Ok(Err(detail))) => return Err(SubjectError::Hello { detail }),
+        subject.send(&ToSubject::Hello {
+            protocol: SUBJECT_PROTOCOL.to_owned(),
+        });
+        let detail = match tokio::time::timeout(hello_timeout, hello_rx).await {
+            Ok(Ok(Ok(caps))) => return Ok(Arc::new(Subject { caps, ..subject })),
+            Ok(Ok(Err(detail))) => detail,
             Ok(Err(_)) => {
-                return Err(SubjectError::Hello {
-                    detail: format!(
-                        "the subject exited before answering hello; stderr tail:\n{}",
-                        subject.stderr_tail()
-                    ),
-                });
+                // The read loop ended without a hello: the subject closed stdout or exited.
+                subject.wait_exited(STDOUT_CLOSED_GRACE + REAP_BUDGET).await;
+                let status = subject.exited.borrow().clone().unwrap_or_default();
+                format!(
+                    "it closed its stdout before answering hello ({status}); stderr tail:\n{}",
+                    subject.stderr_tail()
+                )
             }
-            Err(_) => {
-                subject.kill();
-                return Err(SubjectError::Hello {
-                    detail: "no hello within 20 s".into(),
-                });
-            }
+            Err(_) => format!(
+                "no hello within {} ms; stderr tail:\n{}",
+                hello_timeout.as_millis(),
+                subject.stderr_tail()
+            ),
         };
-        Ok(Arc::new(Subject { caps, ..subject }))
+        subject.kill();
+        subject.wait_exited(REAP_BUDGET).await;
+        Err(SubjectError::Hello { detail })
     }
 
-    pub async fn send(&self, msg: &ToSubject) -> bool {
+    /// Queues a message for the subject's stdin (never blocks: a subject that stops reading
+    /// must not stall the harness). False once stdin is closed.
+    pub fn send(&self, msg: &ToSubject) -> bool {
         let mut line = serde_json::to_string(msg).expect("serialises");
         line.push('\n');
-        let mut stdin = self.stdin.lock().await;
-        match stdin.as_mut() {
-            Some(s) => s.write_all(line.as_bytes()).await.is_ok() && s.flush().await.is_ok(),
+        match self.writer.lock().unwrap().as_ref() {
+            Some(w) => w.send(line).is_ok(),
             None => false,
         }
     }
@@ -190,6 +219,7 @@ impl Subject {
         t.iter().cloned().collect::<Vec<_>>().join("\n")
     }
 
+    /// SIGKILL to the subject's whole process group.
     pub fn kill(&self) {
         if self.pgid > 0 {
             let _ = nix::sys::signal::killpg(
@@ -199,36 +229,163 @@ impl Subject {
         }
     }
 
-    /// Asks the subject to shut down; kills its process group if it has not exited in time.
-    pub async fn shutdown(&self, budget: Duration) {
-        self.send(&ToSubject::Shutdown).await;
-        self.stdin.lock().await.take();
+    /// Waits until the subject process has exited and been reaped, at most `budget`.
+    pub async fn wait_exited(&self, budget: Duration) -> bool {
         let mut exited = self.exited.clone();
-        let ok = tokio::time::timeout(budget, exited.wait_for(|e| e.is_some())).await;
-        if ok.is_err() {
+        tokio::time::timeout(budget, exited.wait_for(|e| e.is_some()))
+            .await
+            .is_ok()
+    }
+
+    /// Asks the subject to shut down, then closes its stdin; kills its process group if it has
+    /// not exited in time, and waits for it to be reaped. What is left of the group is killed
+    /// either way: a subject's exit does not prove its children went with it.
+    pub async fn shutdown(&self, budget: Duration) {
+        self.send(&ToSubject::Shutdown);
+        self.writer.lock().unwrap().take();
+        if !self.wait_exited(budget).await {
             self.kill();
+            self.wait_exited(REAP_BUDGET).await;
+        }
+        self.kill();
+    }
+}
+
+/// One task owns the subject's stdin and writes queued lines in order; dropping every sender
+/// closes stdin (EOF) once the queue is written.
+fn spawn_writer(mut stdin: ChildStdin) -> mpsc::UnboundedSender<String> {
+    let (tx, mut rx) = mpsc::unbounded_channel::<String>();
+    tokio::spawn(async move {
+        while let Some(line) = rx.recv().await {
+            if stdin.write_all(line.as_bytes()).await.is_err() || stdin.flush().await.is_err() {
+                break;
+            }
+        }
+    });
+    tx
+}
+
+/// Every subject line about a run, both directions, for failure reports: bounded per run
+/// (lines cut, and only the first ones kept) so a flooding subject cannot fill memory.
+#[derive(Default)]
+pub struct Transcripts {
+    lines: Mutex<std::collections::HashMap<String, (Vec<String>, u64)>>,
+}
+
+/// Lines kept per run, and bytes kept per line.
+const TRANSCRIPT_LINES: usize = 200;
+const TRANSCRIPT_LINE_BYTES: usize = 2000;
+
+impl Transcripts {
+    pub fn record(&self, run: &str, line: String) {
+        let mut all = self.lines.lock().unwrap();
+        let (kept, dropped) = all.entry(run.to_owned()).or_default();
+        if kept.len() < TRANSCRIPT_LINES {
+            kept.push(lines::excerpt(&line, TRANSCRIPT_LINE_BYTES));
+        } else {
+            *dropped += 1;
+        }
+    }
+
+    pub fn take(&self, run: &str) -> Vec<String> {
+        let (mut kept, dropped) = self.lines.lock().unwrap().remove(run).unwrap_or_default();
+        if dropped > 0 {
+            kept.push(format!("… {dropped} more line(s) not kept"));
+        }
+        kept
+    }
+}
+
+/// Reads `reader` as bounded lines until EOF.
+pub struct ByteLines<R> {
+    reader: BufReader<R>,
+    lines: LineSplitter,
+}
+
+impl<R: AsyncRead + Unpin> ByteLines<R> {
+    pub fn new(reader: R, max: usize) -> Self {
+        ByteLines {
+            reader: BufReader::with_capacity(64 * 1024, reader),
+            lines: LineSplitter::new(max),
+        }
+    }
+
+    /// The next line; `None` at EOF (a read error counts as EOF: the pipe is gone).
+    pub async fn next(&mut self) -> Option<Piece> {
+        loop {
+            if let Some(p) = self.lines.pop() {
+                return Some(p);
+            }
+            let chunk = match self.reader.fill_buf().await {
+                Ok(c) => c,
+                Err(_) => &[],
+            };
+            if chunk.is_empty() {
+                self.lines.finish();
+                return self.lines.pop();
+            }
+            let n = chunk.len();
+            self.lines.push(chunk);
+            self.reader.consume(n);
         }
     }
 }
 
-/// Every subject line about a run, both directions, for failure reports.
-#[derive(Default)]
-pub struct Transcripts {
-    lines: Mutex<std::collections::HashMap<String, Vec<String>>>,
+async fn drain_stderr(stderr: tokio::process::ChildStderr, tail: Arc<Mutex<VecDeque<String>>>) {
+    let mut lines = ByteLines::new(stderr, STDERR_MAX_LINE);
+    while let Some(piece) = lines.next().await {
+        let shown = match piece {
+            Piece::Line(bytes) => lines::show_bytes(&bytes, STDERR_LINE_BYTES),
+            Piece::TooLong { head, size } => format!(
+                "{}… ({size} bytes in all)",
+                lines::show_bytes(&head, STDERR_LINE_BYTES)
+            ),
+        };
+        let mut t = tail.lock().unwrap();
+        if t.len() == STDERR_TAIL_LINES {
+            t.pop_front();
+        }
+        t.push_back(shown);
+    }
 }
 
-impl Transcripts {
-    pub fn record(&self, run: &str, line: String) {
-        self.lines
-            .lock()
-            .unwrap()
-            .entry(run.to_owned())
-            .or_default()
-            .push(line);
-    }
+/// The `run` a broken line seems to be about, if it is JSON enough to say.
+fn run_of(bytes: &[u8]) -> Option<String> {
+    let text = String::from_utf8_lossy(bytes);
+    let value: Value = serde_json::from_str(&text).ok()?;
+    value.get("run")?.as_str().map(str::to_owned)
+}
 
-    pub fn take(&self, run: &str) -> Vec<String> {
-        self.lines.lock().unwrap().remove(run).unwrap_or_default()
+/// One line from the subject, judged: a message, or why the line is not one.
+fn read_piece(piece: Piece) -> (String, Result<FromSubject, String>, Option<String>) {
+    match piece {
+        Piece::TooLong { head, size } => (
+            lines::show_bytes(&head, SHOWN_BYTES),
+            Err(format!(
+                "a line of {size} bytes, over the limit of {MAX_LINE_BYTES} bytes (its head is shown)"
+            )),
+            None,
+        ),
+        Piece::Line(bytes) => match std::str::from_utf8(&bytes) {
+            Err(e) => (
+                lines::show_bytes(&bytes, SHOWN_BYTES),
+                Err(format!(
+                    "not UTF-8: invalid byte at offset {} (invalid bytes shown as \\xNN)",
+                    e.valid_up_to()
+                )),
+                run_of(&bytes),
+            ),
+            Ok(text) => {
+                let shown = lines::excerpt(text, SHOWN_BYTES);
+                match serde_json::from_str::<Value>(text) {
+                    Err(e) => (shown, Err(format!("not JSON: {e}")), None),
+                    Ok(value) => {
+                        let run = value.get("run").and_then(Value::as_str).map(str::to_owned);
+                        (shown, parse_value(value), run)
+                    }
+                }
+            }
+        },
     }
 }
 
@@ -240,77 +397,86 @@ async fn read_loop(
     exit_tx: watch::Sender<Option<String>>,
     router: Arc<Router>,
     transcript: Arc<Transcripts>,
-    runs: Arc<Mutex<HashSet<String>>>,
+    runs: Arc<Mutex<std::collections::HashSet<String>>>,
     stderr_tail: Arc<Mutex<VecDeque<String>>>,
     stderr_done: tokio::task::JoinHandle<()>,
 ) {
     let mut hello_tx = Some(hello_tx);
-    let mut lines = BufReader::new(stdout).lines();
-    while let Ok(Some(line)) = lines.next_line().await {
-        if line.trim().is_empty() {
+    let mut lines = ByteLines::new(stdout, MAX_LINE_BYTES);
+    while let Some(piece) = lines.next().await {
+        if matches!(&piece, Piece::Line(b) if b.iter().all(u8::is_ascii_whitespace)) {
             continue;
         }
-        let run = serde_json::from_str::<Value>(&line)
-            .ok()
-            .and_then(|v| v.get("run").and_then(Value::as_str).map(str::to_owned));
-        match parse_line(&line) {
-            Ok(FromSubject::Hello {
-                protocol,
-                subject,
-                providers,
-                modes,
-            }) => {
-                if let Some(tx) = hello_tx.take() {
-                    let _ = tx.send(if protocol == SUBJECT_PROTOCOL {
-                        Ok(Capabilities {
-                            name: subject.name,
-                            version: subject.version,
-                            providers,
-                            modes,
-                        })
-                    } else {
-                        Err(format!(
-                            "the subject speaks `{protocol}`, the harness speaks `{SUBJECT_PROTOCOL}`"
-                        ))
-                    });
-                }
+        let (shown, parsed, run) = read_piece(piece);
+        if let Some(tx) = hello_tx.take() {
+            // The first line must be the hello; nothing else is read before it.
+            let _ = tx.send(match parsed {
+                Ok(FromSubject::Hello {
+                    protocol,
+                    subject,
+                    providers,
+                    modes,
+                }) if protocol == SUBJECT_PROTOCOL => Ok(Capabilities {
+                    name: subject.name,
+                    version: subject.version,
+                    providers,
+                    modes,
+                }),
+                Ok(FromSubject::Hello { protocol, .. }) => Err(format!(
+                    "the subject speaks `{protocol}`, the harness speaks `{SUBJECT_PROTOCOL}`"
+                )),
+                Ok(_) => Err(format!("the first line is not a hello: {shown}")),
+                Err(error) => Err(format!("{error}: {shown}")),
+            });
+            continue;
+        }
+        match parsed {
+            Ok(FromSubject::Hello { .. }) => {
+                router.unattributed(&shown, "a second `hello`");
             }
             Ok(msg) => {
                 let run = msg.run().unwrap_or_default().to_owned();
-                transcript.record(&run, format!("<< {line}"));
-                router.send(&run, RunEvent::Subject(msg));
-            }
-            Err(error) => {
-                if let Some(tx) = hello_tx.take() {
-                    let _ = tx.send(Err(format!("{error}: {line}")));
-                    continue;
-                }
-                let targets = match run {
-                    Some(r) => vec![r],
-                    None => runs.lock().unwrap().iter().cloned().collect(),
-                };
-                for r in targets {
-                    transcript.record(&r, format!("<< {line}"));
-                    router.send(
-                        &r,
-                        RunEvent::SubjectInvalid {
-                            line: line.clone(),
-                            error: error.clone(),
-                        },
-                    );
+                if router.from_subject(&run, RunEvent::Subject(msg), &shown) == Routed::Open {
+                    transcript.record(&run, format!("<< {shown}"));
                 }
             }
+            Err(error) => match run {
+                Some(run) => {
+                    let event = RunEvent::SubjectInvalid {
+                        line: shown.clone(),
+                        error,
+                    };
+                    if router.from_subject(&run, event, &shown) == Routed::Open {
+                        transcript.record(&run, format!("<< {shown}"));
+                    }
+                }
+                None => router.unattributed(&shown, &error),
+            },
         }
     }
-    let status = child.wait().await;
-    let _ = stderr_done.await;
+    // Without stdout the subject can say nothing more: a process that closed it but lingers
+    // is killed with its group rather than awaited forever.
+    let status = match tokio::time::timeout(STDOUT_CLOSED_GRACE, child.wait()).await {
+        Ok(status) => status,
+        Err(_) => {
+            if let Some(pid) = child.id() {
+                let _ = nix::sys::signal::killpg(
+                    nix::unistd::Pid::from_raw(pid as i32),
+                    nix::sys::signal::Signal::SIGKILL,
+                );
+            }
+            child.wait().await
+        }
+    };
+    // A descendant may still hold stderr open: give the tail a moment to be complete, no more.
+    let _ = tokio::time::timeout(Duration::from_secs(1), stderr_done).await;
     let tail: Vec<String> = stderr_tail.lock().unwrap().iter().cloned().collect();
+    let status = status.map_or_else(|e| e.to_string(), |s| s.to_string());
     let detail = format!(
-        "the subject exited ({}) while the run was in flight; stderr tail:\n{}",
-        status.map_or_else(|e| e.to_string(), |s| s.to_string()),
+        "the subject exited ({status}) while the run was in flight; stderr tail:\n{}",
         tail.join("\n")
     );
-    let _ = exit_tx.send(Some(detail.clone()));
+    let _ = exit_tx.send(Some(status));
     for run in runs.lock().unwrap().iter() {
         router.send(
             run,

@@ -39,30 +39,76 @@ pub struct CaseReport {
 pub struct SuiteReport {
     pub subject: String,
     pub cases: Vec<CaseReport>,
+    /// Failures of the suite as a whole, not of one case: a subject that cannot be started,
+    /// messages for runs the harness never started, broken lines that name no run.
+    pub findings: Vec<Finding>,
     /// Processes found alive after the suite (then killed).
     pub stragglers: Vec<String>,
+    /// `--allow-skips`: a suite that skipped every case may still exit 0.
+    pub allow_skips: bool,
     pub elapsed: Duration,
+}
+
+/// The exit codes, in one place (`docs/subject-protocol.md` and the README show this table).
+pub mod exit {
+    /// Every case that ran passed, and at least one ran (or `--allow-skips`).
+    pub const PASS: i32 = 0;
+    /// A conformance failure: a case failed, the suite found a subject fault (no `hello`,
+    /// messages for unknown runs, lines that name no run), or processes were left behind.
+    pub const FAIL: i32 = 1;
+    /// Usage or harness error, or nothing was tested: bad arguments or scenario files, a harness
+    /// fault (a fake or snapshot it could not use), or every selected case skipped.
+    pub const ERROR: i32 = 2;
 }
 
 impl SuiteReport {
     pub fn exit_code(&self) -> i32 {
-        let harness = self
-            .cases
-            .iter()
-            .flat_map(|c| &c.findings)
-            .any(|f| f.blame == Blame::Harness);
-        if harness {
-            2
+        let findings = || {
+            self.findings
+                .iter()
+                .chain(self.cases.iter().flat_map(|c| &c.findings))
+        };
+        if findings().any(|f| f.blame == Blame::Harness) {
+            exit::ERROR
         } else if !self.stragglers.is_empty()
+            || !self.findings.is_empty()
             || self
                 .cases
                 .iter()
                 .any(|c| matches!(c.verdict, Verdict::Fail))
         {
-            1
+            exit::FAIL
+        } else if self.nothing_tested().is_some() && !self.allow_skips {
+            exit::ERROR
         } else {
-            0
+            exit::PASS
         }
+    }
+
+    /// Why nothing was tested, when every case was skipped.
+    pub fn nothing_tested(&self) -> Option<String> {
+        if self
+            .cases
+            .iter()
+            .any(|c| !matches!(c.verdict, Verdict::Skip(_)))
+        {
+            return None;
+        }
+        let mut reasons: Vec<&str> = self
+            .cases
+            .iter()
+            .filter_map(|c| match &c.verdict {
+                Verdict::Skip(why) => Some(why.as_str()),
+                _ => None,
+            })
+            .collect();
+        reasons.sort_unstable();
+        reasons.dedup();
+        Some(format!(
+            "nothing was tested: all {} selected case(s) were skipped ({}); `--allow-skips` accepts that",
+            self.cases.len(),
+            reasons.join("; ")
+        ))
     }
 }
 
@@ -77,6 +123,10 @@ pub struct Options {
     pub progress: bool,
     /// Provider → product version its fake speaks.
     pub product_versions: std::collections::BTreeMap<String, String>,
+    /// How long the subject has to answer `hello`.
+    pub hello_timeout: Duration,
+    /// A suite that skipped every case exits 0 instead of 2.
+    pub allow_skips: bool,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -108,16 +158,23 @@ pub async fn run(opts: Options) -> Result<SuiteReport, SuiteError> {
         .into_iter()
         .map(Arc::new)
         .collect();
+    // What escapes the subject's process group is reparented here and swept at the end.
+    let _ = procs::become_subreaper();
     let work = tempfile::Builder::new().prefix("conform-").tempdir()?;
     let router = Arc::new(Router::default());
-    let side = SideServer::bind(&work.path().join("side.sock"), router.clone())?;
+    let side = SideServer::bind_in(work.path(), router.clone())?;
     let exe = std::env::current_exe()?.to_string_lossy().into_owned();
     let argv = match &opts.subject {
         Some(cmd) => vec!["sh".to_owned(), "-c".to_owned(), cmd.clone()],
         None => vec![exe.clone(), "reference".to_owned()],
     };
     let transcripts = Arc::new(Transcripts::default());
-    let pool = SubjectPool::new(argv, router.clone(), transcripts.clone());
+    let pool = SubjectPool::new(
+        argv,
+        router.clone(),
+        transcripts.clone(),
+        opts.hello_timeout,
+    );
     let ctx = Arc::new(Ctx {
         router,
         side,
@@ -166,13 +223,16 @@ pub async fn run(opts: Options) -> Result<SuiteReport, SuiteError> {
             ));
             continue;
         }
-        if let Some(c) = &caps {
-            let reason = if !c.providers.contains(&s.file.provider) {
-                Some(format!("the subject has no `{}` provider", s.file.provider))
-            } else if !c.modes.contains(&mode) {
-                Some(format!("the subject does not run {mode} calls"))
-            } else {
-                None
+        {
+            let reason = match &caps {
+                None => Some("not run: the subject could not be started".to_owned()),
+                Some(c) if !c.providers.contains(&s.file.provider) => {
+                    Some(format!("the subject has no `{}` provider", s.file.provider))
+                }
+                Some(c) if !c.modes.contains(&mode) => {
+                    Some(format!("the subject does not run {mode} calls"))
+                }
+                Some(_) => None,
             };
             if let Some(reason) = reason {
                 bar.inc(1);
@@ -233,12 +293,66 @@ pub async fn run(opts: Options) -> Result<SuiteReport, SuiteError> {
             procs::wait_exit(fd, Duration::from_secs(5)).await;
         }
     }
+    // Every subject is gone: whatever still runs below the harness escaped a subject's group.
+    stragglers.extend(
+        procs::sweep_descendants()
+            .await
+            .into_iter()
+            .map(|p| format!("{p}, left by the subject")),
+    );
+    let findings = suite_findings(&ctx).await;
     Ok(SuiteReport {
         subject: subject_name,
         cases: reports.into_iter().map(|(_, r)| r).collect(),
+        findings,
         stragglers,
+        allow_skips: opts.allow_skips,
         elapsed: started.elapsed(),
     })
+}
+
+/// The subject's faults that belong to no case.
+async fn suite_findings(ctx: &Ctx) -> Vec<Finding> {
+    let mut f = Vec::new();
+    if let Some(reason) = ctx.pool.broken().await {
+        f.push(Finding {
+            check: "subject.hello",
+            blame: Blame::Subject,
+            message: format!("{reason}\n(the cases not yet run were not run)"),
+        });
+    }
+    let show = |b: &crate::events::Bucket| {
+        b.examples
+            .iter()
+            .map(|e| format!("  {e}"))
+            .collect::<Vec<_>>()
+            .join("\n")
+    };
+    let unknown = ctx.router.unknown_runs();
+    if unknown.count > 0 {
+        f.push(Finding {
+            check: "subject.protocol",
+            blame: Blame::Subject,
+            message: format!(
+                "{} message(s) for runs the harness never started; the first:\n{}",
+                unknown.count,
+                show(&unknown)
+            ),
+        });
+    }
+    let unattributed = ctx.router.unattributed_lines();
+    if unattributed.count > 0 {
+        f.push(Finding {
+            check: "subject.protocol",
+            blame: Blame::Subject,
+            message: format!(
+                "{} line(s) broke the subject protocol and named no run; the first:\n{}",
+                unattributed.count,
+                show(&unattributed)
+            ),
+        });
+    }
+    f
 }
 
 fn judge(
@@ -248,6 +362,20 @@ fn judge(
     snapshots: &std::path::Path,
     accept: bool,
 ) -> CaseReport {
+    if let Some(reason) = &obs.not_run {
+        // The subject could not be started: the suite says why, once.
+        return CaseReport {
+            scenario: s.clone(),
+            mode,
+            verdict: Verdict::Skip(format!(
+                "not run: the subject could not be started ({})",
+                reason.lines().next().unwrap_or_default()
+            )),
+            findings: vec![],
+            snapshot: None,
+            obs: None,
+        };
+    }
     let mut findings = verdict::judge(s, mode, &obs);
     let mut snapshot_note = None;
     let ran_to_end = obs.subject_gone.is_none() && obs.timed_out.is_none();

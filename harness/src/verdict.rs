@@ -6,6 +6,7 @@ use conform_protocol::side::{FakeEvent, Role};
 use conform_protocol::subject::{FromSubject, Mode};
 use serde_json::Value;
 
+use crate::events::{Late, RunEvent};
 use crate::run::Observed;
 use crate::scenario::Scenario;
 
@@ -366,6 +367,17 @@ pub fn judge(scenario: &Scenario, mode: Mode, obs: &Observed) -> Vec<Finding> {
         }
     }
     // --- the contract, whatever the scenario says ---
+    if let Some(e) = &obs.start_rejected
+        && e.message.len() > MAX_DIAGNOSTIC_BYTES
+    {
+        f.push(subject(
+            "contract.bound",
+            format!(
+                "the start rejection message is {} bytes, over {MAX_DIAGNOSTIC_BYTES}",
+                e.message.len()
+            ),
+        ));
+    }
     if let Some(r) = &obs.result {
         if let Some(d) = &r.diagnostic {
             if d.len() > MAX_DIAGNOSTIC_BYTES {
@@ -389,12 +401,6 @@ pub fn judge(scenario: &Scenario, mode: Mode, obs: &Observed) -> Vec<Finding> {
                     "a locally cancelled result carries a diagnostic".into(),
                 ));
             }
-        }
-        if !obs.dispatched {
-            f.push(subject(
-                "delivery.dispatch-receipt",
-                "a result was reported for a run that was never dispatched".into(),
-            ));
         }
     }
     for secret in untrusted_strings(scenario) {
@@ -574,17 +580,28 @@ fn show(s: Option<&str>) -> String {
 }
 
 /// Findings for subject messages that arrived after the run was judged over (collected until
-/// the subject shut down). Host logs are harmless; anything model-visible or lifecycle is not.
-pub fn judge_late(obs: &Observed, late: &[FromSubject]) -> Vec<Finding> {
+/// the subject shut down). Host logs are harmless; anything model-visible or lifecycle is a
+/// protocol failure, and a notice is judged as delivery.
+pub fn judge_late(obs: &Observed, late: &Late) -> Vec<Finding> {
     let mut f = Vec::new();
     if obs.timed_out.is_some() || obs.subject_gone.is_some() {
         // That run already failed, and whatever trickles in after a hang proves nothing more.
         return f;
     }
-    for msg in late {
+    for event in &late.events {
+        let msg = match event {
+            RunEvent::Subject(msg) => msg,
+            RunEvent::SubjectInvalid { line, error } => {
+                f.push(subject(
+                    "subject.protocol",
+                    format!("{error} (after the run was over)\n  line: {line}"),
+                ));
+                continue;
+            }
+            _ => continue,
+        };
         match msg {
-            // A late `settled` only claims the tree is gone; the harness checks that itself.
-            FromSubject::HostLog { .. } | FromSubject::Hello { .. } | FromSubject::Settled { .. } => {}
+            FromSubject::HostLog { .. } => {}
             FromSubject::Notice { job, .. } if obs.cancel_sent => f.push(subject(
                 "delivery.no-notice-after-kill",
                 format!("a job killed through job_kill still sent a completion notice (job `{job}`, after the run was over)"),
@@ -594,13 +611,24 @@ pub fn judge_late(obs: &Observed, late: &[FromSubject]) -> Vec<Finding> {
                 format!("another completion notice for job `{job}` arrived after the run was over"),
             )),
             other => f.push(subject(
-                "subject.after-end",
+                "subject.protocol",
                 format!(
-                    "the subject sent {} for a run that was already over",
-                    serde_json::to_string(other).unwrap_or_default()
+                    "out of order: `{}` after the run was over\n  line: {}",
+                    crate::lifecycle::kind(other),
+                    crate::subject::shown(other)
                 ),
             )),
         }
+    }
+    let kept = late.events.len() as u64;
+    if late.count > kept {
+        f.push(subject(
+            "subject.protocol",
+            format!(
+                "{} more message(s) arrived after the run was over (not kept)",
+                late.count - kept
+            ),
+        ));
     }
     f
 }

@@ -6,6 +6,7 @@
 //! here) means no rule about these seams is written twice.
 
 pub mod codex;
+pub mod lines;
 pub mod script;
 pub mod side;
 pub mod subject;
