@@ -1,6 +1,8 @@
 //! The subject-facing stdio: newline-delimited frames in on stdin, out on stdout.
 
-use std::io::{BufRead, Write};
+use std::io::Write;
+
+use conform_protocol::lines::{LineSplitter, Piece, next_piece, show_bytes};
 use std::sync::Arc;
 
 use conform_protocol::side::{Direction, FakeEvent};
@@ -8,6 +10,9 @@ use serde_json::Value;
 use tokio::sync::mpsc;
 
 use crate::side::Side;
+
+/// The longest frame a fake reads whole (the protocols' frames are a few kilobytes).
+pub const MAX_FRAME_BYTES: usize = 1 << 20;
 
 /// What the stdin reader hands the engine.
 #[derive(Debug)]
@@ -24,23 +29,31 @@ pub fn spawn_stdin_reader(side: Arc<Side>) -> mpsc::UnboundedReceiver<Incoming> 
     let (tx, rx) = mpsc::unbounded_channel();
     std::thread::spawn(move || {
         let mut stdin = std::io::stdin().lock();
-        let mut buf = Vec::new();
+        let mut lines = LineSplitter::new(MAX_FRAME_BYTES);
         loop {
-            buf.clear();
-            match stdin.read_until(b'\n', &mut buf) {
-                Ok(0) => break,
-                Ok(_) => {}
+            let bytes = match next_piece(&mut stdin, &mut lines) {
+                Ok(Some(Piece::Line(bytes))) => bytes,
+                Ok(Some(Piece::TooLong { head, size })) => {
+                    // No frame of these protocols is this long: the subject broke the wire.
+                    side.send(FakeEvent::Violation {
+                        detail: format!(
+                            "a frame of {size} bytes, over the limit of {MAX_FRAME_BYTES}: {}",
+                            show_bytes(&head, 200)
+                        ),
+                    });
+                    continue;
+                }
+                Ok(None) => break,
                 Err(e) => {
                     eprintln!("fake: stdin read failed ({e}); treating it as EOF");
                     break;
                 }
-            }
-            let line = String::from_utf8_lossy(&buf);
-            let line = line.trim_end_matches(['\n', '\r']);
+            };
+            let line = String::from_utf8_lossy(&bytes);
             if line.trim().is_empty() {
                 continue;
             }
-            let frame = serde_json::from_str(line).unwrap_or_else(|_| Value::String(line.into()));
+            let frame = serde_json::from_str(&line).unwrap_or_else(|_| Value::String(line.into()));
             side.send(FakeEvent::Frame {
                 dir: Direction::Recv,
                 frame: frame.clone(),

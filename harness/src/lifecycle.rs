@@ -67,7 +67,13 @@ impl Lifecycle {
         }
         let started = !background || self.tool_result;
         let over = self.start_rejected || self.result;
-        let check = |ok: bool, why: &str| if ok { Ok(()) } else { Err(format!("`{kind}` {why}")) };
+        let check = |ok: bool, why: &str| {
+            if ok {
+                Ok(())
+            } else {
+                Err(format!("`{kind}` {why}"))
+            }
+        };
         match msg {
             FromSubject::Dispatched { .. } => {
                 check(!self.dispatched, "a second time")?;
@@ -77,7 +83,10 @@ impl Lifecycle {
             }
             FromSubject::StartRejected { .. } => {
                 check(!self.start_rejected, "a second time")?;
-                check(!self.dispatched, "after `dispatched` (start already resolved)")?;
+                check(
+                    !self.dispatched,
+                    "after `dispatched` (start already resolved)",
+                )?;
                 check(started, "before the background `tool_result` (started …)")?;
                 self.start_rejected = true;
             }
@@ -224,9 +233,22 @@ mod tests {
             "host_log",
         ];
         assert_eq!(play(Background, &bg), None);
-        let killed = ["tool_result", "dispatched", "ask", "result", "settled", "job_output"];
+        let killed = [
+            "tool_result",
+            "dispatched",
+            "ask",
+            "result",
+            "settled",
+            "job_output",
+        ];
         assert_eq!(play(Background, &killed), None);
-        let rejected = ["tool_result", "start_rejected", "notice", "ask", "job_output"];
+        let rejected = [
+            "tool_result",
+            "start_rejected",
+            "notice",
+            "ask",
+            "job_output",
+        ];
         assert_eq!(play(Background, &rejected), None);
     }
 
@@ -234,19 +256,49 @@ mod tests {
     fn duplicates_and_messages_out_of_order_are_refused() {
         use Mode::*;
         let cases: &[(Mode, &[&str], usize, &str)] = &[
-            (Foreground, &["dispatched", "result", "result"], 2, "`result` a second time"),
+            (
+                Foreground,
+                &["dispatched", "result", "result"],
+                2,
+                "`result` a second time",
+            ),
             (Foreground, &["result"], 0, "`result` before `dispatched`"),
-            (Foreground, &["dispatched", "tool_result"], 1, "`tool_result` before `result`"),
-            (Foreground, &["dispatched", "start_rejected"], 1, "after `dispatched`"),
+            (
+                Foreground,
+                &["dispatched", "tool_result"],
+                1,
+                "`tool_result` before `result`",
+            ),
+            (
+                Foreground,
+                &["dispatched", "start_rejected"],
+                1,
+                "after `dispatched`",
+            ),
             (
                 Foreground,
                 &["dispatched", "result", "tool_result", "settled"],
                 3,
                 "`settled` after the run was over",
             ),
-            (Foreground, &["dispatched", "settled"], 1, "`settled` before `result`"),
-            (Background, &["dispatched"], 0, "before the background `tool_result`"),
-            (Background, &["tool_result", "job_output"], 1, "did not ask for"),
+            (
+                Foreground,
+                &["dispatched", "settled"],
+                1,
+                "`settled` before `result`",
+            ),
+            (
+                Background,
+                &["dispatched"],
+                0,
+                "before the background `tool_result`",
+            ),
+            (
+                Background,
+                &["tool_result", "job_output"],
+                1,
+                "did not ask for",
+            ),
             (Foreground, &["notice"], 0, "`notice` for a foreground call"),
             (
                 Background,
@@ -256,7 +308,14 @@ mod tests {
             ),
             (
                 Background,
-                &["tool_result", "dispatched", "result", "ask", "job_output", "result"],
+                &[
+                    "tool_result",
+                    "dispatched",
+                    "result",
+                    "ask",
+                    "job_output",
+                    "result",
+                ],
                 5,
                 "after the run was over",
             ),
@@ -264,7 +323,8 @@ mod tests {
         for (mode, kinds, at, why) in cases {
             let got = play(*mode, kinds);
             assert!(
-                got.as_ref().is_some_and(|(i, w)| i == at && w.contains(why)),
+                got.as_ref()
+                    .is_some_and(|(i, w)| i == at && w.contains(why)),
                 "{mode} {kinds:?}: {got:?}, expected refusal at {at} ({why})"
             );
         }

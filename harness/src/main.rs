@@ -90,8 +90,8 @@ fn main() -> ExitCode {
                 deadline: Duration::from_millis(args.deadline_ms),
                 progress: std::io::stderr().is_terminal(),
                 product_versions,
-                hello_timeout: Duration::from_secs(20),
-                allow_skips: false,
+                hello_timeout: Duration::from_millis(args.hello_timeout_ms),
+                allow_skips: args.allow_skips,
             };
             match runtime.block_on(suite::run(opts)) {
                 Ok(report) => {

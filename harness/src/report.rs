@@ -83,7 +83,10 @@ pub fn human(report: &SuiteReport, verbose: bool) -> String {
             let _ = writeln!(out, "  ✗ [{}] {}", f.check, indent(&f.message, "    "));
         }
     }
-    if let Some(why) = report.nothing_tested() {
+    if let Some(why) = report
+        .nothing_tested()
+        .filter(|_| report.findings.is_empty())
+    {
         let _ = writeln!(out, "\n{why}");
     }
     let count = |f: fn(&Verdict) -> bool| report.cases.iter().filter(|c| f(&c.verdict)).count();

@@ -7,8 +7,8 @@ use std::os::fd::OwnedFd;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
-use conform_protocol::side::{FakeEvent, FakeLine, Role, ToFake};
 use conform_protocol::lines::Piece;
+use conform_protocol::side::{FakeEvent, FakeLine, Role, ToFake};
 use tokio::io::AsyncWriteExt;
 use tokio::net::UnixListener;
 use tokio::sync::mpsc;
@@ -78,7 +78,10 @@ impl SideServer {
         let listener = UnixListener::bind(path).map_err(|e| {
             std::io::Error::new(
                 e.kind(),
-                format!("cannot bind the side-channel socket {}: {e}", path.display()),
+                format!(
+                    "cannot bind the side-channel socket {}: {e}",
+                    path.display()
+                ),
             )
         })?;
         let shared = Arc::new(Mutex::new(Shared::default()));

@@ -17,7 +17,7 @@ use tokio::io::{AsyncBufReadExt, AsyncRead, AsyncWriteExt, BufReader};
 use tokio::process::{Child, ChildStdin, Command};
 use tokio::sync::{mpsc, oneshot, watch};
 
-use crate::events::{Router, Routed, RunEvent};
+use crate::events::{Routed, Router, RunEvent};
 
 /// The JSON Schema every subject line is validated against (also shipped in `docs/`).
 pub const SCHEMA_TEXT: &str = include_str!("../../docs/subject-protocol.schema.json");
@@ -216,6 +216,9 @@ impl Subject {
 
     pub fn stderr_tail(&self) -> String {
         let t = self.stderr_tail.lock().unwrap();
+        if t.is_empty() {
+            return "(empty)".to_owned();
+        }
         t.iter().cloned().collect::<Vec<_>>().join("\n")
     }
 

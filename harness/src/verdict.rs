@@ -220,15 +220,17 @@ pub fn judge(scenario: &Scenario, mode: Mode, obs: &Observed) -> Vec<Finding> {
         .iter()
         .any(|l| matches!(l.event, FakeEvent::Register { .. }))
         && scenario.file.subject.runtime == crate::scenario::RuntimeKind::Fake
-        && expect.start_error.is_none()
+        && obs.start_rejected.is_none()
         && obs.subject_gone.is_none()
         && obs.timed_out.is_none()
     {
-        f.push(Finding {
-            check: "harness.fake",
-            blame: Blame::Harness,
-            message: "the fake runtime never registered on the side channel".into(),
-        });
+        // The subject claims a run whose runtime never ran: the fake registers before it reads
+        // a byte, so the subject did not spawn what it was given (or the fake could not start,
+        // which its stderr line in the subject's tail would show).
+        f.push(subject(
+            "subject.runtime",
+            "the subject reported the run, but the runtime it was given never started (no process registered on the side channel)".into(),
+        ));
     }
 
     // --- the subject as a process ---
@@ -281,7 +283,10 @@ pub fn judge(scenario: &Scenario, mode: Mode, obs: &Observed) -> Vec<Finding> {
     match (&expect.start_error, &obs.start_rejected) {
         (Some(want), Some(got)) if &got.message != want => f.push(subject(
             "expect.start-error",
-            format!("start rejected with `{}`, expected `{want}`", got.message),
+            format!(
+                "start rejected with {}, expected `{want}`",
+                show(Some(&got.message))
+            ),
         )),
         (Some(want), None) => f.push(subject(
             "expect.start-error",
@@ -291,7 +296,8 @@ pub fn judge(scenario: &Scenario, mode: Mode, obs: &Observed) -> Vec<Finding> {
             "expect.start-error",
             format!(
                 "start was rejected unexpectedly: {}: {}",
-                got.name, got.message
+                show(Some(&got.name)),
+                show(Some(&got.message))
             ),
         )),
         _ => {}
@@ -378,29 +384,29 @@ pub fn judge(scenario: &Scenario, mode: Mode, obs: &Observed) -> Vec<Finding> {
             ),
         ));
     }
-    if let Some(r) = &obs.result {
-        if let Some(d) = &r.diagnostic {
-            if d.len() > MAX_DIAGNOSTIC_BYTES {
-                f.push(subject(
-                    "contract.bound",
-                    format!(
-                        "the diagnostic is {} bytes, over {MAX_DIAGNOSTIC_BYTES}",
-                        d.len()
-                    ),
-                ));
-            }
-            if r.stop_reason == "completed" {
-                f.push(subject(
-                    "contract.no-diagnostic",
-                    "a completed result carries a diagnostic".into(),
-                ));
-            }
-            if r.stop_reason == "aborted" && obs.cancel_sent {
-                f.push(subject(
-                    "contract.no-diagnostic",
-                    "a locally cancelled result carries a diagnostic".into(),
-                ));
-            }
+    if let Some(r) = &obs.result
+        && let Some(d) = &r.diagnostic
+    {
+        if d.len() > MAX_DIAGNOSTIC_BYTES {
+            f.push(subject(
+                "contract.bound",
+                format!(
+                    "the diagnostic is {} bytes, over {MAX_DIAGNOSTIC_BYTES}",
+                    d.len()
+                ),
+            ));
+        }
+        if r.stop_reason == "completed" {
+            f.push(subject(
+                "contract.no-diagnostic",
+                "a completed result carries a diagnostic".into(),
+            ));
+        }
+        if r.stop_reason == "aborted" && obs.cancel_sent {
+            f.push(subject(
+                "contract.no-diagnostic",
+                "a locally cancelled result carries a diagnostic".into(),
+            ));
         }
     }
     for secret in untrusted_strings(scenario) {
@@ -480,7 +486,7 @@ fn check_background(obs: &Observed, f: &mut Vec<Finding>) {
     let Some(job) = started.strip_prefix("started background subagent job ") else {
         f.push(subject(
             "presentation.background-start",
-            format!("the background tool result is {started:?}"),
+            format!("the background tool result is {}", show(Some(started))),
         ));
         return;
     };
@@ -502,7 +508,11 @@ fn check_background(obs: &Observed, f: &mut Vec<Finding>) {
             if j != job || !text.starts_with(&format!("background job {job} ")) {
                 f.push(subject(
                     "delivery.job-id",
-                    format!("the notice names job `{j}`, the tool result named `{job}`"),
+                    format!(
+                        "the notice names job {}, the tool result named {}",
+                        show(Some(j)),
+                        show(Some(job))
+                    ),
                 ));
             }
             if killed {

@@ -459,7 +459,7 @@ fn a_notice_naming_another_job_is_caught() {
         "acp/stop/refusal",
         &[],
         &[
-            "[delivery.job-id] the notice names job `subagent-999`, the tool result named `subagent-",
+            "[delivery.job-id] the notice names job \"subagent-999\", the tool result named \"subagent-",
         ],
     );
 }

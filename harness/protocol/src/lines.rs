@@ -91,7 +91,10 @@ impl LineSplitter {
 }
 
 /// Reads the next piece from a blocking reader (`None` at end of input).
-pub fn next_piece<R: BufRead>(reader: &mut R, lines: &mut LineSplitter) -> io::Result<Option<Piece>> {
+pub fn next_piece<R: BufRead>(
+    reader: &mut R,
+    lines: &mut LineSplitter,
+) -> io::Result<Option<Piece>> {
     loop {
         if let Some(p) = lines.pop() {
             return Ok(Some(p));
@@ -196,7 +199,10 @@ mod tests {
             s.push(&[b'y'; 4096]);
             assert!(s.pop().is_none());
         }
-        assert!(s.buf.capacity() <= 64 + 4096, "nothing past the limit is held");
+        assert!(
+            s.buf.capacity() <= 64 + 4096,
+            "nothing past the limit is held"
+        );
         s.finish();
         assert_eq!(
             s.pop(),
@@ -209,7 +215,10 @@ mod tests {
 
     #[test]
     fn bytes_are_shown_escaped() {
-        assert_eq!(show_bytes(b"ok \xff\xfe caf\xc3\xa9", 100), "ok \\xff\\xfe café");
+        assert_eq!(
+            show_bytes(b"ok \xff\xfe caf\xc3\xa9", 100),
+            "ok \\xff\\xfe café"
+        );
         assert_eq!(show_bytes(b"\x1b[31mred\x00", 100), "\\u{1b}[31mred\\u{0}");
         assert_eq!(show_bytes(b"abcdef", 3), "abc… (6 bytes in all)");
     }

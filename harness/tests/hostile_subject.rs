@@ -1,0 +1,528 @@
+//! A harness that cannot be fooled, hung or flooded by the subject it judges: each test points
+//! `conform run` at a small hostile subject — a shell script, or the reference behind a filter
+//! that adds one hostile twist to its stdout — and checks the harness reports it as the
+//! subject's failure, promptly, with bounded memory, and leaves nothing running.
+
+use std::io::Read;
+use std::path::{Path, PathBuf};
+use std::process::Stdio;
+
+fn workspace() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("..")
+}
+
+/// The harness under test: this build, or another one named by `CONFORM_UNDER_TEST` (how
+/// these tests were shown to fail on the harness before the fixes).
+fn conform_bin() -> PathBuf {
+    std::env::var_os("CONFORM_UNDER_TEST")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| assert_cmd::cargo::cargo_bin("conform"))
+}
+
+/// What one `conform run` did.
+struct Ran {
+    code: Option<i32>,
+    out: String,
+    err: String,
+    /// Peak resident memory of the harness process, in MiB.
+    peak_rss_mib: u64,
+}
+
+/// Runs `conform run <args>` and waits for it with `wait4`, so its own peak RSS is known.
+// The child is reaped by `wait4`, which clippy cannot see.
+#[allow(clippy::zombie_processes)]
+fn run_with(args: &[&str], envs: &[(&str, &str)]) -> Ran {
+    let dir = tempfile::tempdir().unwrap();
+    let out_path = dir.path().join("stdout");
+    let err_path = dir.path().join("stderr");
+    let mut cmd = std::process::Command::new(conform_bin());
+    cmd.current_dir(workspace())
+        .env("INSTA_UPDATE", "no")
+        .arg("run")
+        .args(args)
+        .stdin(Stdio::null())
+        .stdout(std::fs::File::create(&out_path).unwrap())
+        .stderr(std::fs::File::create(&err_path).unwrap());
+    for (k, v) in envs {
+        cmd.env(k, v);
+    }
+    let child = cmd.spawn().unwrap();
+    let mut status = 0;
+    // SAFETY: an all-zero rusage is a valid value; wait4 fills it for our own child.
+    let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
+    // SAFETY: waits for the child we just spawned; `child` is not waited elsewhere.
+    let pid = unsafe { libc::wait4(child.id() as i32, &mut status, 0, &mut usage) };
+    assert_eq!(pid, child.id() as i32, "wait4 failed");
+    let code = libc::WIFEXITED(status).then(|| libc::WEXITSTATUS(status));
+    let read = |p: &Path| {
+        let mut s = Vec::new();
+        std::fs::File::open(p).unwrap().read_to_end(&mut s).unwrap();
+        String::from_utf8_lossy(&s).into_owned()
+    };
+    Ran {
+        code,
+        out: read(&out_path),
+        err: read(&err_path),
+        peak_rss_mib: usage.ru_maxrss as u64 / 1024,
+    }
+}
+
+fn run(args: &[&str]) -> Ran {
+    run_with(args, &[])
+}
+
+/// A scratch folder with a subject script in it.
+struct Subject {
+    dir: tempfile::TempDir,
+}
+
+impl Subject {
+    fn script(body: &str) -> Subject {
+        let dir = tempfile::tempdir().unwrap();
+        let text = format!(
+            "cd '{}'\n{}",
+            dir.path().display(),
+            body.replace("$CONFORM", &format!("'{}'", conform_bin().display()))
+        );
+        std::fs::write(dir.path().join("subject.sh"), text).unwrap();
+        Subject { dir }
+    }
+
+    /// The reference subject with `filter` (a shell snippet reading the reference's stdout
+    /// on its stdin and writing the subject's) between it and the harness.
+    fn filtered(filter: &str) -> Subject {
+        Subject::script(&format!("$CONFORM reference | {{\n{filter}\n}}\n"))
+    }
+
+    fn command(&self) -> String {
+        format!("sh {}", self.dir.path().join("subject.sh").display())
+    }
+
+    fn path(&self, name: &str) -> PathBuf {
+        self.dir.path().join(name)
+    }
+
+    /// The pid a script wrote to `name`.
+    fn pid(&self, name: &str) -> i32 {
+        std::fs::read_to_string(self.path(name))
+            .unwrap_or_else(|e| panic!("{name}: {e}"))
+            .trim()
+            .parse()
+            .unwrap()
+    }
+}
+
+/// True while `pid` runs (a zombie has exited).
+fn running(pid: i32) -> bool {
+    std::fs::read_to_string(format!("/proc/{pid}/stat"))
+        .ok()
+        .and_then(|s| s.rsplit_once(") ").map(|(_, r)| !r.starts_with('Z')))
+        .unwrap_or(false)
+}
+
+const HELLO: &str = r#"{"type":"hello","protocol":"conform-subject/1","subject":{"name":"hostile","version":"0"},"providers":["acp"],"modes":["foreground","background"]}"#;
+
+/// The shell lines that pull `run` out of a harness line held in `$line`.
+const RUN_OF_LINE: &str = r#"run=$(printf '%s' "$line" | sed -n 's/.*"run":"\([^"]*\)".*/\1/p')"#;
+
+#[test]
+fn a_subject_that_never_answers_hello_fails_the_suite_once_without_retrying() {
+    let s = Subject::script("echo $$ > pid\nexec sleep 600\n");
+    let r = run(&["--subject", &s.command(), "--hello-timeout-ms", "1000"]);
+    assert_eq!(r.code, Some(1), "{}\n{}", r.out, r.err);
+    assert_eq!(r.out.matches("[subject.hello]").count(), 1, "{}", r.out);
+    assert!(r.out.contains("no hello within 1000 ms"), "{}", r.out);
+    // Every case of the catalog is reported as not run, none as failed or hanging.
+    assert!(
+        r.out.contains("\n0 passed, 0 failed, 362 skipped"),
+        "{}",
+        r.out
+    );
+    assert!(
+        r.out.contains("not run: the subject could not be started"),
+        "{}",
+        r.out
+    );
+    assert!(!running(s.pid("pid")), "the hung subject was killed");
+}
+
+#[test]
+fn a_hello_that_is_not_one_kills_the_whole_subject_group() {
+    let big = "x".repeat(3 << 20);
+    let hellos = [
+        (
+            "wrong protocol",
+            HELLO.replace("conform-subject/1", "conform-subject/9"),
+            "breaks the subject protocol",
+        ),
+        ("not JSON", "hello there".to_owned(), "not JSON"),
+        ("oversized", big, "a line of 3145728 bytes, over the limit"),
+    ];
+    for (what, hello, expected) in hellos {
+        // The shell that runs the subject is not the subject: its child must die too.
+        let s = Subject::script(&format!(
+            "sleep 600 &\necho $! > pid\nread -r _\nprintf '%s\\n' '{hello}'\nwait\n"
+        ));
+        let r = run(&[
+            "--subject",
+            &s.command(),
+            "--filter",
+            "acp/success/end-turn",
+        ]);
+        assert_eq!(r.code, Some(1), "{what}: {}\n{}", r.out, r.err);
+        assert!(r.out.contains("[subject.hello]"), "{what}: {}", r.out);
+        assert!(r.out.contains(expected), "{what}: {}", r.out);
+        assert!(
+            r.out.len() < 20_000,
+            "{what}: the report shows the head only"
+        );
+        assert!(
+            !running(s.pid("pid")),
+            "{what}: the subject's child was killed"
+        );
+    }
+}
+
+#[test]
+fn a_non_utf8_line_fails_its_run_and_reading_goes_on() {
+    // One host_log line with a byte that is not UTF-8, for the first run dispatched.
+    let s = Subject::filtered(
+        r#"done=
+while IFS= read -r line; do
+  printf '%s\n' "$line"
+  case "$line" in *'"type":"dispatched"'*)
+    if [ -z "$done" ]; then
+      done=1
+      RUN_OF_LINE
+      printf '{"type":"host_log","run":"%s","text":"bad \377 byte"}\n' "$run"
+    fi;;
+  esac
+done"#
+            .replace("RUN_OF_LINE", RUN_OF_LINE)
+            .as_str(),
+    );
+    let r = run(&[
+        "--subject",
+        &s.command(),
+        "--filter",
+        "acp/stop/",
+        "-j",
+        "1",
+    ]);
+    assert_eq!(r.code, Some(1), "{}\n{}", r.out, r.err);
+    assert!(r.out.contains("11 passed, 1 failed"), "{}", r.out);
+    assert!(
+        r.out
+            .contains("[subject.protocol] not UTF-8: invalid byte at offset"),
+        "{}",
+        r.out
+    );
+    assert!(r.out.contains(r"bad \xff byte"), "{}", r.out);
+    assert!(!r.out.contains("subject.deadline"), "{}", r.out);
+}
+
+#[test]
+fn a_subject_logging_steadily_to_stderr_never_blocks() {
+    // A byte that is not UTF-8 on stderr first, then 4 KiB of stderr for every stdout line:
+    // far more than a pipe holds, so the subject blocks unless stderr is always drained.
+    let s = Subject::filtered(
+        r#"pad=$(head -c 4096 /dev/zero | tr '\0' p)
+printf 'start \377\n' >&2
+while IFS= read -r line; do
+  printf '%s\n' "$line"
+  printf 'debug %s %s\n' "$line" "$pad" >&2
+done"#,
+    );
+    let r = run(&["--subject", &s.command(), "--filter", "acp/stop/"]);
+    assert_eq!(r.code, Some(0), "{}\n{}", r.out, r.err);
+    assert!(r.out.contains("12 passed, 0 failed"), "{}", r.out);
+}
+
+#[test]
+fn a_subject_that_offers_nothing_tests_nothing_and_says_so() {
+    let s = Subject::script(&format!(
+        "read -r _\nprintf '%s\\n' '{}'\nwhile read -r line; do case \"$line\" in *shutdown*) exit 0;; esac; done\n",
+        HELLO.replace(r#"["acp"]"#, "[]")
+    ));
+    let r = run(&["--subject", &s.command(), "--filter", "acp/stop/"]);
+    assert_eq!(r.code, Some(2), "{}\n{}", r.out, r.err);
+    assert!(
+        r.out
+            .contains("nothing was tested: all 12 selected case(s) were skipped (the subject has no `acp` provider)"),
+        "{}",
+        r.out
+    );
+    let r = run(&[
+        "--subject",
+        &s.command(),
+        "--filter",
+        "acp/stop/",
+        "--allow-skips",
+    ]);
+    assert_eq!(r.code, Some(0), "{}\n{}", r.out, r.err);
+}
+
+#[test]
+fn a_forged_result_before_the_real_one_fails() {
+    let s = Subject::filtered(
+        r#"while IFS= read -r line; do
+  case "$line" in *'"type":"result"'*)
+    RUN_OF_LINE
+    printf '{"type":"result","run":"%s","stopReason":"completed","output":[]}\n' "$run";;
+  esac
+  printf '%s\n' "$line"
+done"#
+            .replace("RUN_OF_LINE", RUN_OF_LINE)
+            .as_str(),
+    );
+    let r = run(&[
+        "--subject",
+        &s.command(),
+        "--filter",
+        "acp/stop/max-turn-requests",
+    ]);
+    assert_eq!(r.code, Some(1), "{}\n{}", r.out, r.err);
+    assert!(r.out.contains("0 passed, 2 failed"), "{}", r.out);
+    assert_eq!(
+        r.out
+            .matches("[subject.protocol] out of order: `result` a second time")
+            .count(),
+        2,
+        "{}",
+        r.out
+    );
+}
+
+#[test]
+fn messages_out_of_order_fail_their_run() {
+    // A `settled` before anything else of the run, and a `job_output` nobody asked for.
+    let s = Subject::filtered(
+        r#"while IFS= read -r line; do
+  case "$line" in *'"type":"dispatched"'*)
+    RUN_OF_LINE
+    printf '{"type":"job_output","run":"%s","text":"unasked"}\n' "$run";;
+  esac
+  printf '%s\n' "$line"
+done"#
+            .replace("RUN_OF_LINE", RUN_OF_LINE)
+            .as_str(),
+    );
+    let r = run(&[
+        "--subject",
+        &s.command(),
+        "--filter",
+        "acp/success/end-turn",
+    ]);
+    assert_eq!(r.code, Some(1), "{}\n{}", r.out, r.err);
+    assert!(
+        r.out
+            .contains("[subject.protocol] out of order: `job_output` for a foreground call"),
+        "{}",
+        r.out
+    );
+    assert!(
+        r.out.contains(
+            "[subject.protocol] out of order: `job_output` that the harness did not ask for"
+        ),
+        "{}",
+        r.out
+    );
+}
+
+#[test]
+fn messages_for_runs_never_started_fail_the_suite() {
+    let s = Subject::filtered(
+        r#"IFS= read -r hello; printf '%s\n' "$hello"
+printf '{"type":"result","run":"forged-1","stopReason":"completed","output":[]}\n'
+printf '{"type":"tool_result","run":"forged-2","isError":false,"text":"done"}\n'
+cat"#,
+    );
+    let r = run(&[
+        "--subject",
+        &s.command(),
+        "--filter",
+        "acp/success/end-turn",
+    ]);
+    assert_eq!(r.code, Some(1), "{}\n{}", r.out, r.err);
+    assert!(r.out.contains("2 passed, 0 failed"), "{}", r.out);
+    assert!(
+        r.out
+            .contains("[subject.protocol] 2 message(s) for runs the harness never started"),
+        "{}",
+        r.out
+    );
+    assert!(r.out.contains("run \"forged-1\""), "{}", r.out);
+}
+
+#[test]
+fn floods_cost_bounded_memory_and_a_bounded_report() {
+    // After its hello, the subject writes 256 MiB without a newline, a 50 MB line, and
+    // 300,000 host_log lines for runs that do not exist; then it serves the runs properly.
+    let s = Subject::filtered(
+        r#"IFS= read -r hello; printf '%s\n' "$hello"
+head -c 268435456 /dev/zero | tr '\0' x
+printf '\n'
+head -c 50000000 /dev/zero | tr '\0' y
+printf '\n'
+yes '{"type":"host_log","run":"nobody","text":"flood flood flood flood flood flood flood flood flood flood flood flood flood flood flood flood"}' | head -n 300000
+cat"#,
+    );
+    let report = s.path("report.json");
+    let r = run(&[
+        "--subject",
+        &s.command(),
+        "--filter",
+        "acp/stop/",
+        "-j",
+        "8",
+        "--deadline-ms",
+        "120000",
+        "--json",
+        report.to_str().unwrap(),
+    ]);
+    assert_eq!(r.code, Some(1), "{}\n{}", r.out, r.err);
+    assert!(r.out.contains("12 passed, 0 failed"), "{}", r.out);
+    assert!(
+        r.out
+            .contains("a line of 268435456 bytes, over the limit of 1048576 bytes"),
+        "{}",
+        r.out
+    );
+    assert!(r.out.contains("a line of 50000000 bytes"), "{}", r.out);
+    assert!(
+        r.out
+            .contains("300000 message(s) for runs the harness never started"),
+        "{}",
+        r.out
+    );
+    let json_size = std::fs::metadata(&report).unwrap().len();
+    assert!(json_size < 2_000_000, "JSON report of {json_size} bytes");
+    assert!(
+        r.out.len() < 2_000_000,
+        "human report of {} bytes",
+        r.out.len()
+    );
+    eprintln!("peak RSS under a 300 MB flood: {} MiB", r.peak_rss_mib);
+    assert!(
+        r.peak_rss_mib < 200,
+        "peak RSS {} MiB: something held the flood",
+        r.peak_rss_mib
+    );
+}
+
+#[test]
+fn a_subject_that_escapes_its_group_is_found_and_killed() {
+    let s = Subject::script(
+        "setsid sleep 600 </dev/null >/dev/null 2>&1 &\necho $! > pid\nexec $CONFORM reference\n",
+    );
+    let r = run(&[
+        "--subject",
+        &s.command(),
+        "--filter",
+        "acp/success/end-turn",
+    ]);
+    assert_eq!(r.code, Some(1), "{}\n{}", r.out, r.err);
+    assert!(r.out.contains("2 passed, 0 failed"), "{}", r.out);
+    let pid = s.pid("pid");
+    assert!(
+        r.out.contains(&format!(
+            "processes left behind after the suite (killed): pid {pid} (sleep 600), left by the subject"
+        )),
+        "{}",
+        r.out
+    );
+    assert!(!running(pid), "the escaped process was killed");
+}
+
+#[test]
+fn an_oversized_start_rejection_breaks_the_bound() {
+    // A minimal adapter in shell that rejects every start with a 5000-byte message, in the
+    // order the protocol asks for in both modes.
+    let s = Subject::script(&format!(
+        r#"read -r _
+printf '%s\n' '{HELLO}'
+msg=$(head -c 5000 /dev/zero | tr '\0' m)
+while IFS= read -r line; do
+  {RUN_OF_LINE}
+  case "$line" in
+    *'"type":"start"'*'"mode":"background"'*)
+      printf '{{"type":"tool_result","run":"%s","isError":false,"text":"started background subagent job subagent-1"}}\n' "$run"
+      printf '{{"type":"start_rejected","run":"%s","error":{{"name":"E","message":"%s"}}}}\n' "$run" "$msg"
+      printf '{{"type":"notice","run":"%s","job":"subagent-1","text":"background job subagent-1 failed"}}\n' "$run";;
+    *'"type":"start"'*)
+      printf '{{"type":"start_rejected","run":"%s","error":{{"name":"E","message":"%s"}}}}\n' "$run" "$msg"
+      printf '{{"type":"tool_result","run":"%s","isError":true,"text":"Error: %s"}}\n' "$run" "$msg";;
+    *'"type":"job_output"'*)
+      printf '{{"type":"job_output","run":"%s","text":"[status: failed]"}}\n' "$run";;
+    *shutdown*) exit 0;;
+  esac
+done
+"#
+    ));
+    let r = run(&[
+        "--subject",
+        &s.command(),
+        "--filter",
+        "acp/success/end-turn",
+    ]);
+    assert_eq!(r.code, Some(1), "{}\n{}", r.out, r.err);
+    assert_eq!(
+        r.out
+            .matches("[contract.bound] the start rejection message is 5000 bytes, over 4096")
+            .count(),
+        2,
+        "{}",
+        r.out
+    );
+    assert!(!r.out.contains("subject.deadline"), "{}", r.out);
+}
+
+#[test]
+fn a_long_tmpdir_does_not_break_the_side_channel() {
+    let base = tempfile::tempdir().unwrap();
+    let deep = base.path().join("d".repeat(120));
+    std::fs::create_dir_all(&deep).unwrap();
+    let r = run_with(
+        &["--filter", "acp/success/end-turn"],
+        &[("TMPDIR", deep.to_str().unwrap())],
+    );
+    assert_eq!(r.code, Some(0), "{}\n{}", r.out, r.err);
+    assert!(r.out.contains("2 passed, 0 failed"), "{}", r.out);
+}
+
+#[test]
+fn a_run_reported_without_starting_its_runtime_fails() {
+    // An adapter that answers every foreground start with a made-up successful run, never
+    // spawning the runtime it was given.
+    let s = Subject::script(&format!(
+        r#"read -r _
+printf '%s\n' '{}'
+while IFS= read -r line; do
+  {RUN_OF_LINE}
+  case "$line" in
+    *'"type":"start"'*)
+      printf '{{"type":"dispatched","run":"%s","childSessionKey":"k","dispatchAt":"2026-01-01T00:00:00Z","expectedBy":"2026-01-01T00:00:00Z"}}\n' "$run"
+      printf '{{"type":"result","run":"%s","stopReason":"completed","output":[{{"type":"text","text":"Hello from the fake."}}]}}\n' "$run"
+      printf '{{"type":"settled","run":"%s"}}\n' "$run"
+      printf '{{"type":"tool_result","run":"%s","isError":false,"text":"Hello from the fake."}}\n' "$run";;
+    *shutdown*) exit 0;;
+  esac
+done
+"#,
+        HELLO.replace(r#","background""#, "")
+    ));
+    let r = run(&[
+        "--subject",
+        &s.command(),
+        "--filter",
+        "acp/success/end-turn",
+    ]);
+    assert_eq!(r.code, Some(1), "{}\n{}", r.out, r.err);
+    assert!(
+        r.out.contains(
+            "[subject.runtime] the subject reported the run, but the runtime it was given never started"
+        ),
+        "{}",
+        r.out
+    );
+}
