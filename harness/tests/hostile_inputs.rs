@@ -33,6 +33,10 @@ fn run(args: &[&str]) -> (Option<i32>, String, String) {
     (out.status.code(), stdout(&out), stderr(&out))
 }
 
+fn path_str(p: &Path) -> &str {
+    p.to_str().unwrap()
+}
+
 // ---- command line ----
 
 #[test]
@@ -76,4 +80,39 @@ fn run_help_says_each_thing_once_and_shows_the_new_flags() {
     assert!(help.contains("--allow-skips"), "{help}");
     assert!(help.contains("--hello-timeout-ms"), "{help}");
     assert!(help.contains("[default: 20000]"), "{help}");
+}
+
+// ---- scenario references ----
+
+/// A scenarios folder with one `acp/bad.toml` holding `text`; runs it and returns stderr.
+fn scenario_error(text: &str) -> String {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::create_dir_all(dir.path().join("acp")).unwrap();
+    std::fs::write(dir.path().join("acp/bad.toml"), text).unwrap();
+    let (code, out, err) = run(&["--scenarios", path_str(dir.path())]);
+    assert_eq!(code, Some(2), "{out}\n{err}");
+    assert!(out.is_empty(), "{out}");
+    err
+}
+
+#[test]
+fn a_cancel_at_a_checkpoint_no_step_declares_is_rejected_at_load() {
+    let err = scenario_error(
+        "title = \"t\"\nprovider = \"acp\"\n\n[cancel]\nat = \"prompt-in-flite\"\n\n[[fake.steps]]\ncheckpoint = \"prompt-in-flight\"\n\n[[fake.steps]]\nstop = \"cancelled\"\n\n[expect]\nstop_reason = \"aborted\"\n",
+    );
+    assert!(
+        err.contains("acp/bad.toml:5:6: `[cancel] at` names checkpoint `prompt-in-flite`, which no step declares (declared checkpoints: `prompt-in-flight`)"),
+        "{err}"
+    );
+}
+
+#[test]
+fn a_release_for_an_await_no_step_declares_is_rejected_at_load() {
+    let err = scenario_error(
+        "title = \"t\"\nprovider = \"acp\"\n\n[fake.release]\ngate = \"dispatched\"\ngaet = \"result\"\n\n[[fake.steps]]\nawait = \"gate\"\n\n[[fake.steps]]\nstop = \"end_turn\"\n\n[expect]\nstop_reason = \"completed\"\n",
+    );
+    assert!(
+        err.contains("acp/bad.toml:6:1: `[fake.release]` names await `gaet`, which no step declares (declared awaits: `gate`)"),
+        "{err}"
+    );
 }
