@@ -92,10 +92,12 @@ pub struct RunArgs {
     /// The subject command line (run with `sh -c`). Default: the reference subject.
     #[arg(long)]
     pub subject: Option<String>,
-    /// Folder of snapshot files [default: `snapshots/` of this workspace].
+    /// Folder of snapshot files [default: `snapshots/` of this workspace]. It must exist,
+    /// except with `--accept`, which creates it.
     #[arg(long)]
     pub snapshots: Option<PathBuf>,
     /// Write every differing or missing snapshot as accepted (read the diffs first).
+    /// A snapshot file that cannot be read is never overwritten: delete it to re-record it.
     #[arg(long)]
     pub accept: bool,
     /// Runs in flight at once (all in one subject process); at least 1.

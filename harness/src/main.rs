@@ -77,6 +77,17 @@ fn main() -> ExitCode {
                     }
                 }
             }
+            let snapshots = args.snapshots.unwrap_or_else(|| default_dir("snapshots"));
+            // `--accept` creates the folder when it records the first snapshot.
+            if !args.accept && !snapshots.is_dir() {
+                let why = if snapshots.exists() {
+                    "is not a folder"
+                } else {
+                    "does not exist (`--accept` creates it)"
+                };
+                eprintln!("error: the snapshot folder {} {why}", snapshots.display());
+                return ExitCode::from(2);
+            }
             let opts = suite::Options {
                 scenarios: args
                     .select
@@ -84,7 +95,7 @@ fn main() -> ExitCode {
                     .unwrap_or_else(|| default_dir("scenarios")),
                 filters: args.select.filter,
                 subject: args.subject,
-                snapshots: args.snapshots.unwrap_or_else(|| default_dir("snapshots")),
+                snapshots,
                 accept: args.accept,
                 jobs: args.jobs,
                 deadline: Duration::from_millis(args.deadline_ms),

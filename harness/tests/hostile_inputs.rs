@@ -37,6 +37,164 @@ fn path_str(p: &Path) -> &str {
     p.to_str().unwrap()
 }
 
+/// A temp snapshot folder holding the stored snapshots of `id` (both modes) from the workspace.
+fn snapshot_copy(id: &str) -> tempfile::TempDir {
+    let dir = tempfile::tempdir().unwrap();
+    for mode in ["foreground", "background"] {
+        let name = format!("{}@{mode}.snap", id.replace('/', "__"));
+        std::fs::copy(
+            workspace().join("snapshots").join(&name),
+            dir.path().join(&name),
+        )
+        .unwrap();
+    }
+    dir
+}
+
+// ---- snapshots ----
+
+#[test]
+fn a_snapshot_difference_is_reported_even_when_its_pending_file_cannot_be_written() {
+    let dir = snapshot_copy("acp/stop/max-turn-requests");
+    let name = "acp__stop__max-turn-requests@foreground.snap";
+    let path = dir.path().join(name);
+    let stored = std::fs::read_to_string(&path).unwrap();
+    let wrong = stored.replace("category: remote-limit", "category: remote-limits");
+    assert_ne!(stored, wrong);
+    std::fs::write(&path, wrong).unwrap();
+    // A directory where the pending `.snap.new` goes: the write fails even as root (a
+    // read-only folder does not stop root).
+    let pending = dir.path().join(format!("{name}.new"));
+    std::fs::create_dir(&pending).unwrap();
+    let out = conform()
+        .env("INSTA_UPDATE", "new")
+        .env_remove("CI")
+        .args(["run", "--filter", "acp/stop/max-turn-requests"])
+        .args(["--snapshots", path_str(dir.path())])
+        .output()
+        .unwrap();
+    let (code, text) = (out.status.code(), stdout(&out));
+    // The subject's failure, with the diff: not a harness fault.
+    assert_eq!(code, Some(1), "{text}\n{}", stderr(&out));
+    assert!(
+        text.contains("[snapshot] the model-visible texts differ"),
+        "{text}"
+    );
+    assert!(
+        text.contains(
+            "-Diagnostic: Subagent failure (provider: ACP; stage: prompt; category: remote-limits;"
+        ),
+        "{text}"
+    );
+    assert!(
+        text.contains(
+            "+Diagnostic: Subagent failure (provider: ACP; stage: prompt; category: remote-limit;"
+        ),
+        "{text}"
+    );
+    // …plus a note naming the pending file and the OS error.
+    assert!(
+        text.contains(&format!(
+            "could not write the pending snapshot {}",
+            pending.display()
+        )),
+        "{text}"
+    );
+    assert!(text.contains("Is a directory"), "{text}");
+    assert!(!text.contains("[harness.snapshot]"), "{text}");
+}
+
+/// Runs `acp/stop/max-turn-requests` against a foreground snapshot holding `corrupt`; asserts a
+/// harness-side input error naming the file, and that the file is left as it was.
+fn corrupted_snapshot_case(corrupt: &[u8], accept: bool, reason: &str) -> String {
+    let dir = snapshot_copy("acp/stop/max-turn-requests");
+    let path = dir
+        .path()
+        .join("acp__stop__max-turn-requests@foreground.snap");
+    std::fs::write(&path, corrupt).unwrap();
+    let mut cmd = conform();
+    cmd.args(["run", "--filter", "acp/stop/max-turn-requests"])
+        .args(["--snapshots", path_str(dir.path())]);
+    if accept {
+        cmd.arg("--accept");
+    }
+    let out = cmd.output().unwrap();
+    let text = stdout(&out);
+    assert_eq!(out.status.code(), Some(2), "{text}\n{}", stderr(&out));
+    assert!(text.contains("[harness.snapshot]"), "{text}");
+    assert!(text.contains(&path.display().to_string()), "{text}");
+    assert!(text.contains(reason), "{text}");
+    assert!(!text.contains("no stored snapshot"), "{text}");
+    assert_eq!(std::fs::read(&path).unwrap(), corrupt, "the file is kept");
+    text
+}
+
+#[test]
+fn a_corrupted_snapshot_is_a_harness_input_error_not_a_missing_one() {
+    corrupted_snapshot_case(
+        b"\x00\xffnot a snapshot at all\n",
+        false,
+        "not an insta snapshot",
+    );
+    // A header cut off before its closing `---`.
+    corrupted_snapshot_case(
+        b"---\nsource: scenarios/acp/stop/max-turn-requests.toml\nexpr",
+        false,
+        "header is not closed",
+    );
+    // A header that is not YAML.
+    corrupted_snapshot_case(b"---\n: : [\n---\nbody\n", false, "cannot be parsed");
+}
+
+#[test]
+fn accept_refuses_to_overwrite_a_corrupted_snapshot() {
+    let text = corrupted_snapshot_case(
+        b"garbage\n",
+        true,
+        "not overwritten by --accept: delete the file to re-record it",
+    );
+    // The other mode's snapshot was fine and is still accepted (or matched).
+    assert!(!text.contains("(background) — "), "{text}");
+}
+
+#[test]
+fn a_missing_snapshots_folder_is_a_usage_error_before_anything_runs() {
+    let dir = tempfile::tempdir().unwrap();
+    let missing = dir.path().join("no-such-snapshots");
+    let marker = dir.path().join("subject-started");
+    // A subject that only leaves a mark: it must never be started.
+    let subject = format!("touch {}", marker.display());
+    let (code, out, err) = run(&[
+        "--filter",
+        "acp/success/end-turn",
+        "--subject",
+        &subject,
+        "--snapshots",
+        path_str(&missing),
+    ]);
+    assert_eq!(code, Some(2), "{out}\n{err}");
+    assert!(err.contains(&missing.display().to_string()), "{err}");
+    assert!(err.contains("does not exist"), "{err}");
+    assert!(out.is_empty(), "{out}");
+    assert!(!marker.exists(), "the subject was started");
+    assert!(!missing.exists());
+
+    // With --accept the folder is created and the snapshots recorded there.
+    let (code, out, err) = run(&[
+        "--filter",
+        "acp/success/end-turn",
+        "--snapshots",
+        path_str(&missing),
+        "--accept",
+    ]);
+    assert_eq!(code, Some(0), "{out}\n{err}");
+    assert!(
+        missing
+            .join("acp__success__end-turn@foreground.snap")
+            .is_file()
+    );
+}
+
 // ---- command line ----
 
 #[test]
