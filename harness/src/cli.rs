@@ -117,10 +117,10 @@ pub struct RunArgs {
     /// Scenarios that name a product version run only when it is selected.
     #[arg(long, value_name = "PROVIDER=VERSION")]
     pub product_version: Vec<String>,
-    /// Write a JUnit XML report here (for CI systems).
+    /// Write a JUnit XML report here (for CI systems). Opened before anything runs.
     #[arg(long)]
     pub junit: Option<PathBuf>,
-    /// Write a JSON report here.
+    /// Write a JSON report here. Opened before anything runs.
     #[arg(long)]
     pub json: Option<PathBuf>,
     /// Print transcripts for passing cases too.

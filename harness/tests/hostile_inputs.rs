@@ -3,8 +3,9 @@
 //! terminal control sequences, and scenario references to names the script never declares.
 //! None of them may fool, hang or flood the harness.
 
+use std::io::Read as _;
 use std::path::{Path, PathBuf};
-use std::process::Output;
+use std::process::{Output, Stdio};
 
 use assert_cmd::Command;
 
@@ -238,6 +239,157 @@ fn run_help_says_each_thing_once_and_shows_the_new_flags() {
     assert!(help.contains("--allow-skips"), "{help}");
     assert!(help.contains("--hello-timeout-ms"), "{help}");
     assert!(help.contains("[default: 20000]"), "{help}");
+}
+
+/// Runs `conform <args>` with stdout a pipe whose reading end is already closed, so every
+/// write fails with EPIPE (deterministically, unlike reading a line and then closing).
+fn with_closed_stdout(args: &[&str]) -> Output {
+    let (reader, writer) = std::io::pipe().unwrap();
+    drop(reader);
+    let child = std::process::Command::new(assert_cmd::cargo::cargo_bin("conform"))
+        .current_dir(workspace())
+        .env("INSTA_UPDATE", "no")
+        .args(args)
+        .stdin(Stdio::null())
+        .stdout(writer)
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    child.wait_with_output().unwrap()
+}
+
+#[test]
+fn a_closed_stdout_is_a_quiet_exit_with_the_usual_status() {
+    let vendored = workspace().join("fakes/schemas/codex/0.169.0.schemas.json");
+    let drift = ["drift", "codex", "--schema", path_str(&vendored)];
+    let cases: [(&[&str], i32); 4] = [
+        (&["list"], 0),
+        (&["schema", "scenario"], 0),
+        // The run's own status is kept: it passed.
+        (&["run", "--filter", "acp/success/end-turn"], 0),
+        // Drift found (exit 1) is still reported by the status.
+        (&drift, 1),
+    ];
+    for (args, want) in cases {
+        let out = with_closed_stdout(args);
+        let err = stderr(&out);
+        assert!(!err.contains("panicked"), "{args:?}: {err}");
+        assert_eq!(out.status.code(), Some(want), "{args:?}: {err}");
+        assert!(!err.contains("Broken pipe"), "{args:?}: {err}");
+    }
+}
+
+#[test]
+fn a_reader_that_stops_after_one_line_does_not_panic_list() {
+    let mut child = std::process::Command::new(assert_cmd::cargo::cargo_bin("conform"))
+        .current_dir(workspace())
+        .arg("list")
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stdout = child.stdout.take().unwrap();
+    let mut first = [0u8; 1];
+    stdout.read_exact(&mut first).unwrap();
+    drop(stdout);
+    let out = child.wait_with_output().unwrap();
+    let err = stderr(&out);
+    assert!(!err.contains("panicked"), "{err}");
+    assert_eq!(out.status.code(), Some(0), "{err}");
+}
+
+#[test]
+fn an_unwritable_report_path_fails_before_anything_runs() {
+    let dir = tempfile::tempdir().unwrap();
+    let marker = dir.path().join("subject-started");
+    let subject = format!("touch {}", marker.display());
+    for flag in ["--json", "--junit"] {
+        let report = dir.path().join("no-such-dir").join("report.out");
+        let (code, out, err) = run(&[
+            "--filter",
+            "acp/success/end-turn",
+            "--subject",
+            &subject,
+            flag,
+            path_str(&report),
+        ]);
+        assert_eq!(code, Some(2), "{flag}: {out}\n{err}");
+        assert!(
+            err.contains(&format!("cannot write {}", report.display())),
+            "{flag}: {err}"
+        );
+        assert!(err.contains("No such file or directory"), "{flag}: {err}");
+        assert!(out.is_empty(), "{flag}: {out}");
+        assert!(!marker.exists(), "{flag}: the subject was started");
+    }
+}
+
+// ---- subject text on the terminal ----
+
+#[test]
+fn control_sequences_from_the_subject_are_escaped_in_the_human_report() {
+    let dir = tempfile::tempdir().unwrap();
+    let script = dir.path().join("subject.sh");
+    // Answers hello, then rejects every start with a message full of terminal controls:
+    // colour, an OSC 8 hyperlink, NUL, a carriage return and a C1 CSI.
+    std::fs::write(
+        &script,
+        r#"read -r hello
+printf '%s\n' '{"type":"hello","protocol":"conform-subject/1","subject":{"name":"evil\u001b[2J","version":"0"},"providers":["acp"],"modes":["foreground"]}'
+msg='evil \u001b[31mred\u001b[0m \u001b]8;;https://example.invalid\u0007click\u001b]8;;\u0007 nul\u0000 cr\rover \u009b2J'
+while read -r line; do
+  case "$line" in
+    *'"type":"start"'*)
+      run=$(printf '%s' "$line" | sed -n 's/.*"run":"\([^"]*\)".*/\1/p')
+      printf '%s\n' "{\"type\":\"start_rejected\",\"run\":\"$run\",\"error\":{\"name\":\"AcpRunFailure\",\"message\":\"$msg\"}}"
+      printf '%s\n' "{\"type\":\"tool_result\",\"run\":\"$run\",\"isError\":true,\"text\":\"Error: $msg\"}"
+      ;;
+    *shutdown*) exit 0;;
+  esac
+done
+"#,
+    )
+    .unwrap();
+    let snapshots = tempfile::tempdir().unwrap();
+    let json = dir.path().join("report.json");
+    let subject = format!("sh {}", script.display());
+    let out = conform()
+        .args([
+            "run",
+            "--filter",
+            "acp/success/end-turn",
+            "--subject",
+            &subject,
+        ])
+        .args(["--snapshots", path_str(snapshots.path())])
+        .args(["--json", path_str(&json)])
+        .output()
+        .unwrap();
+    // The run fails (this subject never starts the runtime, so the exact status is not the
+    // point here); what matters is what reached stdout.
+    assert!(
+        matches!(out.status.code(), Some(1 | 2)),
+        "{:?}: {}",
+        out.status,
+        stderr(&out)
+    );
+    let text = stdout(&out);
+    for raw in [0x1b_u8, 0x00, 0x07, b'\r'] {
+        assert!(
+            !out.stdout.contains(&raw),
+            "raw byte {raw:#04x} reached the terminal:\n{text}"
+        );
+    }
+    assert!(!text.contains('\u{9b}'), "raw C1 CSI:\n{text}");
+    assert!(
+        text.contains(r"start was rejected unexpectedly: AcpRunFailure: evil \x1b[31mred\x1b[0m \x1b]8;;https://example.invalid\x07click\x1b]8;;\x07 nul\x00 cr\rover \u{9b}2J"),
+        "{text}"
+    );
+    assert!(text.contains(r"subject: evil\x1b[2J 0"), "{text}");
+    // The JSON report stays exact.
+    let report = std::fs::read_to_string(&json).unwrap();
+    assert!(report.contains(r"evil \u001b[31mred"), "{report}");
 }
 
 // ---- scenario references ----
