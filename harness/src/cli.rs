@@ -77,7 +77,6 @@ pub struct DriftArgs {
 
 #[derive(Debug, Args)]
 pub struct SelectArgs {
-    /// Folder of scenario files.
     /// Folder of scenario files [default: `scenarios/` of this workspace].
     #[arg(long)]
     pub scenarios: Option<PathBuf>,
@@ -93,27 +92,35 @@ pub struct RunArgs {
     /// The subject command line (run with `sh -c`). Default: the reference subject.
     #[arg(long)]
     pub subject: Option<String>,
-    /// Folder of snapshot files.
-    /// [default: `snapshots/` of this workspace]
+    /// Folder of snapshot files [default: `snapshots/` of this workspace]. It must exist,
+    /// except with `--accept`, which creates it.
     #[arg(long)]
     pub snapshots: Option<PathBuf>,
     /// Write every differing or missing snapshot as accepted (read the diffs first).
+    /// A snapshot file that cannot be read is never overwritten: delete it to re-record it.
     #[arg(long)]
     pub accept: bool,
-    /// Runs in flight at once (all in one subject process).
-    #[arg(long, short = 'j', default_value_t = 4)]
+    /// Runs in flight at once (all in one subject process); at least 1.
+    #[arg(long, short = 'j', default_value_t = 4,
+          value_parser = clap::builder::RangedU64ValueParser::<usize>::new().range(1..))]
     pub jobs: usize,
-    /// Per-run deadline in milliseconds, unless a scenario sets its own.
-    #[arg(long, default_value_t = 20_000)]
+    /// Per-run deadline in milliseconds, unless a scenario sets its own; at least 1.
+    #[arg(long, default_value_t = 20_000, value_parser = clap::value_parser!(u64).range(1..))]
     pub deadline_ms: u64,
+    /// How long the subject has to answer `hello`, in milliseconds; at least 1.
+    #[arg(long, default_value_t = 20_000, value_parser = clap::value_parser!(u64).range(1..))]
+    pub hello_timeout_ms: u64,
+    /// A run in which every selected case was skipped exits 0 instead of 2.
+    #[arg(long)]
+    pub allow_skips: bool,
     /// The product version a provider's fake speaks, e.g. `codex=0.169.0` (repeatable).
     /// Scenarios that name a product version run only when it is selected.
     #[arg(long, value_name = "PROVIDER=VERSION")]
     pub product_version: Vec<String>,
-    /// Write a JUnit XML report here (for CI systems).
+    /// Write a JUnit XML report here (for CI systems). Opened before anything runs.
     #[arg(long)]
     pub junit: Option<PathBuf>,
-    /// Write a JSON report here.
+    /// Write a JSON report here. Opened before anything runs.
     #[arg(long)]
     pub json: Option<PathBuf>,
     /// A run in which every selected case was skipped exits 0 instead of 2.

@@ -17,4 +17,5 @@ pub mod side;
 pub mod snapshot;
 pub mod subject;
 pub mod suite;
+pub mod terminal;
 pub mod verdict;

@@ -1,11 +1,83 @@
-use std::io::IsTerminal;
+use std::fs::File;
+use std::io::{IsTerminal, Write};
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::time::Duration;
 
 use clap::Parser;
 use conform::cli::DriftArgs;
 use conform::cli::{Cli, Command, default_dir};
-use conform::{drift, report, scenario, suite};
+use conform::{drift, report, scenario, suite, terminal};
+
+/// Writes `text` to stdout. A reader that went away (`conform list | head -1`) is not an
+/// error: the rest of the output is simply not wanted. Any other failure is exit 2.
+fn out(text: &str) -> Result<(), ExitCode> {
+    let mut stdout = std::io::stdout().lock();
+    match stdout
+        .write_all(text.as_bytes())
+        .and_then(|()| stdout.flush())
+    {
+        Ok(()) => Ok(()),
+        Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => Ok(()),
+        Err(e) => {
+            eprintln!("error: cannot write to stdout: {e}");
+            Err(ExitCode::from(2))
+        }
+    }
+}
+
+/// A report file opened before the run, so that an unwritable path is found before anything
+/// runs. It is only truncated when the report is written; if the run ends without a report,
+/// a file the open created is removed again.
+struct ReportFile {
+    path: PathBuf,
+    file: File,
+    created: bool,
+}
+
+impl ReportFile {
+    fn open(path: &Path) -> Result<Self, ExitCode> {
+        let existed = path.symlink_metadata().is_ok();
+        match File::options()
+            .write(true)
+            .create(true)
+            .truncate(false)
+            .open(path)
+        {
+            Ok(file) => Ok(Self {
+                path: path.to_owned(),
+                file,
+                created: !existed,
+            }),
+            Err(e) => {
+                eprintln!("error: cannot write {}: {e}", path.display());
+                Err(ExitCode::from(2))
+            }
+        }
+    }
+
+    fn write(mut self, contents: &[u8]) -> Result<(), ExitCode> {
+        // Not for `/dev/stdout` or a pipe, which cannot be truncated.
+        let regular = self.file.metadata().is_ok_and(|m| m.is_file());
+        let written = (if regular {
+            self.file.set_len(0)
+        } else {
+            Ok(())
+        })
+        .and_then(|()| self.file.write_all(contents))
+        .and_then(|()| self.file.flush());
+        written.map_err(|e| {
+            eprintln!("error: cannot write {}: {e}", self.path.display());
+            ExitCode::from(2)
+        })
+    }
+
+    fn discard(self) {
+        if self.created {
+            let _ = std::fs::remove_file(&self.path);
+        }
+    }
+}
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
@@ -35,21 +107,30 @@ fn main() -> ExitCode {
             } else {
                 serde_json::from_str(conform::subject::SCHEMA_TEXT).expect("schema is JSON")
             };
-            println!(
-                "{}",
-                serde_json::to_string_pretty(&schema).expect("serialises")
-            );
-            ExitCode::SUCCESS
+            let text = serde_json::to_string_pretty(&schema).expect("serialises");
+            match out(&format!("{text}\n")) {
+                Ok(()) => ExitCode::SUCCESS,
+                Err(code) => code,
+            }
         }
         Command::List(sel) => {
             let dir = sel.scenarios.unwrap_or_else(|| default_dir("scenarios"));
             match suite::select(&dir, &sel.filter) {
                 Ok(list) => {
+                    let mut text = String::new();
                     for s in list {
                         let modes: Vec<_> = s.file.modes.iter().map(|m| m.as_str()).collect();
-                        println!("{}  [{}]  {}", s.id, modes.join(", "), s.file.title);
+                        text.push_str(&format!(
+                            "{}  [{}]  {}\n",
+                            s.id,
+                            modes.join(", "),
+                            s.file.title
+                        ));
                     }
-                    ExitCode::SUCCESS
+                    match out(&text) {
+                        Ok(()) => ExitCode::SUCCESS,
+                        Err(code) => code,
+                    }
                 }
                 Err(e) => {
                     eprintln!("error: {e}");
@@ -77,6 +158,30 @@ fn main() -> ExitCode {
                     }
                 }
             }
+            let snapshots = args.snapshots.unwrap_or_else(|| default_dir("snapshots"));
+            // `--accept` creates the folder when it records the first snapshot.
+            if !args.accept && !snapshots.is_dir() {
+                let why = if snapshots.exists() {
+                    "is not a folder"
+                } else {
+                    "does not exist (`--accept` creates it)"
+                };
+                eprintln!("error: the snapshot folder {} {why}", snapshots.display());
+                return ExitCode::from(2);
+            }
+            let json_file = match args.json.as_deref().map(ReportFile::open).transpose() {
+                Ok(f) => f,
+                Err(code) => return code,
+            };
+            let junit_file = match args.junit.as_deref().map(ReportFile::open).transpose() {
+                Ok(f) => f,
+                Err(code) => {
+                    if let Some(f) = json_file {
+                        f.discard();
+                    }
+                    return code;
+                }
+            };
             let opts = suite::Options {
                 scenarios: args
                     .select
@@ -84,7 +189,7 @@ fn main() -> ExitCode {
                     .unwrap_or_else(|| default_dir("scenarios")),
                 filters: args.select.filter,
                 subject: args.subject,
-                snapshots: args.snapshots.unwrap_or_else(|| default_dir("snapshots")),
+                snapshots,
                 accept: args.accept,
                 jobs: args.jobs,
                 deadline: Duration::from_millis(args.deadline_ms),
@@ -93,37 +198,42 @@ fn main() -> ExitCode {
                 hello_timeout: Duration::from_millis(args.hello_timeout_ms),
                 allow_skips: args.allow_skips,
             };
-            match runtime.block_on(suite::run(opts)) {
-                Ok(report) => {
-                    print!("{}", report::human(&report, args.verbose));
-                    if let Some(path) = &args.json
-                        && let Err(e) = std::fs::write(
-                            path,
-                            serde_json::to_string_pretty(&report::json(&report)).expect("json"),
-                        )
-                    {
-                        eprintln!("error: cannot write {}: {e}", path.display());
+            let report = match runtime.block_on(suite::run(opts)) {
+                Ok(report) => report,
+                Err(e) => {
+                    for f in [json_file, junit_file].into_iter().flatten() {
+                        f.discard();
+                    }
+                    eprintln!("error: {e}");
+                    return ExitCode::from(2);
+                }
+            };
+            // Subject text is shown on a terminal: escaped. The JSON and JUnit reports are exact.
+            let shown = out(&terminal::escape_controls(&report::human(
+                &report,
+                args.verbose,
+            )));
+            if let Some(file) = json_file {
+                let json = serde_json::to_string_pretty(&report::json(&report)).expect("json");
+                if let Err(code) = file.write(json.as_bytes()) {
+                    return code;
+                }
+            }
+            if let Some(file) = junit_file {
+                let xml = match report::junit(&report) {
+                    Ok(x) => x,
+                    Err(e) => {
+                        eprintln!("error: cannot render the JUnit report: {e}");
                         return ExitCode::from(2);
                     }
-                    if let Some(path) = &args.junit {
-                        let xml = match report::junit(&report) {
-                            Ok(x) => x,
-                            Err(e) => {
-                                eprintln!("error: cannot render the JUnit report: {e}");
-                                return ExitCode::from(2);
-                            }
-                        };
-                        if let Err(e) = std::fs::write(path, xml) {
-                            eprintln!("error: cannot write {}: {e}", path.display());
-                            return ExitCode::from(2);
-                        }
-                    }
-                    ExitCode::from(report.exit_code() as u8)
+                };
+                if let Err(code) = file.write(xml.as_bytes()) {
+                    return code;
                 }
-                Err(e) => {
-                    eprintln!("error: {e}");
-                    ExitCode::from(2)
-                }
+            }
+            match shown {
+                Ok(()) => ExitCode::from(report.exit_code() as u8),
+                Err(code) => code,
             }
         }
     }
@@ -169,8 +279,10 @@ fn drift(args: DriftArgs) -> ExitCode {
     match actual {
         Ok(actual) => {
             let d = drift::compare(&pinned.into(), &actual);
-            print!("{}", drift::render(pinned.version, &label, &actual, &d));
-            ExitCode::from(u8::from(!d.is_empty()))
+            match out(&drift::render(pinned.version, &label, &actual, &d)) {
+                Ok(()) => ExitCode::from(u8::from(!d.is_empty())),
+                Err(code) => code,
+            }
         }
         Err(e) => {
             eprintln!("error: {e}");

@@ -281,6 +281,7 @@ pub fn load(root: &Path, path: &Path) -> Result<Scenario, ScenarioError> {
     check_file(path, &text, &file)?;
     let mut steps = Vec::new();
     expand(root, path, &text, &file.fake.steps, &mut steps, 0)?;
+    check_references(path, &text, &file, &steps)?;
     let script = Script {
         protocol: file.provider.clone(),
         product_version: file.product_version.clone(),
@@ -379,6 +380,105 @@ fn check_file(path: &Path, text: &str, file: &ScenarioFile) -> Result<(), Scenar
             find_key(text, "[expect]"),
             "`[expect]` needs `stop_reason` (a published run) or `start_error` (a rejected start)"
                 .into(),
+        ));
+    }
+    Ok(())
+}
+
+/// Where the names that must refer to the script are written (read leniently: the file has
+/// already been parsed strictly).
+#[derive(Deserialize)]
+struct ReferenceSpans {
+    #[serde(default)]
+    cancel: Option<CancelSpans>,
+    #[serde(default)]
+    fake: Option<FakeSpans>,
+}
+
+#[derive(Deserialize)]
+struct CancelSpans {
+    at: Option<Spanned<String>>,
+}
+
+#[derive(Deserialize)]
+struct FakeSpans {
+    #[serde(default)]
+    release: BTreeMap<Spanned<String>, toml::Value>,
+}
+
+/// `[cancel] at` must name a checkpoint, and every `[fake.release]` key an await, that some
+/// step of the expanded script (preludes included) declares: a misspelt name would otherwise
+/// never fire, and the case would pass without testing what it says.
+fn check_references(
+    path: &Path,
+    text: &str,
+    file: &ScenarioFile,
+    steps: &[Step],
+) -> Result<(), ScenarioError> {
+    fn declared<'a>(names: impl Iterator<Item = &'a String>) -> Vec<&'a str> {
+        let mut out: Vec<&str> = Vec::new();
+        for n in names {
+            if !out.contains(&n.as_str()) {
+                out.push(n);
+            }
+        }
+        out
+    }
+    fn listing(kind: &str, names: &[&str]) -> String {
+        if names.is_empty() {
+            format!("the script declares no {kind}")
+        } else {
+            let quoted: Vec<String> = names.iter().map(|n| format!("`{n}`")).collect();
+            format!("declared {kind}: {}", quoted.join(", "))
+        }
+    }
+    let spans: Option<ReferenceSpans> = toml::from_str(text).ok();
+    let checkpoints = declared(steps.iter().filter_map(|s| s.checkpoint.as_ref()));
+    if let Some(cancel) = &file.cancel
+        && !checkpoints.contains(&cancel.at.as_str())
+    {
+        let span = spans
+            .as_ref()
+            .and_then(|s| s.cancel.as_ref())
+            .and_then(|c| c.at.as_ref())
+            .map(Spanned::span)
+            .or_else(|| find_key(text, "at"));
+        return Err(invalid(
+            path,
+            text,
+            span,
+            format!(
+                "`[cancel] at` names checkpoint `{}`, which no step declares ({})",
+                cancel.at,
+                listing("checkpoints", &checkpoints)
+            ),
+        ));
+    }
+    let awaits = declared(steps.iter().filter_map(|s| s.await_.as_ref()));
+    let mut released: Vec<(Option<Range<usize>>, &str)> =
+        match spans.as_ref().and_then(|s| s.fake.as_ref()) {
+            Some(f) => f
+                .release
+                .keys()
+                .map(|k| (Some(k.span()), k.get_ref().as_str()))
+                .collect(),
+            None => file
+                .fake
+                .release
+                .keys()
+                .map(|k| (None, k.as_str()))
+                .collect(),
+        };
+    released.sort_by_key(|(span, _)| span.as_ref().map(|s| s.start));
+    if let Some((span, name)) = released.into_iter().find(|(_, n)| !awaits.contains(n)) {
+        return Err(invalid(
+            path,
+            text,
+            span,
+            format!(
+                "`[fake.release]` names await `{name}`, which no step declares ({})",
+                listing("awaits", &awaits)
+            ),
         ));
     }
     Ok(())
@@ -553,6 +653,73 @@ mod tests {
         let text = OK.replace("\"completed\"", "\"done\"");
         let err = load_text(&text).unwrap_err().to_string();
         assert!(err.contains("case.toml:8:1: stop reason `done`"), "{err}");
+    }
+
+    #[test]
+    fn a_cancel_at_an_undeclared_checkpoint_is_rejected_at_its_value() {
+        let text = OK.replace(
+            "[[fake.steps]]\ninclude",
+            "[cancel]\nat = \"mid-run\"\n[[fake.steps]]\ncheckpoint = \"mid-rnu\"\n[[fake.steps]]\ninclude",
+        );
+        let err = load_text(&text).unwrap_err().to_string();
+        assert!(
+            err.contains("case.toml:4:6: `[cancel] at` names checkpoint `mid-run`, which no step declares (declared checkpoints: `mid-rnu`)"),
+            "{err}"
+        );
+        let text = OK.replace(
+            "[[fake.steps]]\ninclude",
+            "[cancel]\nat = \"x\"\n[[fake.steps]]\ninclude",
+        );
+        let err = load_text(&text).unwrap_err().to_string();
+        assert!(
+            err.contains("`x`, which no step declares (the script declares no checkpoints)"),
+            "{err}"
+        );
+        // Also written inline.
+        let text = OK.replace(
+            "[[fake.steps]]\ninclude",
+            "cancel = { at = \"x\" }\n[[fake.steps]]\ninclude",
+        );
+        let err = load_text(&text).unwrap_err().to_string();
+        assert!(err.contains("case.toml:3:17: `[cancel] at`"), "{err}");
+    }
+
+    #[test]
+    fn a_release_of_an_undeclared_await_is_rejected_at_its_key() {
+        let text = OK.replace(
+            "[[fake.steps]]\ninclude",
+            "[fake.release]\ngate = \"result\"\n\"gaet\" = \"cancel\"\n[[fake.steps]]\nawait = \"gate\"\n[[fake.steps]]\ninclude",
+        );
+        let err = load_text(&text).unwrap_err().to_string();
+        assert!(
+            err.contains("case.toml:5:1: `[fake.release]` names await `gaet`, which no step declares (declared awaits: `gate`)"),
+            "{err}"
+        );
+    }
+
+    #[test]
+    fn checkpoints_and_awaits_declared_in_a_prelude_count() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path();
+        std::fs::create_dir_all(root.join("preludes")).unwrap();
+        std::fs::write(
+            root.join("preludes/gate.toml"),
+            "[[steps]]\ncheckpoint = \"in-flight\"\n[[steps]]\nawait = \"gate\"\n",
+        )
+        .unwrap();
+        std::fs::write(
+            root.join("preludes/outer.toml"),
+            "[[steps]]\ninclude = \"gate\"\n",
+        )
+        .unwrap();
+        let path = root.join("case.toml");
+        std::fs::write(
+            &path,
+            "title = \"t\"\nprovider = \"acp\"\n[cancel]\nat = \"in-flight\"\n[fake.release]\ngate = \"cancel\"\n[[fake.steps]]\ninclude = \"outer\"\n[expect]\nstop_reason = \"aborted\"\n",
+        )
+        .unwrap();
+        let s = load(root, &path).unwrap();
+        assert_eq!(s.file.cancel.unwrap().at, "in-flight");
     }
 
     #[test]

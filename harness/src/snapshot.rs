@@ -59,12 +59,14 @@ pub fn file_name(scenario: &Scenario, mode: Mode) -> String {
 
 pub enum Outcome {
     Matches,
-    /// No snapshot yet; `.snap.new` written (unless pending snapshots are off).
+    /// No snapshot yet; `.snap.new` written (unless pending snapshots are off, or the write
+    /// failed: then a note on stderr names the file and the error).
     Missing {
         new: Option<PathBuf>,
     },
     /// Differs; unified diff from the stored to the actual text, `.snap.new` written (unless
-    /// pending snapshots are off: `INSTA_UPDATE=no`, or CI).
+    /// pending snapshots are off: `INSTA_UPDATE=no`, or CI). If writing the `.snap.new`
+    /// failed, the diff ends with a note naming the file and the OS error, and `new` is `None`.
     Differs {
         diff: String,
         new: Option<PathBuf>,
@@ -82,7 +84,71 @@ fn writes_pending() -> bool {
     }
 }
 
+/// Reads a stored snapshot: `Ok(None)` when there is none, an error naming the file and why
+/// when a file is there but is not a text snapshot insta can read (the harness's input is
+/// broken; that is never the subject's failure, and `--accept` must not paper over it).
+fn read_stored(path: &Path) -> std::io::Result<Option<TextSnapshotContents>> {
+    let corrupt = |why: String| {
+        std::io::Error::new(
+            std::io::ErrorKind::InvalidData,
+            format!(
+                "the snapshot file {} cannot be read: {why}; it is not overwritten by --accept: \
+                 delete the file to re-record it",
+                path.display()
+            ),
+        )
+    };
+    let bytes = match std::fs::read(path) {
+        Ok(b) => b,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+        Err(e) => {
+            return Err(std::io::Error::new(
+                e.kind(),
+                format!("cannot read the snapshot file {}: {e}", path.display()),
+            ));
+        }
+    };
+    let text = std::str::from_utf8(&bytes)
+        .map_err(|e| corrupt(format!("not an insta snapshot (not UTF-8: {e})")))?;
+    // insta reads a file without a `---` header as its legacy format and a header without
+    // its closing `---` as an empty snapshot; conform writes neither, so both are corruption.
+    let mut lines = text.split_inclusive('\n');
+    if lines.next().map(str::trim_end) != Some("---") {
+        return Err(corrupt(
+            "not an insta snapshot (it does not start with a `---` header line)".into(),
+        ));
+    }
+    if !lines.any(|l| l.trim_end() == "---") {
+        return Err(corrupt(
+            "its header is not closed (no second `---` line; truncated?)".into(),
+        ));
+    }
+    let snapshot = match Snapshot::from_file(path) {
+        Ok(s) => s,
+        Err(e) => {
+            let not_found = e
+                .downcast_ref::<std::io::Error>()
+                .is_some_and(|io| io.kind() == std::io::ErrorKind::NotFound);
+            if not_found {
+                // Removed between the two reads.
+                return Ok(None);
+            }
+            return Err(corrupt(format!("its header cannot be parsed ({e})")));
+        }
+    };
+    match snapshot.contents() {
+        SnapshotContents::Text(t) => Ok(Some(t.clone())),
+        SnapshotContents::Binary(_) => Err(corrupt(
+            "it is a binary snapshot; conform's snapshots are text".into(),
+        )),
+    }
+}
+
 /// Compares `actual` with the stored snapshot; with `accept`, writes it as the new snapshot.
+///
+/// An error is the harness's: a stored file that cannot be read (never overwritten, even with
+/// `accept`), or an accepted snapshot that cannot be written. Failing to write a pending
+/// `.snap.new` is not an error: the difference is still the outcome, with a note.
 pub fn check(
     dir: &Path,
     scenario: &Scenario,
@@ -93,11 +159,7 @@ pub fn check(
     let path = dir.join(file_name(scenario, mode));
     let new_path = path.with_extension("snap.new");
     let actual_contents = TextSnapshotContents::new(actual.to_owned(), TextSnapshotKind::File);
-    let stored = Snapshot::from_file(&path).ok();
-    let stored_text = stored.as_ref().and_then(|s| match s.contents() {
-        SnapshotContents::Text(t) => Some(t.clone()),
-        SnapshotContents::Binary(_) => None,
-    });
+    let stored_text = read_stored(&path)?;
     if let Some(old) = &stored_text
         && old.matches_latest(&actual_contents)
     {
@@ -112,30 +174,47 @@ pub fn check(
     let body = format!("{header}{}\n", actual.trim_end());
     if accept {
         std::fs::create_dir_all(dir)?;
-        std::fs::write(&path, body)?;
+        std::fs::write(&path, body).map_err(|e| {
+            std::io::Error::new(e.kind(), format!("cannot write {}: {e}", path.display()))
+        })?;
         let _ = std::fs::remove_file(&new_path);
         return Ok(Outcome::Accepted);
     }
-    let new_path = if writes_pending() {
-        std::fs::create_dir_all(dir)?;
-        std::fs::write(&new_path, body)?;
-        Some(new_path)
+    let (new, write_error) = if writes_pending() {
+        match std::fs::write(&new_path, body) {
+            Ok(()) => (Some(new_path.clone()), None),
+            Err(e) => (None, Some(e)),
+        }
     } else {
-        None
+        (None, None)
     };
+    let note = write_error.map(|e| {
+        format!(
+            "note: could not write the pending snapshot {}: {e}",
+            new_path.display()
+        )
+    });
     Ok(match stored_text {
-        None => Outcome::Missing { new: new_path },
+        None => {
+            if let Some(note) = note {
+                eprintln!("{}", crate::terminal::escape_controls(&note));
+            }
+            Outcome::Missing { new }
+        }
         Some(old) => {
             let old = old.to_string();
-            let diff = similar::TextDiff::from_lines(old.trim_end(), actual.trim_end())
+            let mut diff = similar::TextDiff::from_lines(old.trim_end(), actual.trim_end())
                 .unified_diff()
                 .context_radius(3)
                 .header("stored snapshot", "this run")
                 .to_string();
-            Outcome::Differs {
-                diff,
-                new: new_path,
+            if let Some(note) = note {
+                if !diff.ends_with('\n') {
+                    diff.push('\n');
+                }
+                diff.push_str(&note);
             }
+            Outcome::Differs { diff, new }
         }
     })
 }
@@ -143,6 +222,41 @@ pub fn check(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn stored(contents: Option<&[u8]>) -> std::io::Result<Option<String>> {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("case@foreground.snap");
+        if let Some(c) = contents {
+            std::fs::write(&path, c).unwrap();
+        }
+        read_stored(&path).map(|t| t.map(|t| t.to_string()))
+    }
+
+    #[test]
+    fn a_missing_snapshot_is_none_and_a_good_one_is_read() {
+        assert!(stored(None).unwrap().is_none());
+        let good = b"---\nsource: a.toml\nexpression: a (foreground)\n---\nline 1\nline 2\n";
+        assert_eq!(stored(Some(good)).unwrap().unwrap(), "line 1\nline 2");
+    }
+
+    #[test]
+    fn a_corrupted_snapshot_is_an_error_naming_the_file_and_why() {
+        for (contents, why) in [
+            (
+                &b"garbage\nmore garbage\n"[..],
+                "does not start with a `---` header",
+            ),
+            (b"", "does not start with a `---` header"),
+            (b"\xff\xfe---\n", "not UTF-8"),
+            (b"---\nsource: a.toml\nexpr", "header is not closed"),
+            (b"---\n: : [\n---\nbody\n", "header cannot be parsed"),
+        ] {
+            let err = stored(Some(contents)).unwrap_err().to_string();
+            assert!(err.contains("case@foreground.snap cannot be read"), "{err}");
+            assert!(err.contains(why), "{contents:?}: {err}");
+            assert!(err.contains("delete the file to re-record it"), "{err}");
+        }
+    }
 
     #[test]
     fn job_ids_are_masked_but_other_text_is_kept() {
