@@ -123,12 +123,6 @@ pub struct RunArgs {
     /// Write a JSON report here. Opened before anything runs.
     #[arg(long)]
     pub json: Option<PathBuf>,
-    /// A run in which every selected case was skipped exits 0 instead of 2.
-    #[arg(long)]
-    pub allow_skips: bool,
-    /// How long the subject has to answer hello, in milliseconds.
-    #[arg(long, default_value_t = 20_000, value_parser = clap::value_parser!(u64).range(1..))]
-    pub hello_timeout_ms: u64,
     /// Print transcripts for passing cases too.
     #[arg(long, short = 'v')]
     pub verbose: bool,

@@ -60,9 +60,10 @@ pub fn file_name(scenario: &Scenario, mode: Mode) -> String {
 pub enum Outcome {
     Matches,
     /// No snapshot yet; `.snap.new` written (unless pending snapshots are off, or the write
-    /// failed: then a note on stderr names the file and the error).
+    /// failed: then `note` names the file and the error).
     Missing {
         new: Option<PathBuf>,
+        note: Option<String>,
     },
     /// Differs; unified diff from the stored to the actual text, `.snap.new` written (unless
     /// pending snapshots are off: `INSTA_UPDATE=no`, or CI). If writing the `.snap.new`
@@ -195,12 +196,7 @@ pub fn check(
         )
     });
     Ok(match stored_text {
-        None => {
-            if let Some(note) = note {
-                eprintln!("{}", crate::terminal::escape_controls(&note));
-            }
-            Outcome::Missing { new }
-        }
+        None => Outcome::Missing { new, note },
         Some(old) => {
             let old = old.to_string();
             let mut diff = similar::TextDiff::from_lines(old.trim_end(), actual.trim_end())

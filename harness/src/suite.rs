@@ -387,12 +387,13 @@ fn judge(
             Ok(Outcome::Accepted) => {
                 snapshot_note = Some(format!("accepted new snapshot:\n{actual}"));
             }
-            Ok(Outcome::Missing { new }) => findings.push(Finding {
+            Ok(Outcome::Missing { new, note }) => findings.push(Finding {
                 check: "snapshot",
                 blame: Blame::Subject,
                 message: format!(
-                    "no stored snapshot{} (read them, then `cargo insta review` or `conform run --accept`):\n{actual}",
-                    pending_note(new.as_deref())
+                    "no stored snapshot{} (read them, then `cargo insta review` or `conform run --accept`):\n{actual}{}",
+                    pending_note(new.as_deref()),
+                    note.map(|n| format!("\n{n}")).unwrap_or_default()
                 ),
             }),
             Ok(Outcome::Differs { diff, new }) => findings.push(Finding {

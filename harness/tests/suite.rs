@@ -286,10 +286,17 @@ fn the_newer_codex_vocabulary_runs_and_reports_what_the_subject_maps_to_unknown(
             "{c}: {out}"
         );
     }
-    // Without the newer product version those scenarios are skipped, not failed.
+    // Without the newer product version those scenarios are skipped, not failed — and a run
+    // that skipped everything tested nothing: exit 2, unless skips are allowed.
     let (code, out, _) = run(&["--filter", "codex/upgrade/"]);
-    assert_eq!(code, Some(0), "{out}");
+    assert_eq!(code, Some(2), "{out}");
     assert!(out.contains("0 passed, 0 failed, 14 skipped"), "{out}");
+    assert!(
+        out.contains("nothing was tested: all 14 selected case(s) were skipped (needs --product-version codex=0.169.0)"),
+        "{out}"
+    );
+    let (code, _, _) = run(&["--filter", "codex/upgrade/", "--allow-skips"]);
+    assert_eq!(code, Some(0));
 }
 
 #[test]
