@@ -150,6 +150,13 @@ fn transcripts(obs: &Observed) -> String {
         };
         let _ = writeln!(out, "    [{}] {text}", l.pid);
     }
+    if obs.wire_lines_dropped > 0 {
+        let _ = writeln!(
+            out,
+            "    … {} more frame(s) from the subject and violation(s) not kept",
+            obs.wire_lines_dropped
+        );
+    }
     if !obs.host_logs.is_empty() {
         let _ = writeln!(out, "  host log:");
         for l in &obs.host_logs {

@@ -8,7 +8,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant, SystemTime};
 
-use conform_protocol::side::{FakeEvent, FakeLine, Role};
+use conform_protocol::side::{Direction, FakeEvent, FakeLine, Role};
 use conform_protocol::subject::{FromSubject, Mode, Runtime, StartError, ToSubject};
 use serde_json::{Map, Value, json};
 
@@ -40,6 +40,11 @@ const SETTLE_BUDGET: Duration = Duration::from_millis(500);
 /// How long the side lines of processes already gone may take to arrive.
 const SIDE_DRAIN: Duration = Duration::from_secs(10);
 
+/// Frames the subject sent a fake, and violations the fake saw, kept per run: a subject that
+/// floods its runtime must not flood the harness. Every other ledger line is kept (a process's
+/// registration, signals, exit: the checks need them all).
+pub const WIRE_LINES_KEPT: usize = 2000;
+
 /// Host log lines kept per run (each cut to [`HOST_LOG_BYTES`]); the rest are counted.
 pub const HOST_LOGS_KEPT: usize = 200;
 const HOST_LOG_BYTES: usize = 2000;
@@ -56,6 +61,9 @@ pub struct Observed {
     pub job_output: Option<String>,
     pub settled: bool,
     pub host_logs: Vec<String>,
+    /// Frames and violations kept, and those past [`WIRE_LINES_KEPT`], counted, not kept.
+    pub wire_lines_kept: usize,
+    pub wire_lines_dropped: u64,
     /// Host log lines past [`HOST_LOGS_KEPT`], counted, not kept.
     pub host_logs_dropped: u64,
     pub subject_invalid: Vec<(String, String)>,
@@ -237,7 +245,7 @@ pub async fn run_case(ctx: &Ctx, scenario: &Scenario, mode: Mode) -> Observed {
                     }
                     _ => {}
                 }
-                obs.fake.push(line);
+                push_fake(&mut obs, line);
             }
         }
         pending_releases.retain(|(pid, name, trigger)| {
@@ -304,7 +312,7 @@ pub async fn run_case(ctx: &Ctx, scenario: &Scenario, mode: Mode) -> Observed {
             () = tokio::time::sleep_until(drain_until) => break,
         };
         match event {
-            Some(RunEvent::Fake(line)) => obs.fake.push(line),
+            Some(RunEvent::Fake(line)) => push_fake(&mut obs, line),
             Some(RunEvent::SideClosed { pid }) => {
                 open.remove(&pid);
             }
@@ -321,7 +329,7 @@ pub async fn run_case(ctx: &Ctx, scenario: &Scenario, mode: Mode) -> Observed {
     while let Ok(event) = rx.try_recv() {
         match event {
             RunEvent::Subject(msg) => take_subject(&mut obs, &mut lifecycle, msg),
-            RunEvent::Fake(line) => obs.fake.push(line),
+            RunEvent::Fake(line) => push_fake(&mut obs, line),
             RunEvent::SubjectInvalid { line, error } => obs.subject_invalid.push((line, error)),
             RunEvent::SideClosed { .. } | RunEvent::SubjectGone { .. } => {}
         }
@@ -333,6 +341,26 @@ pub async fn run_case(ctx: &Ctx, scenario: &Scenario, mode: Mode) -> Observed {
     obs.transcript = ctx.transcripts.take(&run);
     obs.elapsed = started.elapsed();
     obs
+}
+
+fn push_fake(obs: &mut Observed, line: FakeLine) {
+    let wire = |l: &FakeLine| {
+        matches!(
+            l.event,
+            FakeEvent::Frame {
+                dir: Direction::Recv,
+                ..
+            } | FakeEvent::Violation { .. }
+        )
+    };
+    if wire(&line) {
+        if obs.wire_lines_kept >= WIRE_LINES_KEPT {
+            obs.wire_lines_dropped += 1;
+            return;
+        }
+        obs.wire_lines_kept += 1;
+    }
+    obs.fake.push(line);
 }
 
 fn role_name(role: Role) -> &'static str {

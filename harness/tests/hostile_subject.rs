@@ -357,7 +357,8 @@ cat"#,
 #[test]
 fn floods_cost_bounded_memory_and_a_bounded_report() {
     // After its hello, the subject writes 256 MiB without a newline, a 50 MB line, and
-    // 300,000 host_log lines for runs that do not exist; then it serves the runs properly.
+    // 300,000 host_log lines for runs that do not exist; then it serves the runs properly,
+    // but for the first run it dispatches, 300,000 host_log lines more.
     let s = Subject::filtered(
         r#"IFS= read -r hello; printf '%s\n' "$hello"
 head -c 268435456 /dev/zero | tr '\0' x
@@ -365,7 +366,19 @@ printf '\n'
 head -c 50000000 /dev/zero | tr '\0' y
 printf '\n'
 yes '{"type":"host_log","run":"nobody","text":"flood flood flood flood flood flood flood flood flood flood flood flood flood flood flood flood"}' | head -n 300000
-cat"#,
+done=
+while IFS= read -r line; do
+  printf '%s\n' "$line"
+  case "$line" in *'"type":"dispatched"'*)
+    if [ -z "$done" ]; then
+      done=1
+      RUN_OF_LINE
+      yes "{\"type\":\"host_log\",\"run\":\"$run\",\"text\":\"a flood for a real run, flood flood flood flood flood flood\"}" | head -n 300000
+    fi;;
+  esac
+done"#
+            .replace("RUN_OF_LINE", RUN_OF_LINE)
+            .as_str(),
     );
     let report = s.path("report.json");
     let r = run(&[
@@ -525,4 +538,62 @@ done
         "{}",
         r.out
     );
+}
+
+#[test]
+fn a_subject_flooding_its_runtime_costs_bounded_memory() {
+    // An adapter (python3) that spawns the runtime it was given and writes 300,000 frames no
+    // script expects into it: the fake reports each one to the harness.
+    let s = Subject::script(&format!(
+        r#"exec python3 -c '
+import json, subprocess, sys, threading
+def send(m):
+    sys.stdout.write(json.dumps(m) + "\n"); sys.stdout.flush()
+sys.stdin.readline()
+send(json.loads(sys.argv[1]))
+for line in sys.stdin:
+    m = json.loads(line)
+    if m["type"] == "shutdown":
+        break
+    if m["type"] != "start":
+        continue
+    rt, run = m["runtime"], m["run"]
+    p = subprocess.Popen([rt["command"]] + rt["args"], cwd=rt["cwd"], stdin=subprocess.PIPE,
+                         stdout=subprocess.DEVNULL)
+    frame = (json.dumps({{"jsonrpc": "2.0", "method": "flood", "params": {{}}}}) + "\n").encode()
+    try:
+        p.stdin.write(frame * 300000)
+        p.stdin.close()
+    except BrokenPipeError:
+        pass
+    p.kill(); p.wait()
+    send({{"type": "start_rejected", "run": run, "error": {{"name": "E", "message": "flooded"}}}})
+    send({{"type": "tool_result", "run": run, "isError": True, "text": "Error: flooded"}})
+' '{}'
+"#,
+        HELLO.replace(r#","background""#, "")
+    ));
+    let r = run(&[
+        "--subject",
+        &s.command(),
+        "--filter",
+        "acp/success/end-turn",
+    ]);
+    assert_eq!(r.code, Some(1), "{}\n{}", r.out, r.err);
+    assert!(
+        r.out
+            .contains("more frame(s) from the subject and violation(s) not kept"),
+        "{}",
+        r.out
+    );
+    assert!(
+        r.out.len() < 3_000_000,
+        "human report of {} bytes",
+        r.out.len()
+    );
+    eprintln!(
+        "peak RSS under a 300,000-frame flood: {} MiB",
+        r.peak_rss_mib
+    );
+    assert!(r.peak_rss_mib < 200, "peak RSS {} MiB", r.peak_rss_mib);
 }
