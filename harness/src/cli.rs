@@ -12,7 +12,8 @@ use clap::{Args, Parser, Subcommand};
     long_about = "Runs scenario files against a subject (the reference provider by default, or a \
                   real host through the conform-subject/1 adapter protocol) and judges exact \
                   texts, the diagnostic bound, redaction, delivery and process settling.\n\n\
-                  Exit codes: 0 every case passed, 1 a conformance failure, 2 usage or harness error."
+                  Exit codes: 0 every case that ran passed (and one did), 1 a conformance failure, \
+                  2 usage or harness error, or nothing tested (every case skipped)."
 )]
 pub struct Cli {
     #[command(subcommand)]

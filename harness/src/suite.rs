@@ -321,36 +321,25 @@ async fn suite_findings(ctx: &Ctx) -> Vec<Finding> {
             message: format!("{reason}\n(the cases not yet run were not run)"),
         });
     }
-    let show = |b: &crate::events::Bucket| {
-        b.examples
-            .iter()
-            .map(|e| format!("  {e}"))
-            .collect::<Vec<_>>()
-            .join("\n")
-    };
-    let unknown = ctx.router.unknown_runs();
-    if unknown.count > 0 {
-        f.push(Finding {
-            check: "subject.protocol",
-            blame: Blame::Subject,
-            message: format!(
-                "{} message(s) for runs the harness never started; the first:\n{}",
-                unknown.count,
-                show(&unknown)
-            ),
-        });
-    }
-    let unattributed = ctx.router.unattributed_lines();
-    if unattributed.count > 0 {
-        f.push(Finding {
-            check: "subject.protocol",
-            blame: Blame::Subject,
-            message: format!(
-                "{} line(s) broke the subject protocol and named no run; the first:\n{}",
-                unattributed.count,
-                show(&unattributed)
-            ),
-        });
+    let buckets = [
+        (
+            ctx.router.unknown_runs(),
+            "message(s) for runs the harness never started",
+        ),
+        (
+            ctx.router.unattributed_lines(),
+            "line(s) broke the subject protocol and named no run",
+        ),
+    ];
+    for (bucket, what) in buckets {
+        if bucket.count > 0 {
+            let first: Vec<String> = bucket.examples.iter().map(|e| format!("  {e}")).collect();
+            f.push(Finding {
+                check: "subject.protocol",
+                blame: Blame::Subject,
+                message: format!("{} {what}; the first:\n{}", bucket.count, first.join("\n")),
+            });
+        }
     }
     f
 }

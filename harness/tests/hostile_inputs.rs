@@ -4,35 +4,11 @@
 //! None of them may fool, hang or flood the harness.
 
 use std::io::Read as _;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::{Output, Stdio};
 
-use assert_cmd::Command;
-
-fn workspace() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("..")
-}
-
-fn conform() -> Command {
-    let mut cmd = Command::cargo_bin("conform").unwrap();
-    cmd.current_dir(workspace());
-    // No pending snapshots in the workspace, whatever the environment says.
-    cmd.env("INSTA_UPDATE", "no");
-    cmd
-}
-
-fn stdout(o: &Output) -> String {
-    String::from_utf8_lossy(&o.stdout).into_owned()
-}
-
-fn stderr(o: &Output) -> String {
-    String::from_utf8_lossy(&o.stderr).into_owned()
-}
-
-fn run(args: &[&str]) -> (Option<i32>, String, String) {
-    let out = conform().arg("run").args(args).output().unwrap();
-    (out.status.code(), stdout(&out), stderr(&out))
-}
+mod common;
+use common::{conform, run, stderr, stdout, workspace};
 
 fn path_str(p: &Path) -> &str {
     p.to_str().unwrap()

@@ -7,9 +7,8 @@ use std::io::Read;
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
 
-fn workspace() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("..")
-}
+mod common;
+use common::workspace;
 
 /// The harness under test: this build, or another one named by `CONFORM_UNDER_TEST` (how
 /// these tests were shown to fail on the harness before the fixes).
@@ -71,6 +70,23 @@ fn run(args: &[&str]) -> Ran {
     run_with(args, &[])
 }
 
+impl Ran {
+    /// Asserts the human report contains `text`.
+    fn has(&self, text: &str) {
+        assert!(
+            self.out.contains(text),
+            "missing {text:?} in:\n{}",
+            self.out
+        );
+    }
+
+    /// Asserts the run failed as a conformance failure (exit 1), showing each of `texts`.
+    fn fails_with(&self, texts: &[&str]) {
+        assert_eq!(self.code, Some(1), "{}\n{}", self.out, self.err);
+        texts.iter().for_each(|t| self.has(t));
+    }
+}
+
 /// A scratch folder with a subject script in it.
 struct Subject {
     dir: tempfile::TempDir,
@@ -92,6 +108,14 @@ impl Subject {
     /// on its stdin and writing the subject's) between it and the harness.
     fn filtered(filter: &str) -> Subject {
         Subject::script(&format!("$CONFORM reference | {{\n{filter}\n}}\n"))
+    }
+
+    /// `conform run` against this subject for the scenarios matching `filter`.
+    fn run(&self, filter: &str, extra: &[&str]) -> Ran {
+        let command = self.command();
+        let mut args = vec!["--subject", &command, "--filter", filter];
+        args.extend_from_slice(extra);
+        run(&args)
     }
 
     fn command(&self) -> String {
@@ -125,24 +149,35 @@ const HELLO: &str = r#"{"type":"hello","protocol":"conform-subject/1","subject":
 /// The shell lines that pull `run` out of a harness line held in `$line`.
 const RUN_OF_LINE: &str = r#"run=$(printf '%s' "$line" | sed -n 's/.*"run":"\([^"]*\)".*/\1/p')"#;
 
+/// A filter loop that passes every line through, and before a line of type `kind` (only the
+/// first one with `once`) runs `action` with `$run` set to that line's run.
+fn inject_before(kind: &str, once: bool, action: &str) -> String {
+    format!(
+        r#"done=
+while IFS= read -r line; do
+  case "$line" in *'"type":"{kind}"'*)
+    if [ -z "$done" ]; then
+      {mark}
+      {RUN_OF_LINE}
+      {action}
+    fi;;
+  esac
+  printf '%s\n' "$line"
+done"#,
+        mark = if once { "done=1" } else { ":" },
+    )
+}
+
 #[test]
 fn a_subject_that_never_answers_hello_fails_the_suite_once_without_retrying() {
     let s = Subject::script("echo $$ > pid\nexec sleep 600\n");
     let r = run(&["--subject", &s.command(), "--hello-timeout-ms", "1000"]);
     assert_eq!(r.code, Some(1), "{}\n{}", r.out, r.err);
     assert_eq!(r.out.matches("[subject.hello]").count(), 1, "{}", r.out);
-    assert!(r.out.contains("no hello within 1000 ms"), "{}", r.out);
+    r.has("no hello within 1000 ms");
     // Every case of the catalog is reported as not run, none as failed or hanging.
-    assert!(
-        r.out.contains("\n0 passed, 0 failed, 362 skipped"),
-        "{}",
-        r.out
-    );
-    assert!(
-        r.out.contains("not run: the subject could not be started"),
-        "{}",
-        r.out
-    );
+    r.has("\n0 passed, 0 failed, 362 skipped");
+    r.has("not run: the subject could not be started");
     assert!(!running(s.pid("pid")), "the hung subject was killed");
 }
 
@@ -156,6 +191,11 @@ fn a_hello_that_is_not_one_kills_the_whole_subject_group() {
             "breaks the subject protocol",
         ),
         ("not JSON", "hello there".to_owned(), "not JSON"),
+        (
+            "unknown providers only",
+            HELLO.replace(r#"["acp"]"#, r#"["smtp"]"#),
+            "breaks the subject protocol",
+        ),
         ("oversized", big, "a line of 3145728 bytes, over the limit"),
     ];
     for (what, hello, expected) in hellos {
@@ -163,12 +203,7 @@ fn a_hello_that_is_not_one_kills_the_whole_subject_group() {
         let s = Subject::script(&format!(
             "sleep 600 &\necho $! > pid\nread -r _\nprintf '%s\\n' '{hello}'\nwait\n"
         ));
-        let r = run(&[
-            "--subject",
-            &s.command(),
-            "--filter",
-            "acp/success/end-turn",
-        ]);
+        let r = s.run("acp/success/end-turn", &[]);
         assert_eq!(r.code, Some(1), "{what}: {}\n{}", r.out, r.err);
         assert!(r.out.contains("[subject.hello]"), "{what}: {}", r.out);
         assert!(r.out.contains(expected), "{what}: {}", r.out);
@@ -186,38 +221,17 @@ fn a_hello_that_is_not_one_kills_the_whole_subject_group() {
 #[test]
 fn a_non_utf8_line_fails_its_run_and_reading_goes_on() {
     // One host_log line with a byte that is not UTF-8, for the first run dispatched.
-    let s = Subject::filtered(
-        r#"done=
-while IFS= read -r line; do
-  printf '%s\n' "$line"
-  case "$line" in *'"type":"dispatched"'*)
-    if [ -z "$done" ]; then
-      done=1
-      RUN_OF_LINE
-      printf '{"type":"host_log","run":"%s","text":"bad \377 byte"}\n' "$run"
-    fi;;
-  esac
-done"#
-            .replace("RUN_OF_LINE", RUN_OF_LINE)
-            .as_str(),
-    );
-    let r = run(&[
-        "--subject",
-        &s.command(),
-        "--filter",
-        "acp/stop/",
-        "-j",
-        "1",
+    let s = Subject::filtered(&inject_before(
+        "dispatched",
+        true,
+        r#"printf '{"type":"host_log","run":"%s","text":"bad \377 byte"}\n' "$run""#,
+    ));
+    let r = s.run("acp/stop/", &["-j", "1"]);
+    r.fails_with(&[
+        "11 passed, 1 failed",
+        "[subject.protocol] not UTF-8: invalid byte at offset",
+        r"bad \xff byte",
     ]);
-    assert_eq!(r.code, Some(1), "{}\n{}", r.out, r.err);
-    assert!(r.out.contains("11 passed, 1 failed"), "{}", r.out);
-    assert!(
-        r.out
-            .contains("[subject.protocol] not UTF-8: invalid byte at offset"),
-        "{}",
-        r.out
-    );
-    assert!(r.out.contains(r"bad \xff byte"), "{}", r.out);
     assert!(!r.out.contains("subject.deadline"), "{}", r.out);
 }
 
@@ -233,9 +247,9 @@ while IFS= read -r line; do
   printf 'debug %s %s\n' "$line" "$pad" >&2
 done"#,
     );
-    let r = run(&["--subject", &s.command(), "--filter", "acp/stop/"]);
+    let r = s.run("acp/stop/", &[]);
     assert_eq!(r.code, Some(0), "{}\n{}", r.out, r.err);
-    assert!(r.out.contains("12 passed, 0 failed"), "{}", r.out);
+    r.has("12 passed, 0 failed");
 }
 
 #[test]
@@ -244,45 +258,22 @@ fn a_subject_that_offers_nothing_tests_nothing_and_says_so() {
         "read -r _\nprintf '%s\\n' '{}'\nwhile read -r line; do case \"$line\" in *shutdown*) exit 0;; esac; done\n",
         HELLO.replace(r#"["acp"]"#, "[]")
     ));
-    let r = run(&["--subject", &s.command(), "--filter", "acp/stop/"]);
+    let r = s.run("acp/stop/", &[]);
     assert_eq!(r.code, Some(2), "{}\n{}", r.out, r.err);
-    assert!(
-        r.out
-            .contains("nothing was tested: all 12 selected case(s) were skipped (the subject has no `acp` provider)"),
-        "{}",
-        r.out
-    );
-    let r = run(&[
-        "--subject",
-        &s.command(),
-        "--filter",
-        "acp/stop/",
-        "--allow-skips",
-    ]);
+    r.has("nothing was tested: all 12 selected case(s) were skipped (the subject has no `acp` provider)");
+    let r = s.run("acp/stop/", &["--allow-skips"]);
     assert_eq!(r.code, Some(0), "{}\n{}", r.out, r.err);
 }
 
 #[test]
 fn a_forged_result_before_the_real_one_fails() {
-    let s = Subject::filtered(
-        r#"while IFS= read -r line; do
-  case "$line" in *'"type":"result"'*)
-    RUN_OF_LINE
-    printf '{"type":"result","run":"%s","stopReason":"completed","output":[]}\n' "$run";;
-  esac
-  printf '%s\n' "$line"
-done"#
-            .replace("RUN_OF_LINE", RUN_OF_LINE)
-            .as_str(),
-    );
-    let r = run(&[
-        "--subject",
-        &s.command(),
-        "--filter",
-        "acp/stop/max-turn-requests",
-    ]);
-    assert_eq!(r.code, Some(1), "{}\n{}", r.out, r.err);
-    assert!(r.out.contains("0 passed, 2 failed"), "{}", r.out);
+    let s = Subject::filtered(&inject_before(
+        "result",
+        false,
+        r#"printf '{"type":"result","run":"%s","stopReason":"completed","output":[]}\n' "$run""#,
+    ));
+    let r = s.run("acp/stop/max-turn-requests", &[]);
+    r.fails_with(&["0 passed, 2 failed"]);
     assert_eq!(
         r.out
             .matches("[subject.protocol] out of order: `result` a second time")
@@ -295,38 +286,17 @@ done"#
 
 #[test]
 fn messages_out_of_order_fail_their_run() {
-    // A `settled` before anything else of the run, and a `job_output` nobody asked for.
-    let s = Subject::filtered(
-        r#"while IFS= read -r line; do
-  case "$line" in *'"type":"dispatched"'*)
-    RUN_OF_LINE
-    printf '{"type":"job_output","run":"%s","text":"unasked"}\n' "$run";;
-  esac
-  printf '%s\n' "$line"
-done"#
-            .replace("RUN_OF_LINE", RUN_OF_LINE)
-            .as_str(),
-    );
-    let r = run(&[
-        "--subject",
-        &s.command(),
-        "--filter",
-        "acp/success/end-turn",
+    // A `job_output` nobody asked for, in a foreground run.
+    let s = Subject::filtered(&inject_before(
+        "dispatched",
+        false,
+        r#"printf '{"type":"job_output","run":"%s","text":"unasked"}\n' "$run""#,
+    ));
+    let r = s.run("acp/success/end-turn", &[]);
+    r.fails_with(&[
+        "[subject.protocol] out of order: `job_output` for a foreground call",
+        "[subject.protocol] out of order: `job_output` that the harness did not ask for",
     ]);
-    assert_eq!(r.code, Some(1), "{}\n{}", r.out, r.err);
-    assert!(
-        r.out
-            .contains("[subject.protocol] out of order: `job_output` for a foreground call"),
-        "{}",
-        r.out
-    );
-    assert!(
-        r.out.contains(
-            "[subject.protocol] out of order: `job_output` that the harness did not ask for"
-        ),
-        "{}",
-        r.out
-    );
 }
 
 #[test]
@@ -337,21 +307,17 @@ printf '{"type":"result","run":"forged-1","stopReason":"completed","output":[]}\
 printf '{"type":"tool_result","run":"forged-2","isError":false,"text":"done"}\n'
 cat"#,
     );
-    let r = run(&[
-        "--subject",
-        &s.command(),
-        "--filter",
+    let junit = s.path("report.xml");
+    let r = s.run(
         "acp/success/end-turn",
-    ]);
-    assert_eq!(r.code, Some(1), "{}\n{}", r.out, r.err);
-    assert!(r.out.contains("2 passed, 0 failed"), "{}", r.out);
-    assert!(
-        r.out
-            .contains("[subject.protocol] 2 message(s) for runs the harness never started"),
-        "{}",
-        r.out
+        &["--junit", junit.to_str().unwrap()],
     );
-    assert!(r.out.contains("run \"forged-1\""), "{}", r.out);
+    r.fails_with(&["2 passed, 0 failed"]);
+    let xml = std::fs::read_to_string(&junit).unwrap();
+    assert!(xml.contains("the suite as a whole"), "{xml}");
+    assert!(xml.contains("runs the harness never started"), "{xml}");
+    r.has("[subject.protocol] 2 message(s) for runs the harness never started");
+    r.has("run \"forged-1\"");
 }
 
 #[test]
@@ -360,54 +326,38 @@ fn floods_cost_bounded_memory_and_a_bounded_report() {
     // 300,000 host_log lines for runs that do not exist; then it serves the runs properly,
     // but for the first run it dispatches, 300,000 host_log lines more.
     let s = Subject::filtered(
-        r#"IFS= read -r hello; printf '%s\n' "$hello"
+        &(r#"IFS= read -r hello; printf '%s\n' "$hello"
 head -c 268435456 /dev/zero | tr '\0' x
 printf '\n'
 head -c 50000000 /dev/zero | tr '\0' y
 printf '\n'
 yes '{"type":"host_log","run":"nobody","text":"flood flood flood flood flood flood flood flood flood flood flood flood flood flood flood flood"}' | head -n 300000
-done=
-while IFS= read -r line; do
-  printf '%s\n' "$line"
-  case "$line" in *'"type":"dispatched"'*)
-    if [ -z "$done" ]; then
-      done=1
-      RUN_OF_LINE
-      yes "{\"type\":\"host_log\",\"run\":\"$run\",\"text\":\"a flood for a real run, flood flood flood flood flood flood\"}" | head -n 300000
-    fi;;
-  esac
-done"#
-            .replace("RUN_OF_LINE", RUN_OF_LINE)
-            .as_str(),
+"#
+        .to_owned()
+            + &inject_before(
+                "dispatched",
+                true,
+                r#"yes "{\"type\":\"host_log\",\"run\":\"$run\",\"text\":\"a flood for a real run, flood flood flood\"}" | head -n 300000"#,
+            )),
     );
     let report = s.path("report.json");
-    let r = run(&[
-        "--subject",
-        &s.command(),
-        "--filter",
+    let r = s.run(
         "acp/stop/",
-        "-j",
-        "8",
-        "--deadline-ms",
-        "120000",
-        "--json",
-        report.to_str().unwrap(),
+        &[
+            "-j",
+            "8",
+            "--deadline-ms",
+            "120000",
+            "--json",
+            report.to_str().unwrap(),
+        ],
+    );
+    r.fails_with(&[
+        "12 passed, 0 failed",
+        "a line of 268435456 bytes, over the limit of 1048576 bytes",
+        "a line of 50000000 bytes",
+        "300000 message(s) for runs the harness never started",
     ]);
-    assert_eq!(r.code, Some(1), "{}\n{}", r.out, r.err);
-    assert!(r.out.contains("12 passed, 0 failed"), "{}", r.out);
-    assert!(
-        r.out
-            .contains("a line of 268435456 bytes, over the limit of 1048576 bytes"),
-        "{}",
-        r.out
-    );
-    assert!(r.out.contains("a line of 50000000 bytes"), "{}", r.out);
-    assert!(
-        r.out
-            .contains("300000 message(s) for runs the harness never started"),
-        "{}",
-        r.out
-    );
     let json_size = std::fs::metadata(&report).unwrap().len();
     assert!(json_size < 2_000_000, "JSON report of {json_size} bytes");
     assert!(
@@ -428,22 +378,12 @@ fn a_subject_that_escapes_its_group_is_found_and_killed() {
     let s = Subject::script(
         "setsid sleep 600 </dev/null >/dev/null 2>&1 &\necho $! > pid\nexec $CONFORM reference\n",
     );
-    let r = run(&[
-        "--subject",
-        &s.command(),
-        "--filter",
-        "acp/success/end-turn",
-    ]);
-    assert_eq!(r.code, Some(1), "{}\n{}", r.out, r.err);
-    assert!(r.out.contains("2 passed, 0 failed"), "{}", r.out);
+    let r = s.run("acp/success/end-turn", &[]);
+    r.fails_with(&["2 passed, 0 failed"]);
     let pid = s.pid("pid");
-    assert!(
-        r.out.contains(&format!(
-            "processes left behind after the suite (killed): pid {pid} (sleep 600), left by the subject"
-        )),
-        "{}",
-        r.out
-    );
+    r.has(&format!(
+        "processes left behind after the suite (killed): pid {pid} (sleep 600), left by the subject"
+    ));
     assert!(!running(pid), "the escaped process was killed");
 }
 
@@ -472,12 +412,7 @@ while IFS= read -r line; do
 done
 "#
     ));
-    let r = run(&[
-        "--subject",
-        &s.command(),
-        "--filter",
-        "acp/success/end-turn",
-    ]);
+    let r = s.run("acp/success/end-turn", &[]);
     assert_eq!(r.code, Some(1), "{}\n{}", r.out, r.err);
     assert_eq!(
         r.out
@@ -500,7 +435,7 @@ fn a_long_tmpdir_does_not_break_the_side_channel() {
         &[("TMPDIR", deep.to_str().unwrap())],
     );
     assert_eq!(r.code, Some(0), "{}\n{}", r.out, r.err);
-    assert!(r.out.contains("2 passed, 0 failed"), "{}", r.out);
+    r.has("2 passed, 0 failed");
 }
 
 #[test]
@@ -524,20 +459,8 @@ done
 "#,
         HELLO.replace(r#","background""#, "")
     ));
-    let r = run(&[
-        "--subject",
-        &s.command(),
-        "--filter",
-        "acp/success/end-turn",
-    ]);
-    assert_eq!(r.code, Some(1), "{}\n{}", r.out, r.err);
-    assert!(
-        r.out.contains(
-            "[subject.runtime] the subject reported the run, but the runtime it was given never started"
-        ),
-        "{}",
-        r.out
-    );
+    let r = s.run("acp/success/end-turn", &[]);
+    r.fails_with(&["[subject.runtime] the subject reported the run, but the runtime it was given never started"]);
 }
 
 #[test]
@@ -573,19 +496,8 @@ for line in sys.stdin:
 "#,
         HELLO.replace(r#","background""#, "")
     ));
-    let r = run(&[
-        "--subject",
-        &s.command(),
-        "--filter",
-        "acp/success/end-turn",
-    ]);
-    assert_eq!(r.code, Some(1), "{}\n{}", r.out, r.err);
-    assert!(
-        r.out
-            .contains("more frame(s) from the subject and violation(s) not kept"),
-        "{}",
-        r.out
-    );
+    let r = s.run("acp/success/end-turn", &[]);
+    r.fails_with(&["more frame(s) from the subject and violation(s) not kept"]);
     assert!(
         r.out.len() < 3_000_000,
         "human report of {} bytes",
@@ -596,4 +508,31 @@ for line in sys.stdin:
         r.peak_rss_mib
     );
     assert!(r.peak_rss_mib < 200, "peak RSS {} MiB", r.peak_rss_mib);
+}
+
+#[test]
+fn restarts_that_keep_failing_their_hello_stop_after_three() {
+    // The first subject works until its first dispatch, then dies; every later one answers
+    // hello with garbage. Each start is counted in `starts`.
+    let s = Subject::script(
+        "echo start >> starts\nif [ ! -e worked ]; then\n  touch worked\n  exec $CONFORM reference --defect crash-after-dispatch\nfi\nread -r _\necho 'not a hello'\n",
+    );
+    let r = s.run("acp/stop/", &["-j", "1"]);
+    r.fails_with(&[
+        "0 passed, 1 failed, 11 skipped",
+        "[subject.alive] the subject exited",
+    ]);
+    assert_eq!(r.out.matches("[subject.hello]").count(), 1, "{}", r.out);
+    assert!(
+        r.out
+            .contains("3 restart(s) in a row failed; no more are tried"),
+        "{}",
+        r.out
+    );
+    let starts = std::fs::read_to_string(s.path("starts")).unwrap();
+    assert_eq!(
+        starts.lines().count(),
+        4,
+        "one subject that worked, three restarts"
+    );
 }

@@ -1,26 +1,8 @@
 //! End-to-end tests of `conform run`: the reference passes the catalog, and each kind of
 //! subject failure the harness promises to catch is caught (a seeded defect per check).
 
-use std::path::{Path, PathBuf};
-use std::process::Output;
-
-use assert_cmd::Command;
-
-fn workspace() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("..")
-}
-
-fn conform() -> Command {
-    let mut cmd = Command::cargo_bin("conform").unwrap();
-    cmd.current_dir(workspace());
-    // Seeded defects must not leave pending snapshots in the workspace.
-    cmd.env("INSTA_UPDATE", "no");
-    cmd
-}
-
-fn stdout(o: &Output) -> String {
-    String::from_utf8_lossy(&o.stdout).into_owned()
-}
+mod common;
+use common::{conform, run, stdout, workspace};
 
 /// A subject command line: the reference with seeded defects.
 fn defective(defects: &[&str]) -> String {
@@ -44,15 +26,6 @@ fn caught(defects: &[&str], filter: &str, extra: &[&str], expected: &[&str]) -> 
         assert!(out.contains(line), "missing {line:?} in:\n{out}");
     }
     out
-}
-
-fn run(args: &[&str]) -> (Option<i32>, String, String) {
-    let out = conform().arg("run").args(args).output().unwrap();
-    (
-        out.status.code(),
-        stdout(&out),
-        String::from_utf8_lossy(&out.stderr).into_owned(),
-    )
 }
 
 #[test]
