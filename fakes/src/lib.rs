@@ -12,6 +12,7 @@ pub mod codex;
 pub mod dsh_sdk;
 pub mod engine;
 pub mod error;
+pub mod model;
 pub mod params;
 pub mod process;
 pub mod schema;

@@ -52,6 +52,12 @@ pub enum Command {
         #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
         args: Vec<String>,
     },
+    /// Serve a scripted model endpoint on loopback for the real runtimes (`ci/peers`).
+    #[command(name = "mock-model", hide = true, disable_help_flag = true)]
+    MockModel {
+        #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
+        args: Vec<String>,
+    },
     /// Run the reference subject (the default `--subject`).
     #[command(name = "reference", hide = true, disable_help_flag = true)]
     Reference {

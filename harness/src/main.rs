@@ -97,6 +97,7 @@ fn main() -> ExitCode {
             args,
             vec!["fake-codex".to_owned()],
         ),
+        Command::MockModel { args } => conform_fakes::model::main_with_args(args),
         Command::Reference { args } => {
             ExitCode::from(conform_reference::main_with_args(args) as u8)
         }

@@ -127,6 +127,10 @@ pub fn untrusted_strings(scenario: &Scenario) -> Vec<String> {
         if step.session.is_some() {
             out.extend(step.message.clone());
             out.extend(step.delta.clone());
+            out.extend(step.attempt.clone());
+        }
+        if step.attempt.is_some() {
+            out.push(conform_fakes::dsh_sdk::codec::ATTEMPT_FAILURE.to_owned());
         }
         if let Some(r) = &step.reply {
             // Reply payloads are protocol data; only free text inside them is a secret.

@@ -417,6 +417,19 @@ fn dropped_partial_output_is_caught() {
 }
 
 #[test]
+fn partial_output_read_only_from_the_old_frame_is_caught() {
+    // The real DSH SDK runtime carries a failed turn's partial text in `assistant/attempt`;
+    // a provider that reads only `assistant/chunk` deltas shows no partial output.
+    let out = caught(
+        &["partial-from-chunks-only"],
+        "dsh-sdk/turn/",
+        &[],
+        &["[expect.output] output \"\", expected \"partial answer\""],
+    );
+    assert!(out.contains("dsh-sdk/turn/blocked"), "{out}");
+}
+
+#[test]
 fn a_notice_after_job_kill_is_caught() {
     let out = caught(
         &["notice-after-kill"],

@@ -22,9 +22,10 @@ pub struct Defects {
     pub hide_diagnostic_in_tool_result: bool,
     pub omit_mcp_servers: bool,
     pub reject_before_rollback: bool,
+    pub partial_from_chunks_only: bool,
 }
 
-pub const DEFECTS: [(&str, &str); 19] = [
+pub const DEFECTS: [(&str, &str); 20] = [
     (
         "crash-after-dispatch",
         "exit with code 70 right after sending the first `dispatched`, abandoning all children",
@@ -101,6 +102,10 @@ pub const DEFECTS: [(&str, &str); 19] = [
         "reject-before-rollback",
         "reject an ACP start before the child is rolled back (the rollback runs behind the rejection)",
     ),
+    (
+        "partial-from-chunks-only",
+        "DSH SDK: read partial output only from `assistant/chunk` text-deltas, never from a failed `assistant/attempt`'s stream (where the real runtime carries it)",
+    ),
 ];
 
 pub fn help_text() -> String {
@@ -164,6 +169,7 @@ pub fn parse(args: impl IntoIterator<Item = String>) -> Result<Command, CliError
             "diagnostic-on-success" => defects.diagnostic_on_success = true,
             "unbounded-diagnostic" => defects.unbounded_diagnostic = true,
             "drop-partial-output" => defects.drop_partial_output = true,
+            "partial-from-chunks-only" => defects.partial_from_chunks_only = true,
             "notice-after-kill" => defects.notice_after_kill = true,
             "wrong-notice-job" => defects.wrong_notice_job = true,
             "hide-diagnostic-in-tool-result" => defects.hide_diagnostic_in_tool_result = true,

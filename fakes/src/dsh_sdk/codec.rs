@@ -51,12 +51,35 @@ impl DshSdkCodec {
     }
 }
 
+/// The failure a scripted `attempt` ends with: the real runtime's message for a model stream
+/// cut off mid-way (child text: it must never reach the model).
+pub const ATTEMPT_FAILURE: &str = "DeepSeek Messages stream ended before message_stop";
+
+/// A model stream as the real runtime records it on `assistant/message` and
+/// `assistant/attempt`: the text block's chunks (none for `""`), then `finish` with `reason`.
+fn stream(text: &str, reason: Value) -> Value {
+    let mut entries = Vec::new();
+    if !text.is_empty() {
+        entries.push(json!({"type": "chunk", "time": 0,
+            "chunk": {"type": "block-start", "index": 0, "blockType": "text"}}));
+        entries.push(
+            json!({"type": "text-chunks", "time0": 0, "index": 0, "dt": [], "texts": [text]}),
+        );
+        entries.push(json!({"type": "chunk", "time": 0,
+            "chunk": {"type": "block-end", "index": 0, "block": {"type": "text", "text": text}}}));
+    }
+    entries
+        .push(json!({"type": "chunk", "time": 0, "chunk": {"type": "finish", "reason": reason}}));
+    Value::Array(entries)
+}
+
 /// The step's DSH SDK sugar key, if any.
 fn sugar_action(step: &Step) -> Option<&'static str> {
     [
         ("receipt", step.receipt.is_some()),
         ("status", step.status.is_some()),
         ("delta", step.delta.is_some()),
+        ("attempt", step.attempt.is_some()),
         ("message", step.message.is_some()),
         ("turn_end", step.turn_end.is_some()),
         ("event", step.event.is_some()),
@@ -107,6 +130,11 @@ impl Codec for DshSdkCodec {
             let chunk = json!({"type": "text-delta", "index": 0, "text": text});
             let data = turn_step(json!({ "chunk": chunk }));
             self.typed_event(&session, event::ASSISTANT_CHUNK, data)
+        } else if let Some(text) = &step.attempt {
+            let failure = json!({"kind": "error", "failure": {
+                "message": ATTEMPT_FAILURE, "code": "STREAM_CLOSED"}});
+            let data = turn_step(json!({ "stream": stream(text, failure) }));
+            self.typed_event(&session, event::ASSISTANT_ATTEMPT, data)
         } else if let Some(text) = &step.message {
             self.messages += 1;
             let content = if text.is_empty() {
@@ -116,7 +144,8 @@ impl Codec for DshSdkCodec {
             };
             let message = json!({"id": format!("m{}", self.messages), "role": "assistant",
                 "content": content, "source": {"kind": "model", "provider": "fake", "model": "fake"}});
-            let data = turn_step(json!({ "message": message }));
+            let stream = stream(text, json!({"kind": "stop"}));
+            let data = turn_step(json!({ "message": message, "stream": stream }));
             self.typed_event(&session, event::ASSISTANT_MESSAGE, data)
         } else if let Some(reason) = &step.turn_end {
             let reason = match reason {
@@ -137,10 +166,13 @@ impl Codec for DshSdkCodec {
         }))
     }
 
-    fn tolerated(&self, _method: &str, _is_request: bool) -> bool {
-        // The real runtime has no cancel or close notification; the client sends nothing
-        // unasked.
-        false
+    fn tolerated(&self, method: &str, is_request: bool) -> bool {
+        // `shutdown` is the protocol's own close and legal at any time: the real runtime
+        // (0.2.1rc2, observed) answers `{}` even before or during `initialize`, then exits 0. A
+        // client that always sends a best-effort `shutdown` while closing breaks nothing. The
+        // fake answers it and goes on with its script, whose own steps decide how it ends (a
+        // deliberate simplification: the real one exits). Nothing else is sent unasked.
+        is_request && method == method::SHUTDOWN
     }
 
     fn unknown_method_error(&self, method: &str) -> RpcError {

@@ -6,7 +6,7 @@
 //! There is no official schema for this wire: `schemas/dsh-sdk.schema.json` is conform's own,
 //! written from the SDK's transport, types and server code.
 
-mod codec;
+pub mod codec;
 mod schema;
 
 pub use codec::DshSdkCodec;
@@ -25,6 +25,7 @@ pub mod method {
 pub mod event {
     pub const INBOX_SPLICED: &str = "agent/inbox/spliced";
     pub const ASSISTANT_CHUNK: &str = "assistant/chunk";
+    pub const ASSISTANT_ATTEMPT: &str = "assistant/attempt";
     pub const ASSISTANT_MESSAGE: &str = "assistant/message";
     pub const TURN_END: &str = "turn/end";
 }

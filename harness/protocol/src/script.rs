@@ -132,11 +132,17 @@ pub struct Step {
     /// `session.status` with this status (`running` or `idle`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub status: Option<String>,
-    /// `session.event` `assistant/chunk` with a `text-delta` of this text.
+    /// `session.event` `assistant/chunk` with a `text-delta` of this text (a frame the real
+    /// runtime 0.2.1rc2 never sends; kept for clients of other builds).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub delta: Option<String>,
-    /// `session.event` `assistant/message` whose content is one text block with this text
-    /// (an empty string sends empty, usage-only content).
+    /// `session.event` `assistant/attempt`: a model attempt that failed after streaming this
+    /// text (`""`: before any text), as the real runtime reports a failure mid-stream.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub attempt: Option<String>,
+    /// `session.event` `assistant/message` whose content is one text block with this text,
+    /// with the stream it came from as the real runtime records it (an empty string sends
+    /// empty, usage-only content).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub message: Option<String>,
     /// `session.event` `turn/end` with this reason: a kind (`"completed"`) or a whole reason
@@ -244,6 +250,7 @@ pub const ACTION_KEYS: &[&str] = &[
     "receipt",
     "status",
     "delta",
+    "attempt",
     "message",
     "turn_end",
     "event",
@@ -266,7 +273,9 @@ pub const ACTION_KEYS: &[&str] = &[
 
 /// The protocol sugar action keys, by protocol (each fake codec expands only its own).
 pub const ACP_SUGAR: &[&str] = &["chunk", "thought", "update", "permission", "stop"];
-pub const DSH_SDK_SUGAR: &[&str] = &["receipt", "status", "delta", "message", "turn_end", "event"];
+pub const DSH_SDK_SUGAR: &[&str] = &[
+    "receipt", "status", "delta", "attempt", "message", "turn_end", "event",
+];
 pub const CODEX_SUGAR: &[&str] = &["turn_started", "agent_message", "turn_completed", "ask"];
 
 impl Step {
@@ -288,6 +297,7 @@ impl Step {
             self.receipt.is_some(),
             self.status.is_some(),
             self.delta.is_some(),
+            self.attempt.is_some(),
             self.message.is_some(),
             self.turn_end.is_some(),
             self.event.is_some(),
@@ -344,7 +354,7 @@ impl Step {
         if self.session.is_some()
             && !matches!(
                 action,
-                "receipt" | "status" | "delta" | "message" | "turn_end" | "event"
+                "receipt" | "status" | "delta" | "attempt" | "message" | "turn_end" | "event"
             )
         {
             return Err(format!("`session` does not apply to `{action}`"));

@@ -267,7 +267,10 @@ impl DshRun {
     async fn await_turn(&mut self, task: &str, cancel: &mut watch::Receiver<bool>) -> Outcome {
         let session_id = format!("session-{}", fresh_hex32());
         // Subscribe before sending: every notification from here on is the prompt's.
-        *self.collector.lock().expect("collector") = Some(Collector::new(session_id.clone()));
+        *self.collector.lock().expect("collector") = Some(Collector::new(
+            session_id.clone(),
+            self.defects.partial_from_chunks_only,
+        ));
         let params = json!({
             "sessionId": session_id,
             "contentBlocks": [{"type": "text", "text": task}],

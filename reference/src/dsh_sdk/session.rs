@@ -25,10 +25,28 @@ pub enum Phase {
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct OutputFold {
     message: Option<Vec<Value>>,
+    /// Streamed text: the latest non-empty failed attempt's, or the legacy `text-delta`s since.
     partial: String,
+    /// An `assistant/attempt` closed the text in `partial`: the next delta starts a new attempt.
+    attempt_closed: bool,
+    /// Seeded defect `partial-from-chunks-only`: failed attempts are not read.
+    ignore_attempts: bool,
 }
 
 impl OutputFold {
+    /// A failed model attempt's streamed text. The runtime retries some failures, each a new
+    /// attempt whose stream starts over, so the latest non-empty attempt is the partial text
+    /// (the same "last non-empty" rule as for messages); it replaces, never appends.
+    pub fn attempt(&mut self, text: &str) {
+        if self.ignore_attempts {
+            return;
+        }
+        if !text.is_empty() {
+            self.partial = text.to_owned();
+        }
+        self.attempt_closed = true;
+    }
+
     /// A message's content; empty (usage-only) content never replaces earlier output.
     pub fn message(&mut self, content: &[Value]) {
         if !content.is_empty() {
@@ -37,6 +55,9 @@ impl OutputFold {
     }
 
     pub fn delta(&mut self, text: &str) {
+        if std::mem::take(&mut self.attempt_closed) {
+            self.partial.clear();
+        }
         self.partial.push_str(text);
     }
 
@@ -62,13 +83,16 @@ pub struct Collector {
 }
 
 impl Collector {
-    pub fn new(session_id: String) -> Self {
+    pub fn new(session_id: String, partial_from_chunks_only: bool) -> Self {
         Collector {
             session_id,
             message_id: None,
             queue: Vec::new(),
             receipt_seen: false,
-            fold: OutputFold::default(),
+            fold: OutputFold {
+                ignore_attempts: partial_from_chunks_only,
+                ..OutputFold::default()
+            },
             last_turn_end: None,
             phase: Phase::Running,
         }
@@ -150,12 +174,16 @@ impl Collector {
         let event = event.expect("checked above");
         match kind {
             "assistant/message" => match valid_content(&event["data"]["message"]["content"]) {
+                // An empty (usage-only) message's own stream is streamed text like a failed
+                // attempt's: it never replaces a message, and is kept when none comes.
+                Some([]) => self.fold.attempt(&stream_text(&event["data"]["stream"])),
                 Some(content) => self.fold.message(content),
                 None => {
                     self.phase =
                         Phase::Violation("assistant/message event carried malformed content".into())
                 }
             },
+            "assistant/attempt" => self.fold.attempt(&stream_text(&event["data"]["stream"])),
             "assistant/chunk" => {
                 let chunk = &event["data"]["chunk"];
                 if chunk["type"] == "text-delta"
@@ -171,6 +199,27 @@ impl Collector {
             _ => {}
         }
     }
+}
+
+/// The assistant text of a recorded model stream (`data.stream` of `assistant/attempt` and
+/// `assistant/message`): its `text-chunks` runs and any raw `text-delta` chunks, in order.
+fn stream_text(stream: &Value) -> String {
+    let mut text = String::new();
+    for entry in stream.as_array().into_iter().flatten() {
+        match entry.get("type").and_then(Value::as_str) {
+            Some("text-chunks") => entry["texts"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .filter_map(Value::as_str)
+                .for_each(|t| text.push_str(t)),
+            Some("chunk") if entry["chunk"]["type"] == "text-delta" => {
+                text.push_str(entry["chunk"]["text"].as_str().unwrap_or_default());
+            }
+            _ => {}
+        }
+    }
+    text
 }
 
 /// `content` as an array of objects that each carry a string `type`.
@@ -232,7 +281,7 @@ mod tests {
 
     /// Feed `notes`, with the response (`messageId` "m1") after the first `response_at` of them.
     fn run(notes: &[(String, Value)], response_at: usize) -> Collector {
-        let mut c = Collector::new(SID.into());
+        let mut c = Collector::new(SID.into(), false);
         for (i, (m, p)) in notes.iter().enumerate() {
             if i == response_at {
                 c.accept("m1");
@@ -455,7 +504,7 @@ mod tests {
 
     #[test]
     fn no_response_no_attribution() {
-        let mut c = Collector::new(SID.into());
+        let mut c = Collector::new(SID.into(), false);
         for (m, p) in [receipt("m1"), delta("x"), status("idle")] {
             c.push(&m, p);
         }
