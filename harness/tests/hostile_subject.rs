@@ -176,7 +176,12 @@ fn a_subject_that_never_answers_hello_fails_the_suite_once_without_retrying() {
     assert_eq!(r.out.matches("[subject.hello]").count(), 1, "{}", r.out);
     r.has("no hello within 1000 ms");
     // Every case of the catalog is reported as not run, none as failed or hanging.
-    r.has("\n0 passed, 0 failed, 362 skipped");
+    let summary = r.out.lines().last().unwrap_or_default();
+    assert!(
+        summary.starts_with("0 passed, 0 failed, ") && summary.contains(" skipped"),
+        "{}",
+        r.out
+    );
     r.has("not run: the subject could not be started");
     assert!(!running(s.pid("pid")), "the hung subject was killed");
 }
