@@ -14,6 +14,7 @@ pub mod engine;
 pub mod error;
 pub mod model;
 pub mod params;
+pub mod peer;
 pub mod process;
 pub mod schema;
 pub mod side;

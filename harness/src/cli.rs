@@ -52,6 +52,12 @@ pub enum Command {
         #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
         args: Vec<String>,
     },
+    /// Put a real runtime where a fake would be, recording its wire (used by the harness).
+    #[command(name = "peer-proxy", hide = true, disable_help_flag = true)]
+    PeerProxy {
+        #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
+        args: Vec<String>,
+    },
     /// Serve a scripted model endpoint on loopback for the real runtimes (`ci/peers`).
     #[command(name = "mock-model", hide = true, disable_help_flag = true)]
     MockModel {
@@ -117,6 +123,10 @@ pub struct RunArgs {
     /// How long the subject has to answer `hello`, in milliseconds; at least 1.
     #[arg(long, default_value_t = 20_000, value_parser = clap::value_parser!(u64).range(1..))]
     pub hello_timeout_ms: u64,
+    /// The real peers' folder (`ci/peers` installs them and writes its `peers.json`): scenarios
+    /// with a `[peer]` run only with it.
+    #[arg(long, value_name = "DIR")]
+    pub peers: Option<PathBuf>,
     /// A run in which every selected case was skipped exits 0 instead of 2.
     #[arg(long)]
     pub allow_skips: bool,

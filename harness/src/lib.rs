@@ -8,6 +8,7 @@ pub mod cli;
 pub mod drift;
 pub mod events;
 pub mod lifecycle;
+pub mod peers;
 pub mod pool;
 pub mod procs;
 pub mod report;

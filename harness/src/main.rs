@@ -97,6 +97,7 @@ fn main() -> ExitCode {
             args,
             vec!["fake-codex".to_owned()],
         ),
+        Command::PeerProxy { args } => conform_fakes::peer::main_with_args(args),
         Command::MockModel { args } => conform_fakes::model::main_with_args(args),
         Command::Reference { args } => {
             ExitCode::from(conform_reference::main_with_args(args) as u8)
@@ -198,6 +199,7 @@ fn main() -> ExitCode {
                 product_versions,
                 hello_timeout: Duration::from_millis(args.hello_timeout_ms),
                 allow_skips: args.allow_skips,
+                peers: args.peers,
             };
             let report = match runtime.block_on(suite::run(opts)) {
                 Ok(report) => report,

@@ -32,6 +32,8 @@ pub struct Ctx {
     pub default_deadline: Duration,
     /// Provider → product version its fake speaks (`--product-version`).
     pub product_versions: std::collections::BTreeMap<String, String>,
+    /// The real peers and the model endpoint's base URL, when `--peers` was given.
+    pub peers: Option<(crate::peers::Peers, String)>,
 }
 
 /// How long processes get to be gone after the subject said the run was settled.
@@ -232,6 +234,22 @@ pub async fn run_case(ctx: &Ctx, scenario: &Scenario, mode: Mode) -> Observed {
                         ctx.transcripts
                             .record(&run, format!(">> {}", serde_json::to_string(&msg).unwrap()));
                         subject.send(&msg);
+                    }
+                    FakeEvent::Checkpoint { name }
+                        if scenario.file.peer.as_ref().and_then(|p| p.kill_at.as_ref())
+                            == Some(name) =>
+                    {
+                        // The real runtime dies from outside, mid-turn: what the provider makes
+                        // of a crash it did not cause.
+                        if let Some(pid) = obs.fake.iter().find_map(|l| match l.event {
+                            FakeEvent::Spawned { child } => Some(child),
+                            _ => None,
+                        }) {
+                            let _ = nix::sys::signal::kill(
+                                nix::unistd::Pid::from_raw(pid),
+                                nix::sys::signal::Signal::SIGKILL,
+                            );
+                        }
                     }
                     FakeEvent::Awaiting { name } => {
                         let trigger = scenario
@@ -467,15 +485,39 @@ fn start_message(
     }
     std::fs::write(&script_path, serde_json::to_vec_pretty(&script)?)?;
     let mut argv = ctx.fake_argv.clone();
-    argv.push(format!("fake-{provider}"));
-    argv.extend([
-        "--script".into(),
-        path_str(&script_path),
-        "--side".into(),
-        path_str(ctx.side.path()),
-        "--run".into(),
-        run.to_owned(),
-    ]);
+    let mut peer_env = BTreeMap::new();
+    match (&scenario.file.peer, &ctx.peers) {
+        (Some(peer), Some((peers, model))) => {
+            let entry = peers.entries.get(&peer.name).ok_or_else(|| {
+                std::io::Error::other(format!("peer `{}` is not installed", peer.name))
+            })?;
+            let url = format!("{model}/{}", peer.model);
+            let (peer_argv, env) = crate::peers::prepare(entry, &peers.dir, &dir, &url)?;
+            argv.extend([
+                "peer-proxy".into(),
+                "--side".into(),
+                path_str(ctx.side.path()),
+                "--run".into(),
+                run.to_owned(),
+                "--protocol".into(),
+                provider.clone(),
+                "--".into(),
+            ]);
+            argv.extend(peer_argv);
+            peer_env = env;
+        }
+        _ => {
+            argv.push(format!("fake-{provider}"));
+            argv.extend([
+                "--script".into(),
+                path_str(&script_path),
+                "--side".into(),
+                path_str(ctx.side.path()),
+                "--run".into(),
+                run.to_owned(),
+            ]);
+        }
+    }
     let subject = &scenario.file.subject;
     if subject.runtime == RuntimeKind::MissingBinary {
         argv[0] = path_str(&dir.join("no-such-dir").join("missing-runtime"));
@@ -504,9 +546,9 @@ fn start_message(
     if let Some(ms) = subject.dispose_grace_ms {
         config.insert("disposeGraceMs".into(), json!(ms));
     }
-    let env: Map<String, Value> = subject
-        .env
+    let env: Map<String, Value> = peer_env
         .iter()
+        .chain(subject.env.iter())
         .map(|(k, v)| (k.clone(), json!(v)))
         .collect::<BTreeMap<_, _>>()
         .into_iter()

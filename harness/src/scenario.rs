@@ -47,6 +47,9 @@ pub struct ScenarioFile {
     pub fake: FakeSection,
     #[serde(default)]
     pub cancel: Option<CancelSection>,
+    /// A real runtime instead of the fake (installed by `ci/peers`; run with `--peers`).
+    #[serde(default)]
+    pub peer: Option<PeerSection>,
     #[serde(default)]
     pub expect: ExpectSection,
 }
@@ -129,6 +132,23 @@ pub enum Trigger {
     Dispatched,
     Result,
     Cancel,
+}
+
+/// A real peer runs this case: its name in the peers manifest, what the model endpoint does
+/// for it, and the fake scenario whose wire its wire is compared with (`conform peers`).
+#[derive(Clone, Debug, Deserialize, Serialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct PeerSection {
+    /// The peer's name in `peers.json` (`dsh-sdk`, `codex-0.147.0`, `acp-example`, …).
+    pub name: String,
+    /// The model endpoint's behaviour: `success`, `slow`, `http-401`, `http-429`,
+    /// `http-500`, `mid-stream`, `tool`.
+    pub model: String,
+    /// The fake scenario this case's real wire is compared with.
+    pub analog: Option<String>,
+    /// Kill the real runtime (SIGKILL, from outside the provider) at this checkpoint: the
+    /// first notification of this kind (`turn/start`).
+    pub kill_at: Option<String>,
 }
 
 /// Local cancellation: the foreground call is aborted, or the background job killed.
@@ -282,6 +302,24 @@ pub fn load(root: &Path, path: &Path) -> Result<Scenario, ScenarioError> {
     let mut steps = Vec::new();
     expand(root, path, &text, &file.fake.steps, &mut steps, 0)?;
     check_references(path, &text, &file, &steps)?;
+    if let Some(peer) = &file.peer
+        && conform_fakes::model::Behaviour::from_name(&peer.model).is_none()
+    {
+        let names: Vec<&str> = conform_fakes::model::Behaviour::ALL
+            .iter()
+            .map(|(n, _)| *n)
+            .collect();
+        return Err(invalid(
+            path,
+            &text,
+            None,
+            format!(
+                "`[peer] model` is `{}`, not a model behaviour ({})",
+                peer.model,
+                names.join(", ")
+            ),
+        ));
+    }
     let script = Script {
         protocol: file.provider.clone(),
         product_version: file.product_version.clone(),
@@ -434,7 +472,10 @@ fn check_references(
     }
     let spans: Option<ReferenceSpans> = toml::from_str(text).ok();
     let checkpoints = declared(steps.iter().filter_map(|s| s.checkpoint.as_ref()));
+    // A real peer's checkpoints are the kinds of notification it sends (`turn/start`), known
+    // only when it runs.
     if let Some(cancel) = &file.cancel
+        && file.peer.is_none()
         && !checkpoints.contains(&cancel.at.as_str())
     {
         let span = spans

@@ -127,6 +127,8 @@ pub struct Options {
     pub hello_timeout: Duration,
     /// A suite that skipped every case exits 0 instead of 2.
     pub allow_skips: bool,
+    /// The real peers' folder (`--peers`): peer scenarios run only with it.
+    pub peers: Option<PathBuf>,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -137,6 +139,8 @@ pub enum SuiteError {
     NothingSelected,
     #[error("harness setup failed: {0}")]
     Setup(#[from] std::io::Error),
+    #[error("{0}")]
+    Peers(#[from] crate::peers::PeersError),
 }
 
 /// Loads and filters scenarios.
@@ -168,6 +172,13 @@ pub async fn run(opts: Options) -> Result<SuiteReport, SuiteError> {
         Some(cmd) => vec!["sh".to_owned(), "-c".to_owned(), cmd.clone()],
         None => vec![exe.clone(), "reference".to_owned()],
     };
+    let peers = match &opts.peers {
+        Some(dir) => Some((
+            crate::peers::Peers::load(dir)?,
+            crate::peers::start_model().await?,
+        )),
+        None => None,
+    };
     let transcripts = Arc::new(Transcripts::default());
     let pool = SubjectPool::new(
         argv,
@@ -184,6 +195,7 @@ pub async fn run(opts: Options) -> Result<SuiteReport, SuiteError> {
         product_versions: opts.product_versions.clone(),
         work: work.path().to_owned(),
         default_deadline: opts.deadline,
+        peers,
     });
 
     let caps = ctx.pool.get().await.ok().map(|s| s.caps.clone());
@@ -223,8 +235,21 @@ pub async fn run(opts: Options) -> Result<SuiteReport, SuiteError> {
             ));
             continue;
         }
+        let peer_missing = s.file.peer.as_ref().and_then(|p| match &ctx.peers {
+            None => Some(format!(
+                "real peer `{}`: run `ci/peers` (or pass --peers DIR)",
+                p.name
+            )),
+            Some((peers, _)) if !peers.entries.contains_key(&p.name) => Some(format!(
+                "real peer `{}` is not installed in {}",
+                p.name,
+                peers.dir.display()
+            )),
+            Some(_) => None,
+        });
         {
             let reason = match &caps {
+                _ if peer_missing.is_some() => peer_missing,
                 None => Some("not run: the subject could not be started".to_owned()),
                 Some(c) if !c.providers.contains(&s.file.provider) => {
                     Some(format!("the subject has no `{}` provider", s.file.provider))

@@ -189,11 +189,17 @@ pub fn judge(scenario: &Scenario, mode: Mode, obs: &Observed) -> Vec<Finding> {
         }
     }
     // Every frame a fake sends must be valid for its protocol unless the scenario marked it.
-    match conform_fakes::schema::unmarked_invalid_frames(
-        &scenario.file.provider,
-        obs.product_version.as_deref(),
-        &obs.fake,
-    ) {
+    // A real peer's frames are the runtime's own: the differential judges them, not this.
+    let checked = if scenario.file.peer.is_some() {
+        Some(vec![])
+    } else {
+        conform_fakes::schema::unmarked_invalid_frames(
+            &scenario.file.provider,
+            obs.product_version.as_deref(),
+            &obs.fake,
+        )
+    };
+    match checked {
         Some(invalid) => {
             for (line, e) in invalid {
                 let frame = match &line.event {

@@ -32,8 +32,13 @@ fn caught(defects: &[&str], filter: &str, extra: &[&str], expected: &[&str]) -> 
 fn the_reference_passes_the_whole_catalog() {
     let (code, out, err) = run(&["-j", "4"]);
     assert_eq!(code, Some(0), "{out}\n{err}");
-    // The upgrade scenarios need `--product-version codex=0.169.0`; everything else runs.
-    assert!(out.contains(" 0 failed, 14 skipped"), "{out}");
+    // The upgrade scenarios need `--product-version codex=0.169.0`, the real-peer ones
+    // `--peers` (ci/peers); everything else runs.
+    assert!(out.contains(" 0 failed, 26 skipped"), "{out}");
+    assert!(
+        out.contains("real peer `dsh-sdk`: run `ci/peers` (or pass --peers DIR)"),
+        "{out}"
+    );
     for family in ["acp/", "dsh-sdk/", "codex/"] {
         assert!(out.contains(family), "{family} scenarios ran: {out}");
     }
