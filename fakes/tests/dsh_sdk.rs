@@ -146,16 +146,18 @@ fn happy_exchange_then_shutdown() {
         f.recv(),
         event(
             SESSION,
-            json!({"type": "assistant/message", "seq": 2, "time": 0, "data": {"turn": 0,
+            json!({"type": "assistant/message", "seq": 2, "time": 0, "surfaceOp": "append", "data": {"turn": 0,
             "step": 0, "message": {"id": "m1", "role": "assistant",
             "content": [{"type": "text", "text": "hi"}],
-            "source": {"kind": "model", "provider": "fake", "model": "fake"}},
+            "source": {"kind": "model", "provider": "fake", "model": "fake", "replayState": replay()}},
+            "usage": usage(),
             // The stream the text came from, recorded as the real runtime does.
             "stream": [
                 {"type": "chunk", "time": 0, "chunk": {"type": "block-start", "index": 0, "blockType": "text"}},
                 {"type": "text-chunks", "time0": 0, "index": 0, "dt": [], "texts": ["hi"]},
                 {"type": "chunk", "time": 0, "chunk": {"type": "block-end", "index": 0, "block": {"type": "text", "text": "hi"}}},
-                {"type": "chunk", "time": 0, "chunk": {"type": "finish", "reason": {"kind": "stop"}}}
+                {"type": "chunk", "time": 0, "chunk": {"type": "usage", "usage": usage()}},
+                {"type": "chunk", "time": 0, "chunk": {"type": "finish", "reason": {"kind": "stop"}, "replayState": replay()}}
             ]}})
         )
     );
@@ -233,10 +235,14 @@ fn session_modifier_addresses_another_session() {
         f.recv(),
         event(
             "child-1",
-            json!({"type": "assistant/message", "seq": 1, "time": 0, "data": {"turn": 0,
-                "step": 0, "message": {"id": "m1", "role": "assistant", "content": [],
-                "source": {"kind": "model", "provider": "fake", "model": "fake"}},
-                "stream": [{"type": "chunk", "time": 0, "chunk": {"type": "finish", "reason": {"kind": "stop"}}}]}})
+            json!({"type": "assistant/message", "seq": 1, "time": 0, "surfaceOp": "append", "data": {"turn": 0,
+            "step": 0, "message": {"id": "m1", "role": "assistant", "content": [],
+            "source": {"kind": "model", "provider": "fake", "model": "fake", "replayState": replay()}},
+            "usage": usage(),
+            "stream": [
+                {"type": "chunk", "time": 0, "chunk": {"type": "usage", "usage": usage()}},
+                {"type": "chunk", "time": 0, "chunk": {"type": "finish", "reason": {"kind": "stop"}, "replayState": replay()}}
+            ]}})
         )
     );
     let child_end = f.recv();
@@ -486,4 +492,14 @@ fn a_best_effort_shutdown_after_stdout_closed_is_no_violation() {
             .any(|l| matches!(l.event, FakeEvent::Fault { .. })),
         "{lines:?}"
     );
+}
+
+/// The real runtime's record of the model response (`replayState`), as the fake sends it.
+fn replay() -> Value {
+    json!({"response": {"kind": "deepseek-messages", "version": 1, "model": "deepseek-v4-flash"},
+        "blocks": [{"type": "text"}]})
+}
+
+fn usage() -> Value {
+    json!({"inputTokens": 1, "outputTokens": 2, "totalTokens": 3})
 }

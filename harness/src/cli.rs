@@ -29,6 +29,9 @@ pub enum Command {
     /// Compare a real product's protocol vocabulary with the one conform is pinned to.
     /// Exit 0: no drift; 1: drift; 2: could not read the product.
     Drift(DriftArgs),
+    /// Real peers: `conform peers diff` compares the real runtimes' recorded wire with the
+    /// fakes' (exit 0: every difference explained; 1: not; 2: could not run).
+    Peers(PeersArgs),
     /// Print a JSON Schema: `scenario` (for editors) or `subject` (the adapter protocol).
     Schema {
         #[arg(value_parser = ["scenario", "subject"])]
@@ -70,6 +73,23 @@ pub enum Command {
         #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
         args: Vec<String>,
     },
+}
+
+#[derive(Debug, Args)]
+pub struct PeersArgs {
+    /// `diff`: the wire differential.
+    #[arg(value_parser = ["diff"])]
+    pub action: String,
+    /// Record the real wires afresh from the peers installed here (`ci/peers`); without it the
+    /// committed fixtures are the real side.
+    #[arg(long, value_name = "DIR")]
+    pub peers: Option<PathBuf>,
+    /// Write the freshly recorded wires over the fixtures (read the differences first).
+    #[arg(long, requires = "peers")]
+    pub update: bool,
+    /// The fixtures folder [default: `fakes/peers/` of this workspace].
+    #[arg(long, value_name = "DIR")]
+    pub fixtures: Option<PathBuf>,
 }
 
 #[derive(Debug, Args)]

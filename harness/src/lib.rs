@@ -5,6 +5,7 @@
 //! [`report`].
 
 pub mod cli;
+pub mod differential;
 pub mod drift;
 pub mod events;
 pub mod lifecycle;

@@ -103,6 +103,31 @@ fn main() -> ExitCode {
             ExitCode::from(conform_reference::main_with_args(args) as u8)
         }
         Command::Drift(args) => drift(args),
+        Command::Peers(args) => {
+            let opts = conform::differential::DiffOptions {
+                scenarios: default_dir("scenarios"),
+                snapshots: default_dir("snapshots"),
+                fixtures: args
+                    .fixtures
+                    .unwrap_or_else(|| default_dir("fakes").join("peers")),
+                peers: args.peers,
+                update: args.update,
+            };
+            let runtime = match tokio::runtime::Runtime::new() {
+                Ok(r) => r,
+                Err(e) => {
+                    eprintln!("error: cannot start the async runtime: {e}");
+                    return ExitCode::from(2);
+                }
+            };
+            match runtime.block_on(conform::differential::diff(opts)) {
+                Ok(code) => ExitCode::from(code as u8),
+                Err(e) => {
+                    eprintln!("error: {e}");
+                    ExitCode::from(2)
+                }
+            }
+        }
         Command::Schema { which } => {
             let schema = if which == "scenario" {
                 scenario::json_schema()

@@ -55,6 +55,8 @@ const HOST_LOG_BYTES: usize = 2000;
 #[derive(Debug, Default)]
 pub struct Observed {
     pub run: String,
+    /// The run's scratch folder (paths under it are masked in recorded wires).
+    pub run_dir: String,
     pub dispatched: bool,
     pub start_rejected: Option<StartError>,
     pub result: Option<RunResult>,
@@ -151,6 +153,7 @@ pub async fn run_case(ctx: &Ctx, scenario: &Scenario, mode: Mode) -> Observed {
     let started = Instant::now();
     let mut obs = Observed {
         run: run.clone(),
+        run_dir: ctx.work.join(&run).to_string_lossy().into_owned(),
         product_version: ctx
             .product_versions
             .get(&scenario.file.provider)

@@ -55,9 +55,20 @@ impl DshSdkCodec {
 /// cut off mid-way (child text: it must never reach the model).
 pub const ATTEMPT_FAILURE: &str = "DeepSeek Messages stream ended before message_stop";
 
-/// A model stream as the real runtime records it on `assistant/message` and
-/// `assistant/attempt`: the text block's chunks (none for `""`), then `finish` with `reason`.
-fn stream(text: &str, reason: Value) -> Value {
+/// What the real runtime records of the model response it replays (`replayState`).
+fn replay_state() -> Value {
+    json!({"response": {"kind": "deepseek-messages", "version": 1, "model": "deepseek-v4-flash"},
+        "blocks": [{"type": "text"}]})
+}
+
+fn usage() -> Value {
+    json!({"inputTokens": 1, "outputTokens": 2, "totalTokens": 3})
+}
+
+/// A model stream as the real runtime records it on `assistant/message` (`complete`: the
+/// block ends, usage, `finish` stop) and on a failed `assistant/attempt` (the block is cut off,
+/// `finish` with the failure): the text block's chunks, none for `""`.
+fn stream(text: &str, complete: bool, reason: Value) -> Value {
     let mut entries = Vec::new();
     if !text.is_empty() {
         entries.push(json!({"type": "chunk", "time": 0,
@@ -65,11 +76,19 @@ fn stream(text: &str, reason: Value) -> Value {
         entries.push(
             json!({"type": "text-chunks", "time0": 0, "index": 0, "dt": [], "texts": [text]}),
         );
-        entries.push(json!({"type": "chunk", "time": 0,
-            "chunk": {"type": "block-end", "index": 0, "block": {"type": "text", "text": text}}}));
+        if complete {
+            entries.push(json!({"type": "chunk", "time": 0,
+                "chunk": {"type": "block-end", "index": 0, "block": {"type": "text", "text": text}}}));
+        }
     }
-    entries
-        .push(json!({"type": "chunk", "time": 0, "chunk": {"type": "finish", "reason": reason}}));
+    let mut finish = json!({"type": "finish", "reason": reason});
+    if complete {
+        entries.push(
+            json!({"type": "chunk", "time": 0, "chunk": {"type": "usage", "usage": usage()}}),
+        );
+        finish["replayState"] = replay_state();
+    }
+    entries.push(json!({"type": "chunk", "time": 0, "chunk": finish}));
     Value::Array(entries)
 }
 
@@ -133,7 +152,7 @@ impl Codec for DshSdkCodec {
         } else if let Some(text) = &step.attempt {
             let failure = json!({"kind": "error", "failure": {
                 "message": ATTEMPT_FAILURE, "code": "STREAM_CLOSED"}});
-            let data = turn_step(json!({ "stream": stream(text, failure) }));
+            let data = turn_step(json!({ "stream": stream(text, false, failure) }));
             self.typed_event(&session, event::ASSISTANT_ATTEMPT, data)
         } else if let Some(text) = &step.message {
             self.messages += 1;
@@ -143,10 +162,12 @@ impl Codec for DshSdkCodec {
                 json!([{"type": "text", "text": text}])
             };
             let message = json!({"id": format!("m{}", self.messages), "role": "assistant",
-                "content": content, "source": {"kind": "model", "provider": "fake", "model": "fake"}});
-            let stream = stream(text, json!({"kind": "stop"}));
-            let data = turn_step(json!({ "message": message, "stream": stream }));
-            self.typed_event(&session, event::ASSISTANT_MESSAGE, data)
+                "content": content, "source": {"kind": "model", "provider": "fake", "model": "fake",
+                "replayState": replay_state()}});
+            let stream = stream(text, true, json!({"kind": "stop"}));
+            let data = turn_step(json!({ "message": message, "usage": usage(), "stream": stream }));
+            let ev = json!({"type": event::ASSISTANT_MESSAGE, "data": data, "surfaceOp": "append"});
+            self.event(&session, ev)
         } else if let Some(reason) = &step.turn_end {
             let reason = match reason {
                 Value::String(kind) => json!({ "kind": kind }),

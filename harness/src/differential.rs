@@ -1,0 +1,579 @@
+//! The wire differential: what a real runtime sends (recorded by `conform peer-proxy` in the
+//! peer scenarios, normalised and kept in `fakes/peers/` as fixtures) against what the fake
+//! sends in the analogous scripted scenario. It compares *shapes* — which kinds of frame, which
+//! fields with which JSON types, in which order — because values (ids, times, texts) differ by
+//! design. Every difference is either closed in the fakes or listed, with its reason, in
+//! `fakes/peers/differences.toml`; an unexplained one fails.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::Path;
+
+use conform_protocol::side::{Direction, FakeEvent, FakeLine};
+use serde::Deserialize;
+use serde_json::{Map, Value};
+
+/// One recorded frame of a real runtime, normalised (see [`normalise`]).
+pub type Transcript = Vec<Value>;
+
+/// The frames the runtime (real or fake) sent, in order, from a run's ledger.
+pub fn sent_frames(ledger: &[FakeLine]) -> Transcript {
+    ledger
+        .iter()
+        .filter_map(|l| match &l.event {
+            FakeEvent::Frame {
+                dir: Direction::Sent,
+                frame,
+                ..
+            } => Some(frame.clone()),
+            _ => None,
+        })
+        .collect()
+}
+
+/// Replaces what differs from run to run — ids, times, paths, retry delays — with
+/// placeholders, so a fixture changes only when the runtime does.
+pub fn normalise(frame: &Value, run_dir: &str) -> Value {
+    fn walk(v: &Value, key: &str, run_dir: &str) -> Value {
+        match v {
+            Value::Object(o) => Value::Object(
+                o.iter()
+                    .map(|(k, v)| (k.clone(), walk(v, k, run_dir)))
+                    .collect::<Map<_, _>>(),
+            ),
+            Value::Array(a) => Value::Array(a.iter().map(|x| walk(x, key, run_dir)).collect()),
+            Value::Number(_) if VOLATILE_NUMBERS.contains(&key) => Value::from(0),
+            Value::String(s) => Value::String(normalise_text(s, run_dir)),
+            other => other.clone(),
+        }
+    }
+    walk(frame, "", run_dir)
+}
+
+/// Keys whose numbers are clocks or jittered delays.
+const VOLATILE_NUMBERS: &[&str] = &["time", "time0", "dt", "delayMs", "emittedAtMs", "createdAt"];
+
+fn normalise_text(s: &str, run_dir: &str) -> String {
+    let mut out = if run_dir.is_empty() {
+        s.to_owned()
+    } else {
+        s.replace(run_dir, "<run>")
+    };
+    // UUIDs and long hex ids (session ids, request ids, message ids).
+    let mut result = String::with_capacity(out.len());
+    let bytes: Vec<char> = out.chars().collect();
+    let mut i = 0;
+    while i < bytes.len() {
+        let run: String = bytes[i..]
+            .iter()
+            .take_while(|c| c.is_ascii_hexdigit() || **c == '-')
+            .collect();
+        let hex = run.chars().filter(char::is_ascii_hexdigit).count();
+        let starts_word = i == 0 || !bytes[i - 1].is_ascii_alphanumeric();
+        if starts_word && hex >= 16 && run.chars().any(|c| c.is_ascii_digit()) {
+            result.push_str("<id>");
+            i += run.chars().count();
+        } else {
+            result.push(bytes[i]);
+            i += 1;
+        }
+    }
+    out = result;
+    out
+}
+
+/// A frame's kind: `session.event:turn/end`, `response:initialize`, `error:session/prompt`,
+/// `request:item/commandExecution/requestApproval`, or the method of a notification.
+pub fn kind(frame: &Value, answers: Option<&str>) -> String {
+    if let Some(method) = frame.get("method").and_then(Value::as_str) {
+        let prefix = if frame.get("id").is_some() {
+            "request:"
+        } else {
+            ""
+        };
+        return match frame.pointer("/params/event/type").and_then(Value::as_str) {
+            Some(ev) => format!("{prefix}{method}:{ev}"),
+            None => format!("{prefix}{method}"),
+        };
+    }
+    let what = if frame.get("error").is_some() {
+        "error"
+    } else {
+        "response"
+    };
+    format!("{what}:{}", answers.unwrap_or("?"))
+}
+
+/// The field paths of a frame with their JSON types (`params.event.data.stream[].texts[]:string`).
+pub fn fields(frame: &Value) -> BTreeSet<String> {
+    fn walk(v: &Value, path: &str, out: &mut BTreeSet<String>) {
+        let ty = match v {
+            Value::Null => "null",
+            Value::Bool(_) => "bool",
+            Value::Number(_) => "number",
+            Value::String(_) => "string",
+            Value::Array(_) => "array",
+            Value::Object(_) => "object",
+        };
+        out.insert(format!("{path}:{ty}"));
+        match v {
+            Value::Object(o) => {
+                for (k, x) in o {
+                    walk(x, &format!("{path}.{k}"), out);
+                }
+            }
+            Value::Array(a) => {
+                for x in a {
+                    walk(x, &format!("{path}[]"), out);
+                }
+            }
+            _ => {}
+        }
+    }
+    let mut out = BTreeSet::new();
+    walk(frame, "", &mut out);
+    out
+}
+
+/// One difference between a real wire and the fake's.
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Difference {
+    /// A kind of frame the real runtime sends that the fake never does.
+    OnlyReal { kind: String },
+    /// A kind of frame the fake sends that the real runtime never does.
+    OnlyFake { kind: String },
+    /// A field (path and type) of a kind both send, present only in the real frames.
+    FieldOnlyReal { kind: String, field: String },
+    /// A field present only in the fake's frames of that kind.
+    FieldOnlyFake { kind: String, field: String },
+    /// The two send their common kinds in another order (first kinds shown).
+    Order {
+        real: Vec<String>,
+        fake: Vec<String>,
+    },
+}
+
+impl Difference {
+    /// The key a `differences.toml` entry matches (`kind` alone, or `kind` + `field`).
+    pub fn key(&self) -> (String, Option<String>) {
+        match self {
+            Difference::OnlyReal { kind } | Difference::OnlyFake { kind } => (kind.clone(), None),
+            Difference::FieldOnlyReal { kind, field }
+            | Difference::FieldOnlyFake { kind, field } => (kind.clone(), Some(field.clone())),
+            Difference::Order { .. } => ("order".into(), None),
+        }
+    }
+}
+
+impl std::fmt::Display for Difference {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Difference::OnlyReal { kind } => {
+                write!(f, "the real runtime sends `{kind}`; the fake never does")
+            }
+            Difference::OnlyFake { kind } => {
+                write!(f, "the fake sends `{kind}`; the real runtime never does")
+            }
+            Difference::FieldOnlyReal { kind, field } => {
+                write!(
+                    f,
+                    "`{kind}`: the real runtime sends field `{field}`; the fake never does"
+                )
+            }
+            Difference::FieldOnlyFake { kind, field } => {
+                write!(
+                    f,
+                    "`{kind}`: the fake sends field `{field}`; the real runtime never does"
+                )
+            }
+            Difference::Order { real, fake } => write!(
+                f,
+                "order of common kinds differs:\n      real: {}\n      fake: {}",
+                real.join(" → "),
+                fake.join(" → ")
+            ),
+        }
+    }
+}
+
+/// Kinds in order of first appearance, with the union of their fields.
+fn profile(frames: &[(String, Value)]) -> (Vec<String>, BTreeMap<String, BTreeSet<String>>) {
+    let mut order = Vec::new();
+    let mut fields_by_kind: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
+    for (kind, frame) in frames {
+        if !order.contains(kind) {
+            order.push(kind.clone());
+        }
+        fields_by_kind
+            .entry(kind.clone())
+            .or_default()
+            .extend(fields(frame));
+    }
+    (order, fields_by_kind)
+}
+
+/// Compares a real wire with a fake one, both as `(kind, frame)` in wire order.
+pub fn compare(real: &[(String, Value)], fake: &[(String, Value)]) -> Vec<Difference> {
+    let (real_order, real_fields) = profile(real);
+    let (fake_order, fake_fields) = profile(fake);
+    let mut out = Vec::new();
+    for k in &real_order {
+        match fake_fields.get(k) {
+            None => out.push(Difference::OnlyReal { kind: k.clone() }),
+            Some(ff) => {
+                for field in real_fields[k].difference(ff) {
+                    out.push(Difference::FieldOnlyReal {
+                        kind: k.clone(),
+                        field: field.clone(),
+                    });
+                }
+                for field in ff.difference(&real_fields[k]) {
+                    out.push(Difference::FieldOnlyFake {
+                        kind: k.clone(),
+                        field: field.clone(),
+                    });
+                }
+            }
+        }
+    }
+    for k in &fake_order {
+        if !real_fields.contains_key(k) {
+            out.push(Difference::OnlyFake { kind: k.clone() });
+        }
+    }
+    let common = |order: &[String], other: &BTreeMap<String, BTreeSet<String>>| -> Vec<String> {
+        order
+            .iter()
+            .filter(|k| other.contains_key(*k))
+            .cloned()
+            .collect()
+    };
+    let (rc, fc) = (
+        common(&real_order, &fake_fields),
+        common(&fake_order, &real_fields),
+    );
+    if rc != fc {
+        out.push(Difference::Order { real: rc, fake: fc });
+    }
+    out
+}
+
+/// `fakes/peers/differences.toml`: the differences kept on purpose, each with its reason.
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Explained {
+    #[serde(default)]
+    pub difference: Vec<ExplainedEntry>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ExplainedEntry {
+    /// The peer (`dsh-sdk`), as in `peers.json`.
+    pub peer: String,
+    /// The frame kind, or `order`.
+    pub kind: String,
+    /// A field path with its type, for field differences; absent: every difference of the kind.
+    pub field: Option<String>,
+    /// Why the fake differs on purpose (or why it cannot matter to a provider).
+    pub reason: String,
+}
+
+impl Explained {
+    pub fn load(path: &Path) -> Result<Explained, String> {
+        match std::fs::read_to_string(path) {
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(Explained::default()),
+            Err(e) => Err(format!("{}: {e}", path.display())),
+            Ok(text) => toml::from_str(&text).map_err(|e| format!("{}: {e}", path.display())),
+        }
+    }
+
+    /// The reason a difference is kept, if it is listed.
+    pub fn reason(&self, peer: &str, d: &Difference) -> Option<&str> {
+        let (kind, field) = d.key();
+        self.difference
+            .iter()
+            .find(|e| {
+                e.peer == peer
+                    && e.kind == kind
+                    && (e.field.is_none() || e.field.as_deref() == field.as_deref())
+            })
+            .map(|e| e.reason.as_str())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn volatile_values_are_masked_and_shapes_kept() {
+        let f = json!({"params": {"sessionId": "session-0123456789abcdef0123456789abcdef",
+            "event": {"time": 1796090370099_u64, "seq": 3, "data": {"id": "7887a44c-9297-4893-9cc4-e41e56d40641",
+            "cwd": "/tmp/conform-x/r1/workspace", "text": "Hello, world."}}}});
+        let n = normalise(&f, "/tmp/conform-x/r1");
+        assert_eq!(n["params"]["sessionId"], "session-<id>");
+        assert_eq!(n["params"]["event"]["time"], 0);
+        assert_eq!(n["params"]["event"]["seq"], 3);
+        assert_eq!(n["params"]["event"]["data"]["id"], "<id>");
+        assert_eq!(n["params"]["event"]["data"]["cwd"], "<run>/workspace");
+        assert_eq!(n["params"]["event"]["data"]["text"], "Hello, world.");
+    }
+
+    #[test]
+    fn kinds_fields_and_order_are_compared() {
+        let k = |f: &Value| (kind(f, None), f.clone());
+        let real = vec![
+            k(&json!({"method": "session.event", "params": {"event": {"type": "turn/start"}}})),
+            k(
+                &json!({"method": "session.event", "params": {"event": {"type": "assistant/message", "data": {"stream": []}}}}),
+            ),
+        ];
+        let fake = vec![k(
+            &json!({"method": "session.event", "params": {"event": {"type": "assistant/message", "data": {"x": 1}}}}),
+        )];
+        let d = compare(&real, &fake);
+        assert!(
+            d.contains(&Difference::OnlyReal {
+                kind: "session.event:turn/start".into()
+            }),
+            "{d:?}"
+        );
+        assert!(d.iter().any(|x| matches!(x, Difference::FieldOnlyReal { field, .. } if field == ".params.event.data.stream:array")), "{d:?}");
+        assert!(d.iter().any(|x| matches!(x, Difference::FieldOnlyFake { field, .. } if field == ".params.event.data.x:number")), "{d:?}");
+    }
+}
+
+/// What `conform peers diff` needs.
+pub struct DiffOptions {
+    pub scenarios: std::path::PathBuf,
+    pub snapshots: std::path::PathBuf,
+    /// The fixtures folder (`fakes/peers/`): recorded real wires and `differences.toml`.
+    pub fixtures: std::path::PathBuf,
+    /// Record the real wires afresh from these installed peers (else: the fixtures).
+    pub peers: Option<std::path::PathBuf>,
+    /// Write what was recorded over the fixtures.
+    pub update: bool,
+}
+
+/// One recorded frame in a fixture: the frame, and the method a response answers.
+#[derive(Debug, serde::Serialize, Deserialize)]
+struct Recorded {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    answers: Option<String>,
+    frame: Value,
+}
+
+fn kinds_of(ledger: &[FakeLine]) -> Vec<(String, Value)> {
+    ledger
+        .iter()
+        .filter_map(|l| match &l.event {
+            FakeEvent::Frame {
+                dir: Direction::Sent,
+                frame,
+                answers,
+                ..
+            } => Some((kind(frame, answers.as_deref()), frame.clone())),
+            _ => None,
+        })
+        .collect()
+}
+
+fn fixture_path(dir: &Path, peer: &str, id: &str) -> std::path::PathBuf {
+    dir.join(peer)
+        .join(format!("{}.jsonl", id.rsplit('/').next().unwrap_or(id)))
+}
+
+fn read_fixture(path: &Path) -> Result<Vec<(String, Value)>, String> {
+    let text = std::fs::read_to_string(path).map_err(|e| format!("{}: {e}", path.display()))?;
+    text.lines()
+        .filter(|l| !l.trim().is_empty())
+        .map(|l| {
+            let r: Recorded =
+                serde_json::from_str(l).map_err(|e| format!("{}: {e}", path.display()))?;
+            Ok((kind(&r.frame, r.answers.as_deref()), r.frame))
+        })
+        .collect()
+}
+
+/// Runs the scenarios with these exact ids in foreground and returns each one's ledger.
+async fn ledgers(
+    opts: &DiffOptions,
+    ids: &[String],
+    peers: Option<std::path::PathBuf>,
+) -> Result<BTreeMap<String, (Vec<FakeLine>, String)>, String> {
+    let report = crate::suite::run(crate::suite::Options {
+        scenarios: opts.scenarios.clone(),
+        filters: ids.to_vec(),
+        subject: None,
+        snapshots: opts.snapshots.clone(),
+        accept: false,
+        jobs: 4,
+        deadline: std::time::Duration::from_secs(20),
+        progress: false,
+        product_versions: Default::default(),
+        hello_timeout: std::time::Duration::from_secs(20),
+        allow_skips: true,
+        peers,
+    })
+    .await
+    .map_err(|e| e.to_string())?;
+    let mut out = BTreeMap::new();
+    for c in report.cases {
+        if c.mode != conform_protocol::subject::Mode::Foreground || !ids.contains(&c.scenario.id) {
+            continue;
+        }
+        if let Some(obs) = c.obs {
+            out.insert(c.scenario.id.clone(), (obs.fake, obs.run_dir));
+        }
+    }
+    Ok(out)
+}
+
+/// `conform peers diff`: prints the differential; returns the exit code (0: every difference
+/// explained and no explanation stale; 1: not; 2: could not run).
+pub async fn diff(opts: DiffOptions) -> Result<i32, String> {
+    let all = crate::scenario::discover(&opts.scenarios).map_err(|errs| {
+        errs.iter()
+            .map(|e| e.to_string())
+            .collect::<Vec<_>>()
+            .join("\n")
+    })?;
+    let peer_cases: Vec<_> = all
+        .iter()
+        .filter_map(|s| {
+            let p = s.file.peer.as_ref()?;
+            Some((s.id.clone(), p.name.clone(), p.analog.clone()?))
+        })
+        .collect();
+    if peer_cases.is_empty() {
+        return Err("no peer scenario names an analog".into());
+    }
+    // The real side: recorded now from installed peers, or the committed fixtures.
+    let mut fresh: BTreeMap<String, Vec<(String, Value)>> = BTreeMap::new();
+    if let Some(dir) = &opts.peers {
+        let ids: Vec<String> = peer_cases.iter().map(|(id, _, _)| id.clone()).collect();
+        let recorded = ledgers(&opts, &ids, Some(dir.clone())).await?;
+        for (id, peer, _) in &peer_cases {
+            let Some((ledger, run_dir)) = recorded.get(id) else {
+                println!("{id}: not recorded (the peer is not installed?)");
+                continue;
+            };
+            let lines: Vec<String> = ledger
+                .iter()
+                .filter_map(|l| match &l.event {
+                    FakeEvent::Frame {
+                        dir: Direction::Sent,
+                        frame,
+                        answers,
+                        ..
+                    } => Some(
+                        serde_json::to_string(&Recorded {
+                            answers: answers.clone(),
+                            frame: normalise(frame, run_dir),
+                        })
+                        .expect("serialises"),
+                    ),
+                    _ => None,
+                })
+                .collect();
+            fresh.insert(
+                id.clone(),
+                lines
+                    .iter()
+                    .map(|l| {
+                        let r: Recorded = serde_json::from_str(l).expect("just written");
+                        (kind(&r.frame, r.answers.as_deref()), r.frame)
+                    })
+                    .collect(),
+            );
+            let text = lines.join("\n") + "\n";
+            let path = fixture_path(&opts.fixtures, peer, id);
+            let old = std::fs::read_to_string(&path).unwrap_or_default();
+            if old != text {
+                if opts.update {
+                    std::fs::create_dir_all(path.parent().expect("has a parent"))
+                        .map_err(|e| e.to_string())?;
+                    std::fs::write(&path, &text).map_err(|e| e.to_string())?;
+                    println!("{id}: fixture written ({})", path.display());
+                } else {
+                    // Values differ from run to run in ways normalising cannot know (a log
+                    // receipt that races the answer): shapes are judged below, not text.
+                    println!(
+                        "{id}: the recorded wire differs from the fixture {} as text (review; --update keeps it)",
+                        path.display()
+                    );
+                }
+            }
+        }
+    }
+    let analogs: Vec<String> = peer_cases.iter().map(|(_, _, a)| a.clone()).collect();
+    let fakes = ledgers(&opts, &analogs, None).await?;
+    let explained = Explained::load(&opts.fixtures.join("differences.toml"))?;
+    let mut used = BTreeSet::new();
+    let mut unexplained = 0;
+    for (id, peer, analog) in &peer_cases {
+        let path = fixture_path(&opts.fixtures, peer, id);
+        let real = match fresh
+            .remove(id)
+            .map(Ok)
+            .unwrap_or_else(|| read_fixture(&path))
+        {
+            Ok(r) => r,
+            Err(e) => {
+                println!("\n{id}: no recorded real wire ({e}); run `ci/peers`");
+                unexplained += 1;
+                continue;
+            }
+        };
+        let Some((fake_ledger, _)) = fakes.get(analog) else {
+            println!("\n{id}: the analog `{analog}` did not run");
+            unexplained += 1;
+            continue;
+        };
+        let fake = kinds_of(fake_ledger);
+        println!("\n{id} (real `{peer}`) vs {analog} (fake):");
+        let diffs = compare(&real, &fake);
+        if diffs.is_empty() {
+            println!("  no difference");
+        }
+        for d in diffs {
+            match explained.reason(peer, &d) {
+                Some(reason) => {
+                    let (k, f) = d.key();
+                    used.insert((peer.clone(), k, f));
+                    println!("  kept: {d}\n        ({reason})");
+                }
+                None => {
+                    unexplained += 1;
+                    println!("  ✗ {d}");
+                }
+            }
+        }
+    }
+    let stale: Vec<&ExplainedEntry> = explained
+        .difference
+        .iter()
+        .filter(|e| {
+            !used.iter().any(|(p, k, f)| {
+                p == &e.peer && k == &e.kind && (e.field.is_none() || e.field == *f)
+            })
+        })
+        .collect();
+    for e in &stale {
+        println!(
+            "\nstale explanation (no such difference any more; remove it): peer `{}`, kind `{}`{}",
+            e.peer,
+            e.kind,
+            e.field
+                .as_ref()
+                .map(|f| format!(", field `{f}`"))
+                .unwrap_or_default()
+        );
+    }
+    println!(
+        "\n{unexplained} unexplained difference(s), {} stale explanation(s)",
+        stale.len()
+    );
+    Ok(i32::from(unexplained > 0 || !stale.is_empty()))
+}

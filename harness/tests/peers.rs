@@ -1,0 +1,105 @@
+//! The wire differential, offline: the committed recordings of the real runtimes' wire
+//! (`fakes/peers/`, made by `ci/peers`) against the fakes' wire in the analogous scenarios.
+//! Every difference must be explained in `fakes/peers/differences.toml`, and no explanation
+//! may be stale. Both ways to fail are shown to fail.
+
+use std::path::Path;
+
+mod common;
+use common::{conform, stdout, workspace};
+
+fn diff(fixtures: &Path) -> (Option<i32>, String) {
+    let out = conform()
+        .args(["peers", "diff", "--fixtures", fixtures.to_str().unwrap()])
+        .output()
+        .unwrap();
+    (out.status.code(), stdout(&out))
+}
+
+/// A copy of the committed fixtures to doctor.
+fn fixtures_copy() -> tempfile::TempDir {
+    let dir = tempfile::tempdir().unwrap();
+    let from = workspace().join("fakes/peers");
+    for entry in walk(&from) {
+        let to = dir.path().join(entry.strip_prefix(&from).unwrap());
+        std::fs::create_dir_all(to.parent().unwrap()).unwrap();
+        std::fs::copy(&entry, &to).unwrap();
+    }
+    dir
+}
+
+fn walk(dir: &Path) -> Vec<std::path::PathBuf> {
+    let mut out = Vec::new();
+    for e in std::fs::read_dir(dir).unwrap().flatten() {
+        let p = e.path();
+        if p.is_dir() {
+            out.extend(walk(&p));
+        } else {
+            out.push(p);
+        }
+    }
+    out
+}
+
+#[test]
+fn the_fakes_speak_like_the_recorded_real_runtimes() {
+    let (code, out) = diff(&workspace().join("fakes/peers"));
+    assert_eq!(code, Some(0), "{out}");
+    assert!(
+        out.contains("0 unexplained difference(s), 0 stale explanation(s)"),
+        "{out}"
+    );
+    assert!(
+        out.contains("peers/dsh-sdk/mid-stream (real `dsh-sdk`) vs dsh-sdk/turn/error (fake)"),
+        "{out}"
+    );
+}
+
+#[test]
+fn an_unexplained_difference_fails() {
+    let dir = fixtures_copy();
+    std::fs::remove_file(dir.path().join("differences.toml")).unwrap();
+    let (code, out) = diff(dir.path());
+    assert_eq!(code, Some(1), "{out}");
+    assert!(
+        out.contains(
+            "✗ the real runtime sends `session.event:request/header`; the fake never does"
+        ),
+        "{out}"
+    );
+}
+
+#[test]
+fn a_real_frame_the_fake_lost_fails() {
+    // The real runtime's failed attempt (where it carries partial text) vanished from the
+    // fake's vocabulary: the differential names the kind. Here the recording gains a kind.
+    let dir = fixtures_copy();
+    let path = dir.path().join("dsh-sdk/success.jsonl");
+    let mut text = std::fs::read_to_string(&path).unwrap();
+    text.push_str(r#"{"frame":{"jsonrpc":"2.0","method":"session.event","params":{"sessionId":"s","event":{"type":"assistant/reasoning","seq":99,"time":0,"data":{}}}}}"#);
+    text.push('\n');
+    std::fs::write(&path, text).unwrap();
+    let (code, out) = diff(dir.path());
+    assert_eq!(code, Some(1), "{out}");
+    assert!(
+        out.contains(
+            "✗ the real runtime sends `session.event:assistant/reasoning`; the fake never does"
+        ),
+        "{out}"
+    );
+}
+
+#[test]
+fn a_stale_explanation_fails() {
+    let dir = fixtures_copy();
+    let path = dir.path().join("differences.toml");
+    let mut text = std::fs::read_to_string(&path).unwrap();
+    text.push_str("\n[[difference]]\npeer = \"dsh-sdk\"\nkind = \"session.event:no/such\"\nreason = \"gone\"\n");
+    std::fs::write(&path, text).unwrap();
+    let (code, out) = diff(dir.path());
+    assert_eq!(code, Some(1), "{out}");
+    assert!(
+        out.contains("stale explanation (no such difference any more; remove it): peer `dsh-sdk`, kind `session.event:no/such`"),
+        "{out}"
+    );
+}
