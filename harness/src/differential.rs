@@ -81,7 +81,8 @@ fn normalise_text(s: &str, run_dir: &str) -> String {
     out
 }
 
-/// A frame's kind: `session.event:turn/end`, `response:initialize`, `error:session/prompt`,
+/// A frame's kind: `session.event:turn/end`, `session/update:tool_call`, `response:initialize`,
+/// `error:session/prompt`,
 /// `request:item/commandExecution/requestApproval`, or the method of a notification.
 pub fn kind(frame: &Value, answers: Option<&str>) -> String {
     if let Some(method) = frame.get("method").and_then(Value::as_str) {
@@ -90,8 +91,13 @@ pub fn kind(frame: &Value, answers: Option<&str>) -> String {
         } else {
             ""
         };
-        return match frame.pointer("/params/event/type").and_then(Value::as_str) {
-            Some(ev) => format!("{prefix}{method}:{ev}"),
+        // A DSH SDK `session.event` by its event type, an ACP `session/update` by its update.
+        let sub = frame
+            .pointer("/params/event/type")
+            .or_else(|| frame.pointer("/params/update/sessionUpdate"))
+            .and_then(Value::as_str);
+        return match sub {
+            Some(sub) => format!("{prefix}{method}:{sub}"),
             None => format!("{prefix}{method}"),
         };
     }
@@ -270,6 +276,8 @@ pub struct Explained {
 pub struct ExplainedEntry {
     /// The peer (`dsh-sdk`), as in `peers.json`.
     pub peer: String,
+    /// Only for this peer scenario (absent: every scenario of the peer).
+    pub scenario: Option<String>,
     /// The frame kind, or `order`.
     pub kind: String,
     /// A field path with its type, for field differences; absent: every difference of the kind.
@@ -288,16 +296,18 @@ impl Explained {
     }
 
     /// The reason a difference is kept, if it is listed.
-    pub fn reason(&self, peer: &str, d: &Difference) -> Option<&str> {
+    pub fn reason(&self, peer: &str, scenario: &str, d: &Difference) -> Option<(usize, &str)> {
         let (kind, field) = d.key();
         self.difference
             .iter()
-            .find(|e| {
+            .enumerate()
+            .find(|(_, e)| {
                 e.peer == peer
+                    && e.scenario.as_deref().is_none_or(|s| s == scenario)
                     && e.kind == kind
                     && (e.field.is_none() || e.field.as_deref() == field.as_deref())
             })
-            .map(|e| e.reason.as_str())
+            .map(|(i, e)| (i, e.reason.as_str()))
     }
 }
 
@@ -538,10 +548,9 @@ pub async fn diff(opts: DiffOptions) -> Result<i32, String> {
             println!("  no difference");
         }
         for d in diffs {
-            match explained.reason(peer, &d) {
-                Some(reason) => {
-                    let (k, f) = d.key();
-                    used.insert((peer.clone(), k, f));
+            match explained.reason(peer, id, &d) {
+                Some((entry, reason)) => {
+                    used.insert(entry);
                     println!("  kept: {d}\n        ({reason})");
                 }
                 None => {
@@ -554,11 +563,9 @@ pub async fn diff(opts: DiffOptions) -> Result<i32, String> {
     let stale: Vec<&ExplainedEntry> = explained
         .difference
         .iter()
-        .filter(|e| {
-            !used.iter().any(|(p, k, f)| {
-                p == &e.peer && k == &e.kind && (e.field.is_none() || e.field == *f)
-            })
-        })
+        .enumerate()
+        .filter(|(i, _)| !used.contains(i))
+        .map(|(_, e)| e)
         .collect();
     for e in &stale {
         println!(

@@ -494,7 +494,10 @@ fn start_message(
             let entry = peers.entries.get(&peer.name).ok_or_else(|| {
                 std::io::Error::other(format!("peer `{}` is not installed", peer.name))
             })?;
-            let url = format!("{model}/{}", peer.model);
+            let url = match &peer.model {
+                Some(behaviour) => format!("{model}/{behaviour}"),
+                None => model.clone(),
+            };
             let (peer_argv, env) = crate::peers::prepare(entry, &peers.dir, &dir, &url)?;
             argv.extend([
                 "peer-proxy".into(),

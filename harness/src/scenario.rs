@@ -142,8 +142,8 @@ pub struct PeerSection {
     /// The peer's name in `peers.json` (`dsh-sdk`, `codex-0.147.0`, `acp-example`, …).
     pub name: String,
     /// The model endpoint's behaviour: `success`, `slow`, `http-401`, `http-429`,
-    /// `http-500`, `mid-stream`, `tool`.
-    pub model: String,
+    /// `http-500`, `mid-stream`, `tool` (absent for a peer that calls no model).
+    pub model: Option<String>,
     /// The fake scenario this case's real wire is compared with.
     pub analog: Option<String>,
     /// Kill the real runtime (SIGKILL, from outside the provider) at this checkpoint: the
@@ -302,8 +302,8 @@ pub fn load(root: &Path, path: &Path) -> Result<Scenario, ScenarioError> {
     let mut steps = Vec::new();
     expand(root, path, &text, &file.fake.steps, &mut steps, 0)?;
     check_references(path, &text, &file, &steps)?;
-    if let Some(peer) = &file.peer
-        && conform_fakes::model::Behaviour::from_name(&peer.model).is_none()
+    if let Some(model) = file.peer.as_ref().and_then(|p| p.model.as_ref())
+        && conform_fakes::model::Behaviour::from_name(model).is_none()
     {
         let names: Vec<&str> = conform_fakes::model::Behaviour::ALL
             .iter()
@@ -315,7 +315,7 @@ pub fn load(root: &Path, path: &Path) -> Result<Scenario, ScenarioError> {
             None,
             format!(
                 "`[peer] model` is `{}`, not a model behaviour ({})",
-                peer.model,
+                model,
                 names.join(", ")
             ),
         ));

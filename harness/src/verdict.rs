@@ -73,6 +73,20 @@ const TURN_END_VOCABULARY: &[&str] = &[
     "legacy",
 ];
 
+/// The closed ACP values a `session/update` carries besides free text.
+const ACP_UPDATE_VOCABULARY: &[&str] = &[
+    "pending",
+    "in_progress",
+    "completed",
+    "failed",
+    "tool_call",
+    "tool_call_update",
+    "agent_message_chunk",
+    "agent_thought_chunk",
+    "user_message_chunk",
+    "plan",
+];
+
 /// Untrusted strings of a scenario that must never reach model-visible text: what the fake
 /// writes outside assistant output (stderr, thoughts, tool titles and inputs, raw lines, error
 /// payloads, unknown enum values), the task, and the scenario's declared secrets. Short strings
@@ -103,7 +117,13 @@ pub fn untrusted_strings(scenario: &Scenario) -> Vec<String> {
             }
         }
         if let Some(u) = &step.update {
-            leaves(u, &mut out);
+            // Closed ACP values (statuses, update kinds) are vocabulary, shown by design.
+            let mut all = Vec::new();
+            leaves(u, &mut all);
+            out.extend(
+                all.into_iter()
+                    .filter(|s| !ACP_UPDATE_VOCABULARY.contains(&s.as_str())),
+            );
         }
         if let Some(e) = &step.error {
             out.push(e.message.clone());
