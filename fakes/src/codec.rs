@@ -42,6 +42,9 @@ pub enum Sugar {
     },
     /// Answer the open request with this method (`to`, else the latest open one).
     Reply { to: Option<String>, result: Value },
+    /// Several notifications the real runtime writes back to back for one event (a failed Codex
+    /// turn: the thread goes idle, `error`, then `turn/completed`).
+    Notifications(Vec<(String, Option<Value>)>),
 }
 
 pub trait Codec: Send {

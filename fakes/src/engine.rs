@@ -158,6 +158,13 @@ impl Engine {
                 params,
                 answer,
             })) => return self.request(&method, params, answer, violation).await,
+            Ok(Some(Sugar::Notifications(all))) => {
+                for (method, params) in all {
+                    let frame = self.codec.notification(&method, params);
+                    self.send(frame, violation.clone(), None);
+                }
+                return;
+            }
             Ok(Some(Sugar::Reply { to, result })) => {
                 let to = step.to.clone().or(to);
                 return self.answer(i, to.as_deref(), Ok(result), violation);

@@ -244,14 +244,19 @@ pub async fn run_case(ctx: &Ctx, scenario: &Scenario, mode: Mode) -> Observed {
                     {
                         // The real runtime dies from outside, mid-turn: what the provider makes
                         // of a crash it did not cause.
+                        // The whole real runtime: a launcher (node's `codex` wrapper) may
+                        // stand in front of the process that does the work.
                         if let Some(pid) = obs.fake.iter().find_map(|l| match l.event {
                             FakeEvent::Spawned { child } => Some(child),
                             _ => None,
                         }) {
-                            let _ = nix::sys::signal::kill(
-                                nix::unistd::Pid::from_raw(pid),
-                                nix::sys::signal::Signal::SIGKILL,
-                            );
+                            let tree = procs::descendants(pid).into_iter().map(|(p, _)| p);
+                            for p in std::iter::once(pid).chain(tree) {
+                                let _ = nix::sys::signal::kill(
+                                    nix::unistd::Pid::from_raw(p),
+                                    nix::sys::signal::Signal::SIGKILL,
+                                );
+                            }
                         }
                     }
                     FakeEvent::Awaiting { name } => {

@@ -27,6 +27,10 @@ pub struct CodexCodec {
     items: u64,
     /// Notifications sent so far (their `emittedAtMs` clock).
     notifications: Cell<u64>,
+    /// `input` of the `turn/start` an `expect` step matched (echoed as the userMessage item).
+    input: Option<Value>,
+    /// Agent messages completed in this turn (a completed turn lists them).
+    answers: Vec<Value>,
 }
 
 impl Default for CodexCodec {
@@ -36,6 +40,8 @@ impl Default for CodexCodec {
             thread_id: None,
             turn_id: None,
             cwd: None,
+            input: None,
+            answers: Vec::new(),
             items: 0,
             notifications: Cell::new(0),
         }
@@ -91,8 +97,8 @@ impl CodexCodec {
 
     /// A `Turn` with this id and status, as the real server of this version writes it.
     fn turn_object(&self, id: &str, status: Value) -> Map<String, Value> {
-        let mut turn = json!({"id": id, "items": [], "status": status, "error": null,
-            "startedAt": null, "completedAt": null, "durationMs": null});
+        let mut turn = json!({"id": id, "items": [], "itemsView": "notLoaded", "status": status,
+            "error": null, "startedAt": null, "completedAt": null, "durationMs": null});
         if self.v0_169() {
             // A root turn names itself (observed on 0.169.0; 0.147.0 has no such field).
             turn["rootTurnId"] = id.into();
@@ -178,39 +184,106 @@ impl Codec for CodexCodec {
             if !on {
                 return Err("`turn_started = false` sends nothing; leave the step out".into());
             }
-            let turn = self.turn_object(&turn, "inProgress".into());
-            Sugar::Notify {
-                method: method::TURN_STARTED.into(),
-                params: Some(json!({ "threadId": thread, "turn": turn })),
-            }
+            let mut turn_obj = self.turn_object(&turn, "inProgress".into());
+            turn_obj.insert("startedAt".into(), (self.now_ms() / 1000).into());
+            // As the real server starts a turn: `turn/started`, then the task as a userMessage
+            // item, started and completed.
+            let user = json!({"type": "userMessage", "id": self.next_item(), "clientId": null,
+                "content": self.input.clone().unwrap_or(json!([]))});
+            Sugar::Notifications(vec![
+                (
+                    method::TURN_STARTED.into(),
+                    Some(json!({ "threadId": thread, "turn": turn_obj })),
+                ),
+                (
+                    method::ITEM_STARTED.into(),
+                    Some(json!({"item": user, "threadId": thread, "turnId": turn,
+                        "startedAtMs": self.now_ms()})),
+                ),
+                (
+                    method::ITEM_COMPLETED.into(),
+                    Some(json!({"item": user, "threadId": thread, "turnId": turn,
+                        "completedAtMs": self.now_ms()})),
+                ),
+            ])
         } else if let Some(fields) = &step.agent_message {
             let fields = table(fields, "{ text = \"…\", phase = \"…\" }")?;
-            let mut item = json!({"type": "agentMessage", "id": self.next_item(), "phase": null});
+            let id = self.next_item();
+            let mut item =
+                json!({"type": "agentMessage", "id": id, "phase": null, "memoryCitation": null});
             if let Value::Object(m) = &mut item {
                 m.extend(fields);
             }
-            Sugar::Notify {
-                method: method::ITEM_COMPLETED.into(),
-                params: Some(json!({"threadId": thread, "turnId": turn, "item": item,
-                    "completedAtMs": self.now_ms()})),
+            // As the real server streams an agent message: started empty, the text as a delta,
+            // then completed.
+            let text = item.get("text").cloned().unwrap_or(json!(""));
+            let mut started = item.clone();
+            started["text"] = json!("");
+            let mut all = vec![(
+                method::ITEM_STARTED.to_owned(),
+                Some(json!({"item": started, "threadId": thread, "turnId": turn,
+                    "startedAtMs": self.now_ms()})),
+            )];
+            if text.as_str().is_some_and(|t| !t.is_empty()) {
+                all.push((
+                    method::AGENT_MESSAGE_DELTA.to_owned(),
+                    Some(json!({"threadId": thread, "turnId": turn, "itemId": id,
+                        "delta": text})),
+                ));
             }
+            // A message broken on purpose stays out of the turn's summary: only its own frame
+            // carries the `violation` mark.
+            if step.violation.is_none() {
+                self.answers.push(item.clone());
+            }
+            all.push((
+                method::ITEM_COMPLETED.to_owned(),
+                Some(json!({"threadId": thread, "turnId": turn, "item": item,
+                    "completedAtMs": self.now_ms()})),
+            ));
+            Sugar::Notifications(all)
         } else if let Some(fields) = &step.turn_completed {
             let fields = table(fields, "{ status = \"…\", error = { … } }")?;
             if !fields.contains_key("status") {
                 return Err("`turn_completed` needs a `status`".into());
             }
-            let mut turn = self.turn_object(&turn, Value::Null);
-            turn.extend(fields);
-            if let Some(Value::Object(error)) = turn.get_mut("error") {
+            let mut turn_obj = self.turn_object(&turn, Value::Null);
+            // Times as the real server writes them (seconds; a turn of zero length here).
+            let now = self.now_ms() / 1000;
+            turn_obj.insert("startedAt".into(), now.into());
+            turn_obj.insert("completedAt".into(), now.into());
+            turn_obj.insert("durationMs".into(), 0.into());
+            if fields.get("status").and_then(Value::as_str) == Some("completed") {
+                turn_obj.insert("items".into(), Value::Array(self.answers.clone()));
+                turn_obj.insert("itemsView".into(), "summary".into());
+            }
+            turn_obj.extend(fields);
+            if let Some(Value::Object(error)) = turn_obj.get_mut("error") {
                 error.entry("additionalDetails").or_insert(Value::Null);
                 if self.v0_169() {
                     error.entry("misalignment").or_insert(Value::Null);
                 }
             }
-            Sugar::Notify {
-                method: method::TURN_COMPLETED.into(),
-                params: Some(json!({ "threadId": thread, "turn": turn })),
+            // As the real server ends a turn (0.147.0, observed): the thread goes idle, a failed
+            // turn's error is announced on its own (`error`, not retried), then `turn/completed`.
+            let mut all = vec![(
+                method::THREAD_STATUS_CHANGED.to_owned(),
+                Some(json!({ "threadId": thread, "status": { "type": "idle" } })),
+            )];
+            if turn_obj.get("status").and_then(Value::as_str) == Some("failed")
+                && let Some(error @ Value::Object(_)) = turn_obj.get("error")
+            {
+                all.push((
+                    method::ERROR.to_owned(),
+                    Some(json!({ "error": error, "willRetry": false,
+                        "threadId": thread, "turnId": turn })),
+                ));
             }
+            all.push((
+                method::TURN_COMPLETED.to_owned(),
+                Some(json!({ "threadId": thread, "turn": turn_obj })),
+            ));
+            Sugar::Notifications(all)
         } else if let Some(m) = &step.ask {
             let mut params = Map::new();
             params.insert("threadId".into(), thread.into());
@@ -264,6 +337,9 @@ impl Codec for CodexCodec {
     }
 
     fn received(&mut self, m: &str, params: Option<&Value>) {
+        if m == method::TURN_START {
+            self.input = params.and_then(|p| p.get("input")).cloned();
+        }
         if m == method::THREAD_START
             && let Some(cwd) = params.and_then(|p| p.get("cwd")).and_then(Value::as_str)
         {

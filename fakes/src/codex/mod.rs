@@ -43,7 +43,11 @@ pub mod method {
     pub const TURN_INTERRUPT: &str = "turn/interrupt";
     pub const TURN_STARTED: &str = "turn/started";
     pub const TURN_COMPLETED: &str = "turn/completed";
+    pub const THREAD_STATUS_CHANGED: &str = "thread/status/changed";
+    pub const ERROR: &str = "error";
     pub const ITEM_COMPLETED: &str = "item/completed";
+    pub const ITEM_STARTED: &str = "item/started";
+    pub const AGENT_MESSAGE_DELTA: &str = "item/agentMessage/delta";
     pub const COMMAND_APPROVAL: &str = "item/commandExecution/requestApproval";
     pub const FILE_CHANGE_APPROVAL: &str = "item/fileChange/requestApproval";
     pub const PERMISSIONS_APPROVAL: &str = "item/permissions/requestApproval";
