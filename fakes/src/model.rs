@@ -110,6 +110,13 @@ async fn handle(stream: TcpStream, turn: u64) -> std::io::Result<()> {
         return respond_json(&mut write, 404, &json!({"error": {"message": text}})).await;
     };
     let streamed = request.body.get("stream").and_then(Value::as_bool) == Some(true);
+    // A tool call is asked for once: once the conversation carries its result, the model
+    // answers with text, as a real one would.
+    let behaviour = if behaviour == Behaviour::Tool && carries_tool_result(&request.body) {
+        Behaviour::Success
+    } else {
+        behaviour
+    };
     match behaviour {
         Behaviour::Unauthorized | Behaviour::RateLimited | Behaviour::ServerError => {
             let (status, body) = error_body(format, behaviour);
@@ -141,6 +148,24 @@ async fn handle(stream: TcpStream, turn: u64) -> std::io::Result<()> {
             write.shutdown().await
         }
     }
+}
+
+/// Whether a request's conversation already holds a tool's result (Anthropic `tool_result`
+/// blocks, Responses `function_call_output` items).
+fn carries_tool_result(body: &Value) -> bool {
+    fn any(v: &Value) -> bool {
+        match v {
+            Value::Object(o) => {
+                matches!(
+                    o.get("type").and_then(Value::as_str),
+                    Some("tool_result" | "function_call_output")
+                ) || o.values().any(any)
+            }
+            Value::Array(a) => a.iter().any(any),
+            _ => false,
+        }
+    }
+    any(body)
 }
 
 fn is_first_text(format: Format, index: usize, events: &[(String, Value)]) -> bool {
@@ -448,6 +473,11 @@ mod tests {
             m.contains("Hello, ") && !m.contains("world.") && !m.contains("message_stop"),
             "{m}"
         );
+        let t = post(addr, "/tool/v1/responses", r#"{"stream":true}"#).await;
+        assert!(t.contains("function_call") && !t.contains("world."), "{t}");
+        let after = r#"{"stream":true,"input":[{"type":"function_call_output","call_id":"c","output":"ok"}]}"#;
+        let t = post(addr, "/tool/v1/responses", after).await;
+        assert!(t.contains("world.") && !t.contains("function_call"), "{t}");
         let n = post(addr, "/nonsense/v1/messages", "{}").await;
         assert!(n.starts_with("HTTP/1.1 404"), "{n}");
     }
