@@ -42,8 +42,8 @@ fn thread_result() -> Value {
 
 /// `Turn` of the `turn/start` reply and the sugar, for `version`.
 fn turn(version: &str, id: &str, status: &str, error: Value) -> Value {
-    let mut t = json!({"id": id, "items": [], "status": status, "error": error,
-        "startedAt": null, "completedAt": null, "durationMs": null});
+    let mut t = json!({"id": id, "items": [], "itemsView": "notLoaded", "status": status,
+        "error": error, "startedAt": null, "completedAt": null, "durationMs": null});
     if version == "0.169.0" {
         t["rootTurnId"] = id.into();
     }
@@ -110,6 +110,28 @@ fn interrupt(f: &mut Fake, id: String) {
 
 fn note(method: &str, params: Value, n: u64) -> Value {
     json!({"method": method, "params": params, "emittedAtMs": BASE + n})
+}
+
+/// A turn as the sugar writes it once started (or ended): its times in seconds, here all in
+/// the first second of the fake's clock.
+fn timed_turn(version: &str, id: &str, status: &str, error: Value, ended: bool) -> Value {
+    let mut t = turn(version, id, status, error);
+    t["startedAt"] = (BASE / 1000).into();
+    if ended {
+        t["completedAt"] = (BASE / 1000).into();
+        t["durationMs"] = 0.into();
+    }
+    t
+}
+
+/// The next frame with this method (the real server's bookkeeping frames around it skipped).
+fn recv_method(f: &mut Fake, method: &str) -> Value {
+    loop {
+        let frame = f.recv();
+        if frame.get("method").and_then(Value::as_str) == Some(method) {
+            return frame;
+        }
+    }
 }
 
 fn is_exit_code(e: &FakeEvent, code: i32) -> bool {
@@ -213,17 +235,20 @@ fn whole_exchange(version: &'static str) {
         f.recv(),
         note(
             "turn/started",
-            json!({"threadId": THREAD, "turn": turn(version, TURN, "inProgress", Value::Null)}),
+            json!({"threadId": THREAD,
+                "turn": timed_turn(version, TURN, "inProgress", Value::Null, false)}),
             1
         )
     );
+    // The task echoed as a userMessage item, started and completed, as the real server does.
+    // (The times of one sugar step's frames are read when the step runs: its first frame's.)
+    let user = json!({"type": "userMessage", "id": "item-1", "clientId": null,
+        "content": [{"type": "text", "text": "do X", "text_elements": []}]});
     assert_eq!(
         f.recv(),
         note(
-            "item/completed",
-            json!({"threadId": THREAD, "turnId": TURN, "completedAtMs": BASE + 2, "item": {
-                "type": "agentMessage", "id": "item-1", "text": "Looking.",
-                "phase": "commentary"}}),
+            "item/started",
+            json!({"item": user, "threadId": THREAD, "turnId": TURN, "startedAtMs": BASE + 1}),
             2
         )
     );
@@ -231,16 +256,66 @@ fn whole_exchange(version: &'static str) {
         f.recv(),
         note(
             "item/completed",
-            json!({"threadId": THREAD, "turnId": TURN, "completedAtMs": BASE + 3, "item": {
-                "type": "agentMessage", "id": "item-2", "text": "Done: X.",
-                "phase": "final_answer"}}),
+            json!({"item": user, "threadId": THREAD, "turnId": TURN, "completedAtMs": BASE + 1}),
             3
         )
     );
+    // Each agent message: started empty, its text as one delta, completed.
+    let mut n = 4;
+    let mut answers = Vec::new();
+    for (id, text, phase) in [
+        ("item-2", "Looking.", "commentary"),
+        ("item-3", "Done: X.", "final_answer"),
+    ] {
+        let item = json!({"type": "agentMessage", "id": id, "text": text, "phase": phase,
+            "memoryCitation": null});
+        let mut started = item.clone();
+        started["text"] = json!("");
+        assert_eq!(
+            f.recv(),
+            note(
+                "item/started",
+                json!({"item": started, "threadId": THREAD, "turnId": TURN,
+                    "startedAtMs": BASE + n}),
+                n
+            )
+        );
+        assert_eq!(
+            f.recv(),
+            note(
+                "item/agentMessage/delta",
+                json!({"threadId": THREAD, "turnId": TURN, "itemId": id, "delta": text}),
+                n + 1
+            )
+        );
+        assert_eq!(
+            f.recv(),
+            note(
+                "item/completed",
+                json!({"threadId": THREAD, "turnId": TURN, "completedAtMs": BASE + n,
+                    "item": item}),
+                n + 2
+            )
+        );
+        answers.push(item);
+        n += 3;
+    }
+    // The thread goes idle, then the turn completes listing its messages.
+    assert_eq!(
+        f.recv(),
+        note(
+            "thread/status/changed",
+            json!({"threadId": THREAD, "status": {"type": "idle"}}),
+            n
+        )
+    );
+    let mut done = timed_turn(version, TURN, "completed", Value::Null, true);
+    done["items"] = Value::Array(answers);
+    done["itemsView"] = "summary".into();
     let completed = note(
         "turn/completed",
-        json!({"threadId": THREAD, "turn": turn(version, TURN, "completed", Value::Null)}),
-        4,
+        json!({"threadId": THREAD, "turn": done}),
+        n + 1,
     );
     assert_eq!(f.recv(), completed);
     // Dispose: the host interrupts even a completed turn, then closes stdin.
@@ -281,7 +356,8 @@ fn the_default_product_version_is_0_147_0() {
         f.recv(),
         note(
             "turn/started",
-            json!({"threadId": "t", "turn": turn("0.147.0", "u", "inProgress", Value::Null)}),
+            json!({"threadId": "t",
+                "turn": timed_turn("0.147.0", "u", "inProgress", Value::Null, false)}),
             0
         )
     );
@@ -313,14 +389,33 @@ fn failed_turns_carry_the_error_as_written_with_the_versions_null_fields() {
         if version == "0.169.0" {
             error["misalignment"] = Value::Null;
         }
+        // As the real server: the thread goes idle, the error is announced (not retried), then
+        // the turn completes failed with the same error.
+        assert_eq!(
+            f.recv(),
+            note(
+                "thread/status/changed",
+                json!({"threadId": THREAD, "status": {"type": "idle"}}),
+                0
+            )
+        );
+        assert_eq!(
+            f.recv(),
+            note(
+                "error",
+                json!({"error": error, "willRetry": false, "threadId": THREAD, "turnId": TURN}),
+                1
+            )
+        );
         let completed = note(
             "turn/completed",
-            json!({"threadId": THREAD, "turn": turn(version, TURN, "failed", error)}),
-            0,
+            json!({"threadId": THREAD,
+                "turn": timed_turn(version, TURN, "failed", error, true)}),
+            2,
         );
         assert_eq!(f.recv(), completed);
         // Keys the step writes stay as written (even `misalignment` under 0.147.0).
-        let other = f.recv();
+        let other = recv_method(&mut f, "turn/completed");
         assert_eq!(
             other["params"]["turn"]["error"],
             json!({"message": "m", "codexErrorInfo": "other", "additionalDetails": "more",
@@ -353,40 +448,32 @@ fn thread_and_turn_address_other_threads_and_turns() {
             {"turn_completed": {"status": "interrupted"}}
         ]),
     );
-    assert_eq!(
-        f.recv(),
-        note(
-            "turn/started",
-            json!({"threadId": "t-early", "turn": turn(version, "u-early", "inProgress",
-                Value::Null)}),
-            0
-        )
-    );
+    let started = f.recv();
+    assert_eq!(started["method"], "turn/started");
+    assert_eq!(started["params"]["threadId"], "t-early");
+    assert_eq!(started["params"]["turn"]["id"], "u-early");
+    // The userMessage echo of the early turn, started and completed.
+    assert_eq!(f.recv()["params"]["turnId"], "u-early");
+    assert_eq!(f.recv()["params"]["turnId"], "u-early");
     f.send(request(rid(2), "thread/start", json!({"cwd": "/ws"})));
     assert_eq!(f.recv(), reply(rid(2), thread_result()));
-    assert_eq!(
-        f.recv(),
-        note(
-            "item/completed",
-            json!({"threadId": THREAD, "turnId": "u-early", "completedAtMs": BASE + 1,
-                "item": {"type": "agentMessage", "id": "item-1", "text": "early",
-                "phase": null}}),
-            1
-        )
-    );
+    let message = recv_method(&mut f, "item/completed");
+    assert_eq!(message["params"]["threadId"], THREAD);
+    assert_eq!(message["params"]["turnId"], "u-early");
+    assert_eq!(message["params"]["item"]["text"], "early");
     f.send(request(
         rid(3),
         "turn/start",
         json!({"threadId": THREAD, "input": []}),
     ));
     f.recv();
-    let other_turn = f.recv();
+    let other_turn = recv_method(&mut f, "turn/completed");
     assert_eq!(other_turn["params"]["threadId"], THREAD);
     assert_eq!(other_turn["params"]["turn"]["id"], "other-turn");
-    let other_thread = f.recv();
+    let other_thread = recv_method(&mut f, "turn/completed");
     assert_eq!(other_thread["params"]["threadId"], "other-thread");
     assert_eq!(other_thread["params"]["turn"]["id"], TURN);
-    let own = f.recv();
+    let own = recv_method(&mut f, "turn/completed");
     f.close_stdin();
     assert_eq!(f.wait().code(), Some(0));
     f.finish();
@@ -569,8 +656,9 @@ fn unknown_error_info_codes_are_invalid_only_under_0_147_0() {
         "error": {"message": "m", "codexErrorInfo": "modelNotFound"}},
         "thread": "t", "turn": "u"});
     let old = unmarked_verdict("0.147.0", step.clone());
-    assert_eq!(old.len(), 1, "{old:?}");
-    assert!(old[0].contains("turn/completed"), "{old:?}");
+    // Both frames that carry the error: the `error` announcement and `turn/completed`.
+    assert_eq!(old.len(), 2, "{old:?}");
+    assert!(old.iter().any(|e| e.contains("turn/completed")), "{old:?}");
     assert_eq!(unmarked_verdict("0.169.0", step), Vec::<String>::new());
 }
 
@@ -588,7 +676,8 @@ fn a_non_string_text_is_invalid_under_both_versions() {
     // `partial_answer` is a 0.169.0 phase.
     let partial = json!({"agent_message": {"text": "x", "phase": "partial_answer"},
         "thread": "t", "turn": "u"});
-    assert_eq!(unmarked_verdict("0.147.0", partial.clone()).len(), 1);
+    // Both frames that carry the phase: item/started and item/completed.
+    assert_eq!(unmarked_verdict("0.147.0", partial.clone()).len(), 2);
     assert_eq!(unmarked_verdict("0.169.0", partial), Vec::<String>::new());
 }
 
@@ -603,23 +692,30 @@ fn marked_violations_are_sent_as_written() {
              "violation": "unknown status, string error"}
         ]),
     );
-    let msg = f.recv();
+    let msg = recv_method(&mut f, "item/completed");
     assert_eq!(
         msg["params"]["item"],
-        json!({"type": "agentMessage", "id": "item-1", "text": 42, "phase": "draft"})
+        json!({"type": "agentMessage", "id": "item-1", "text": 42, "phase": "draft",
+            "memoryCitation": null})
     );
-    let done = f.recv();
+    let done = recv_method(&mut f, "turn/completed");
     assert_eq!(done["params"]["turn"]["status"], "done");
     assert_eq!(done["params"]["turn"]["error"], "boom");
     f.close_stdin();
     assert_eq!(f.wait().code(), Some(0));
     f.finish(); // marked frames are exempt
+    // Every frame of a marked step carries the mark (a step is one event on the wire); the
+    // ones holding the broken values are invalid.
     for (frame, answers, violation) in sent(&f) {
-        assert!(violation.is_some());
-        assert!(
-            conform_fakes::codex::validate_frame(&frame, answers.as_deref(), "0.147.0").is_err(),
-            "{frame}"
-        );
+        assert!(violation.is_some(), "{frame}");
+        let broken = frame["method"] == "item/completed" || frame["method"] == "turn/completed";
+        if broken {
+            assert!(
+                conform_fakes::codex::validate_frame(&frame, answers.as_deref(), "0.147.0")
+                    .is_err(),
+                "{frame}"
+            );
+        }
     }
 }
 
