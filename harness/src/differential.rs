@@ -12,24 +12,6 @@ use conform_protocol::side::{Direction, FakeEvent, FakeLine};
 use serde::Deserialize;
 use serde_json::{Map, Value};
 
-/// One recorded frame of a real runtime, normalised (see [`normalise`]).
-pub type Transcript = Vec<Value>;
-
-/// The frames the runtime (real or fake) sent, in order, from a run's ledger.
-pub fn sent_frames(ledger: &[FakeLine]) -> Transcript {
-    ledger
-        .iter()
-        .filter_map(|l| match &l.event {
-            FakeEvent::Frame {
-                dir: Direction::Sent,
-                frame,
-                ..
-            } => Some(frame.clone()),
-            _ => None,
-        })
-        .collect()
-}
-
 /// Replaces what differs from run to run — ids, times, paths, retry delays — with
 /// placeholders, so a fixture changes only when the runtime does.
 pub fn normalise(frame: &Value, run_dir: &str) -> Value {
@@ -418,7 +400,8 @@ struct Recorded {
     frame: Value,
 }
 
-fn kinds_of(ledger: &[FakeLine]) -> Vec<(String, Value)> {
+/// The frames the runtime (real or fake) sent, in order, from a run's ledger.
+fn recorded(ledger: &[FakeLine]) -> Vec<Recorded> {
     ledger
         .iter()
         .filter_map(|l| match &l.event {
@@ -427,9 +410,19 @@ fn kinds_of(ledger: &[FakeLine]) -> Vec<(String, Value)> {
                 frame,
                 answers,
                 ..
-            } => Some((kind(frame, answers.as_deref()), frame.clone())),
+            } => Some(Recorded {
+                answers: answers.clone(),
+                frame: frame.clone(),
+            }),
             _ => None,
         })
+        .collect()
+}
+
+fn kinds_of(records: Vec<Recorded>) -> Vec<(String, Value)> {
+    records
+        .into_iter()
+        .map(|r| (kind(&r.frame, r.answers.as_deref()), r.frame))
         .collect()
 }
 
@@ -440,14 +433,12 @@ fn fixture_path(dir: &Path, peer: &str, id: &str) -> std::path::PathBuf {
 
 fn read_fixture(path: &Path) -> Result<Vec<(String, Value)>, String> {
     let text = std::fs::read_to_string(path).map_err(|e| format!("{}: {e}", path.display()))?;
-    text.lines()
+    let records = text
+        .lines()
         .filter(|l| !l.trim().is_empty())
-        .map(|l| {
-            let r: Recorded =
-                serde_json::from_str(l).map_err(|e| format!("{}: {e}", path.display()))?;
-            Ok((kind(&r.frame, r.answers.as_deref()), r.frame))
-        })
-        .collect()
+        .map(|l| serde_json::from_str(l).map_err(|e| format!("{}: {e}", path.display())))
+        .collect::<Result<Vec<Recorded>, String>>()?;
+    Ok(kinds_of(records))
 }
 
 /// Runs the scenarios with these exact ids in foreground and returns each one's ledger.
@@ -507,41 +498,24 @@ pub async fn diff(opts: DiffOptions) -> Result<i32, String> {
     let mut fresh: BTreeMap<String, Vec<(String, Value)>> = BTreeMap::new();
     if let Some(dir) = &opts.peers {
         let ids: Vec<String> = peer_cases.iter().map(|(id, _, _)| id.clone()).collect();
-        let recorded = ledgers(&opts, &ids, Some(dir.clone())).await?;
+        let runs = ledgers(&opts, &ids, Some(dir.clone())).await?;
         for (id, peer, _) in &peer_cases {
-            let Some((ledger, run_dir)) = recorded.get(id) else {
+            let Some((ledger, run_dir)) = runs.get(id) else {
                 println!("{id}: not recorded (the peer is not installed?)");
                 continue;
             };
-            let lines: Vec<String> = ledger
-                .iter()
-                .filter_map(|l| match &l.event {
-                    FakeEvent::Frame {
-                        dir: Direction::Sent,
-                        frame,
-                        answers,
-                        ..
-                    } => Some(
-                        serde_json::to_string(&Recorded {
-                            answers: answers.clone(),
-                            frame: normalise(frame, run_dir),
-                        })
-                        .expect("serialises"),
-                    ),
-                    _ => None,
+            let records: Vec<Recorded> = recorded(ledger)
+                .into_iter()
+                .map(|r| Recorded {
+                    frame: normalise(&r.frame, run_dir),
+                    ..r
                 })
                 .collect();
-            fresh.insert(
-                id.clone(),
-                lines
-                    .iter()
-                    .map(|l| {
-                        let r: Recorded = serde_json::from_str(l).expect("just written");
-                        (kind(&r.frame, r.answers.as_deref()), r.frame)
-                    })
-                    .collect(),
-            );
-            let text = lines.join("\n") + "\n";
+            let text = records
+                .iter()
+                .map(|r| serde_json::to_string(r).expect("serialises") + "\n")
+                .collect::<String>();
+            fresh.insert(id.clone(), kinds_of(records));
             let path = fixture_path(&opts.fixtures, peer, id);
             let old = std::fs::read_to_string(&path).unwrap_or_default();
             if old != text {
@@ -585,7 +559,7 @@ pub async fn diff(opts: DiffOptions) -> Result<i32, String> {
             unexplained += 1;
             continue;
         };
-        let fake = kinds_of(fake_ledger);
+        let fake = kinds_of(recorded(fake_ledger));
         println!("\n{id} (real `{peer}`) vs {analog} (fake):");
         let unordered: BTreeSet<String> = explained
             .unordered
