@@ -283,7 +283,7 @@ fn stream_events(format: Format, behaviour: Behaviour, turn: u64) -> Vec<(String
                 ));
                 out.push(ev(
                     "content_block_delta",
-                    json!({"type": "content_block_delta", "index": 0, "delta": {"type": "input_json_delta", "partial_json": "{\"command\": \"echo mock-tool\"}"}}),
+                    json!({"type": "content_block_delta", "index": 0, "delta": {"type": "input_json_delta", "partial_json": "{\"command\": \"echo mock-tool\", \"description\": \"Print a marker\"}"}}),
                 ));
                 "tool_use"
             } else {

@@ -46,6 +46,7 @@ const VOLATILE_NUMBERS: &[&str] = &[
     "durationMs",
     "startedAtMs",
     "completedAtMs",
+    "finishedAt",
 ];
 
 fn normalise_text(s: &str, run_dir: &str) -> String {
@@ -310,6 +311,9 @@ pub struct ExplainedEntry {
     pub field: Option<String>,
     /// Why the fake differs on purpose (or why it cannot matter to a provider).
     pub reason: String,
+    /// The real runtime does this in some runs only (a race): never reported stale.
+    #[serde(default)]
+    pub sometimes: bool,
 }
 
 impl Explained {
@@ -588,7 +592,7 @@ pub async fn diff(opts: DiffOptions) -> Result<i32, String> {
         .difference
         .iter()
         .enumerate()
-        .filter(|(i, _)| !used.contains(i))
+        .filter(|(i, e)| !used.contains(i) && !e.sometimes)
         .map(|(_, e)| e)
         .collect();
     for e in &stale {
