@@ -319,7 +319,7 @@ fn stream_events(format: Format, behaviour: Behaviour, turn: u64) -> Vec<(String
                 json!({"type": "response.created", "response": {"id": id, "object": "response", "status": "in_progress", "output": []}}),
             )];
             if behaviour == Behaviour::Tool {
-                let call = json!({"type": "function_call", "id": format!("fc_mock_{turn}"), "call_id": format!("call_mock_{turn}"), "name": "shell", "arguments": "{\"command\":[\"echo\",\"mock-tool\"]}", "status": "completed"});
+                let call = json!({"type": "function_call", "id": format!("fc_mock_{turn}"), "call_id": format!("call_mock_{turn}"), "name": "exec_command", "arguments": "{\"cmd\":\"echo mock-tool\",\"sandbox_permissions\":\"require_escalated\",\"justification\":\"Print a marker outside the sandbox\"}", "status": "completed"});
                 out.push(ev(
                     "response.output_item.added",
                     json!({"type": "response.output_item.added", "output_index": 0, "item": call}),

@@ -34,7 +34,7 @@ fn the_reference_passes_the_whole_catalog() {
     assert_eq!(code, Some(0), "{out}\n{err}");
     // The upgrade scenarios need `--product-version codex=0.169.0`, the real-peer ones
     // `--peers` (ci/peers); everything else runs.
-    assert!(out.contains(" 0 failed, 62 skipped"), "{out}");
+    assert!(out.contains(" 0 failed, 66 skipped"), "{out}");
     assert!(
         out.contains("real peer `dsh-sdk`: run `ci/peers` (or pass --peers DIR)"),
         "{out}"
@@ -50,7 +50,7 @@ fn the_codex_catalog_also_passes_with_the_fake_speaking_0_169_0() {
     let (code, out, err) = run(&["--filter", "codex/", "--product-version", "codex=0.169.0"]);
     assert_eq!(code, Some(0), "{out}\n{err}");
     // The only skips are the real-peer Codex cases (`peers/codex/`, which need `--peers`).
-    assert!(out.contains(" 0 failed, 14 skipped"), "{out}");
+    assert!(out.contains(" 0 failed, 18 skipped"), "{out}");
 }
 
 #[test]
