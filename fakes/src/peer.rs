@@ -80,7 +80,7 @@ pub fn main_with_args(args: Vec<String>) -> std::process::ExitCode {
     let side = Arc::new(side);
     side.send(process::register_event(Role::Runtime));
     wait_for_ack(control);
-    std::process::exit(relay(side, codec, argv, set));
+    std::process::exit(relay(side, protocol, codec, argv, set));
 }
 
 const FORWARDED: [nix::sys::signal::Signal; 3] = [
@@ -104,6 +104,7 @@ fn wait_for_ack(mut control: tokio::sync::mpsc::UnboundedReceiver<ToFake>) {
 
 fn relay(
     side: Arc<Side>,
+    protocol: String,
     codec: Box<dyn Codec>,
     argv: &[String],
     signals: nix::sys::signal::SigSet,
@@ -202,6 +203,7 @@ fn relay(
         let mut lines = LineSplitter::new(MAX_FRAME_BYTES);
         let mut stdout = std::io::stdout();
         let mut seen = std::collections::HashSet::new();
+        let mut turn_ended = false;
         while let Ok(Some(piece)) = next_piece(&mut reader, &mut lines) {
             let bytes = match piece {
                 Piece::Line(b) => b,
@@ -216,7 +218,14 @@ fn relay(
                     (method, terminal)
                 }
                 Msg::Notification { method, params } => {
-                    (None, codec.is_terminal_notification(method, params))
+                    // The codec names the terminal frame of turns it answered itself; a real
+                    // Codex server's ids are its own, so its first `turn/completed` ends the turn.
+                    let first_codex_end =
+                        protocol == "codex" && method == "turn/completed" && !turn_ended;
+                    (
+                        None,
+                        codec.is_terminal_notification(method, params) || first_codex_end,
+                    )
                 }
                 _ => (None, false),
             };
@@ -234,7 +243,8 @@ fn relay(
                 violation: None,
                 answers,
             });
-            if terminal {
+            if terminal && !turn_ended {
+                turn_ended = true;
                 out_side.send(FakeEvent::Terminal);
             }
             if stdout

@@ -446,11 +446,19 @@ fn read_fixture(path: &Path) -> Result<Vec<(String, Value)>, String> {
 }
 
 /// Runs the scenarios with these exact ids in foreground and returns each one's ledger.
+/// A run's ledger, its scratch folder, when each ledger line arrived (ms) and its deadline (ms).
+struct Ledger {
+    lines: Vec<FakeLine>,
+    run_dir: String,
+    at_ms: Vec<u64>,
+    deadline_ms: u64,
+}
+
 async fn ledgers(
     opts: &DiffOptions,
     ids: &[String],
     peers: Option<std::path::PathBuf>,
-) -> Result<BTreeMap<String, (Vec<FakeLine>, String)>, String> {
+) -> Result<BTreeMap<String, Ledger>, String> {
     let report = crate::suite::run(crate::suite::Options {
         scenarios: opts.scenarios.clone(),
         filters: ids.to_vec(),
@@ -473,10 +481,50 @@ async fn ledgers(
             continue;
         }
         if let Some(obs) = c.obs {
-            out.insert(c.scenario.id.clone(), (obs.fake, obs.run_dir));
+            let deadline_ms = c.scenario.file.deadline_ms.unwrap_or(DEFAULT_DEADLINE_MS);
+            out.insert(
+                c.scenario.id.clone(),
+                Ledger {
+                    lines: obs.fake,
+                    run_dir: obs.run_dir,
+                    at_ms: obs.fake_at_ms,
+                    deadline_ms,
+                },
+            );
         }
     }
     Ok(out)
+}
+
+const DEFAULT_DEADLINE_MS: u64 = 20_000;
+
+/// Timing that matters, from when the ledger lines arrived: the `initialize` answer, the
+/// terminal frame (the turn's end), and the share of the run's deadline it took.
+fn timing(run: &Ledger) -> String {
+    let at = |pred: &dyn Fn(&FakeEvent) -> bool| {
+        run.lines
+            .iter()
+            .zip(&run.at_ms)
+            .find(|(l, _)| pred(&l.event))
+            .map(|(_, ms)| *ms)
+    };
+    let init = at(
+        &|e| matches!(e, FakeEvent::Frame { dir: Direction::Sent, answers: Some(m), .. } if m == "initialize"),
+    );
+    let end = at(&|e| matches!(e, FakeEvent::Terminal));
+    let show = |ms: Option<u64>| ms.map_or("never".to_owned(), |ms| format!("{ms} ms"));
+    let mut out = format!(
+        "timing: initialize answered at {}, turn ended at {} (deadline {} ms)",
+        show(init),
+        show(end),
+        run.deadline_ms
+    );
+    if end.is_some_and(|ms| ms * 2 > run.deadline_ms) {
+        out.push_str(" — over half the deadline: a loaded machine may miss it");
+    } else if end.is_some_and(|ms| ms > DEFAULT_DEADLINE_MS) {
+        out.push_str(" — past the default 20 s deadline: the scenario needs its own");
+    }
+    out
 }
 
 /// `conform peers diff`: prints the differential; returns the exit code (0: every difference
@@ -504,10 +552,12 @@ pub async fn diff(opts: DiffOptions) -> Result<i32, String> {
         let ids: Vec<String> = peer_cases.iter().map(|(id, _, _)| id.clone()).collect();
         let runs = ledgers(&opts, &ids, Some(dir.clone())).await?;
         for (id, peer, _) in &peer_cases {
-            let Some((ledger, run_dir)) = runs.get(id) else {
+            let Some(run) = runs.get(id) else {
                 println!("{id}: not recorded (the peer is not installed?)");
                 continue;
             };
+            println!("{id}: {}", timing(run));
+            let (ledger, run_dir) = (&run.lines, &run.run_dir);
             let records: Vec<Recorded> = recorded(ledger)
                 .into_iter()
                 .map(|r| Recorded {
@@ -558,7 +608,10 @@ pub async fn diff(opts: DiffOptions) -> Result<i32, String> {
                 continue;
             }
         };
-        let Some((fake_ledger, _)) = fakes.get(analog) else {
+        let Some(Ledger {
+            lines: fake_ledger, ..
+        }) = fakes.get(analog)
+        else {
             println!("\n{id}: the analog `{analog}` did not run");
             unexplained += 1;
             continue;

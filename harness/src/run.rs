@@ -75,6 +75,9 @@ pub struct Observed {
     /// The case was not run: the subject could not be started (the suite reports why once).
     pub not_run: Option<String>,
     pub fake: Vec<FakeLine>,
+    /// When each line of `fake` arrived, in ms since the run started (timing that matters:
+    /// a slow `initialize`, retries that outlast a deadline).
+    pub fake_at_ms: Vec<u64>,
     pub cancel_sent: bool,
     pub timed_out: Option<Duration>,
     /// Processes of this run still alive when they should have been gone (then killed).
@@ -178,8 +181,11 @@ pub async fn run_case(ctx: &Ctx, scenario: &Scenario, mode: Mode) -> Observed {
     let start = match start_message(ctx, scenario, mode, &run, deadline) {
         Ok(m) => m,
         Err(e) => {
-            obs.fake
-                .push(fault(&run, format!("could not prepare the run: {e}")));
+            push_fake(
+                &mut obs,
+                fault(&run, format!("could not prepare the run: {e}")),
+                started,
+            );
             ctx.router.close(&run);
             return obs;
         }
@@ -271,7 +277,7 @@ pub async fn run_case(ctx: &Ctx, scenario: &Scenario, mode: Mode) -> Observed {
                     }
                     _ => {}
                 }
-                push_fake(&mut obs, line);
+                push_fake(&mut obs, line, started);
             }
         }
         pending_releases.retain(|(pid, name, trigger)| {
@@ -338,7 +344,7 @@ pub async fn run_case(ctx: &Ctx, scenario: &Scenario, mode: Mode) -> Observed {
             () = tokio::time::sleep_until(drain_until) => break,
         };
         match event {
-            Some(RunEvent::Fake(line)) => push_fake(&mut obs, line),
+            Some(RunEvent::Fake(line)) => push_fake(&mut obs, line, started),
             Some(RunEvent::SideClosed { pid }) => {
                 open.remove(&pid);
             }
@@ -355,7 +361,7 @@ pub async fn run_case(ctx: &Ctx, scenario: &Scenario, mode: Mode) -> Observed {
     while let Ok(event) = rx.try_recv() {
         match event {
             RunEvent::Subject(msg) => take_subject(&mut obs, &mut lifecycle, msg),
-            RunEvent::Fake(line) => push_fake(&mut obs, line),
+            RunEvent::Fake(line) => push_fake(&mut obs, line, started),
             RunEvent::SubjectInvalid { line, error } => obs.subject_invalid.push((line, error)),
             RunEvent::SideClosed { .. } | RunEvent::SubjectGone { .. } => {}
         }
@@ -369,7 +375,7 @@ pub async fn run_case(ctx: &Ctx, scenario: &Scenario, mode: Mode) -> Observed {
     obs
 }
 
-fn push_fake(obs: &mut Observed, line: FakeLine) {
+fn push_fake(obs: &mut Observed, line: FakeLine, started: Instant) {
     let wire = |l: &FakeLine| {
         matches!(
             l.event,
@@ -387,6 +393,7 @@ fn push_fake(obs: &mut Observed, line: FakeLine) {
         obs.wire_lines_kept += 1;
     }
     obs.fake.push(line);
+    obs.fake_at_ms.push(started.elapsed().as_millis() as u64);
 }
 
 fn role_name(role: Role) -> &'static str {
