@@ -304,17 +304,20 @@ fn parse(bytes: &[u8]) -> Value {
     serde_json::from_str(&text).unwrap_or_else(|_| Value::String(text.into_owned()))
 }
 
-/// The kind of a notification: a DSH SDK `session.event`'s event type, else its method.
+/// The kind of a notification: a DSH SDK `session.event`'s event type, an ACP
+/// `session/update`'s update kind (`tool_call`), else its method.
 fn notification_kind(frame: &Value) -> Option<String> {
     if frame.get("id").is_some() {
         return None;
     }
     let method = frame.get("method")?.as_str()?;
-    if method == "session.event" {
-        return frame
-            .pointer("/params/event/type")
-            .and_then(Value::as_str)
-            .map(str::to_owned);
+    let sub = match method {
+        "session.event" => frame.pointer("/params/event/type"),
+        "session/update" => frame.pointer("/params/update/sessionUpdate"),
+        _ => None,
+    };
+    match sub {
+        Some(sub) => sub.as_str().map(str::to_owned),
+        None => Some(method.to_owned()),
     }
-    Some(method.to_owned())
 }
