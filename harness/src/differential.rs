@@ -458,6 +458,7 @@ async fn ledgers(
     opts: &DiffOptions,
     ids: &[String],
     peers: Option<std::path::PathBuf>,
+    product_versions: BTreeMap<String, String>,
 ) -> Result<BTreeMap<String, Ledger>, String> {
     let report = crate::suite::run(crate::suite::Options {
         scenarios: opts.scenarios.clone(),
@@ -468,7 +469,7 @@ async fn ledgers(
         jobs: 4,
         deadline: std::time::Duration::from_secs(20),
         progress: false,
-        product_versions: Default::default(),
+        product_versions,
         hello_timeout: std::time::Duration::from_secs(20),
         allow_skips: true,
         peers,
@@ -543,6 +544,17 @@ pub async fn diff(opts: DiffOptions) -> Result<i32, String> {
             Some((s.id.clone(), p.name.clone(), p.analog.clone()?))
         })
         .collect();
+    // The product version each analog's fake speaks (`[peer] product_version`), by analog.
+    let analog_versions: BTreeMap<&str, (String, Option<String>)> = all
+        .iter()
+        .filter_map(|s| {
+            let p = s.file.peer.as_ref()?;
+            Some((
+                s.id.as_str(),
+                (s.file.provider.clone(), p.product_version.clone()),
+            ))
+        })
+        .collect();
     if peer_cases.is_empty() {
         return Err("no peer scenario names an analog".into());
     }
@@ -550,7 +562,7 @@ pub async fn diff(opts: DiffOptions) -> Result<i32, String> {
     let mut fresh: BTreeMap<String, Vec<(String, Value)>> = BTreeMap::new();
     if let Some(dir) = &opts.peers {
         let ids: Vec<String> = peer_cases.iter().map(|(id, _, _)| id.clone()).collect();
-        let runs = ledgers(&opts, &ids, Some(dir.clone())).await?;
+        let runs = ledgers(&opts, &ids, Some(dir.clone()), BTreeMap::new()).await?;
         for (id, peer, _) in &peer_cases {
             let Some(run) = runs.get(id) else {
                 println!("{id}: not recorded (the peer is not installed?)");
@@ -589,8 +601,25 @@ pub async fn diff(opts: DiffOptions) -> Result<i32, String> {
             }
         }
     }
-    let analogs: Vec<String> = peer_cases.iter().map(|(_, _, a)| a.clone()).collect();
-    let fakes = ledgers(&opts, &analogs, None).await?;
+    // The analogs, run once per product version their fakes must speak.
+    let mut fakes: BTreeMap<(String, Option<String>), Ledger> = BTreeMap::new();
+    let mut by_version: BTreeMap<(String, Option<String>), Vec<String>> = BTreeMap::new();
+    for (id, _, analog) in &peer_cases {
+        let (provider, version) = analog_versions[id.as_str()].clone();
+        by_version
+            .entry((provider, version))
+            .or_default()
+            .push(analog.clone());
+    }
+    for ((provider, version), analogs) in by_version {
+        let versions = version
+            .iter()
+            .map(|v| (provider.clone(), v.clone()))
+            .collect();
+        for (analog, ledger) in ledgers(&opts, &analogs, None, versions).await? {
+            fakes.insert((analog, version.clone()), ledger);
+        }
+    }
     let explained = Explained::load(&opts.fixtures.join("differences.toml"))?;
     let mut used = BTreeSet::new();
     let mut unexplained = 0;
@@ -610,7 +639,7 @@ pub async fn diff(opts: DiffOptions) -> Result<i32, String> {
         };
         let Some(Ledger {
             lines: fake_ledger, ..
-        }) = fakes.get(analog)
+        }) = fakes.get(&(analog.clone(), analog_versions[id.as_str()].1.clone()))
         else {
             println!("\n{id}: the analog `{analog}` did not run");
             unexplained += 1;

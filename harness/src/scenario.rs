@@ -149,6 +149,8 @@ pub struct PeerSection {
     /// Kill the real runtime (SIGKILL, from outside the provider) at this checkpoint: the
     /// first notification of this kind (`turn/start`).
     pub kill_at: Option<String>,
+    /// The product version the analog's fake speaks (`0.169.0` for a Codex 0.169.0 peer).
+    pub product_version: Option<String>,
 }
 
 /// Local cancellation: the foreground call is aborted, or the background job killed.
