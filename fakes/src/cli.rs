@@ -11,8 +11,7 @@
 use std::sync::Arc;
 
 use conform_protocol::script::Script;
-use conform_protocol::side::{FakeEvent, Role, ToFake};
-use tokio::sync::mpsc;
+use conform_protocol::side::{FakeEvent, Role};
 
 use crate::codec::Codec;
 use crate::engine::{self, Engine, SideAddr};
@@ -174,7 +173,7 @@ async fn run(argv: Vec<String>, mut codec: Box<dyn Codec>) {
     let policy = Arc::new(SignalPolicy::default());
     policy.set_ignore_sigterm(args.trap_sigterm);
     signals.spawn(side.clone(), policy.clone());
-    let control = wait_for_ack(control).await;
+    let control = crate::side::wait_for_ack(control).await;
 
     if let Some(fd) = args.ready_fd {
         process::signal_ready(fd);
@@ -191,22 +190,6 @@ async fn run(argv: Vec<String>, mut codec: Box<dyn Codec>) {
     };
     let engine = Engine::new(codec, side, addr, policy, incoming, control);
     engine.run(script.steps).await;
-}
-
-/// Blocks until the harness acknowledges the registration (it opens a pidfd meanwhile).
-async fn wait_for_ack(
-    mut control: mpsc::UnboundedReceiver<ToFake>,
-) -> mpsc::UnboundedReceiver<ToFake> {
-    loop {
-        match control.recv().await {
-            Some(ToFake::Ack) => return control,
-            Some(other) => eprintln!("fake: {other:?} before the registration ack; ignored"),
-            None => {
-                eprintln!("fake: side channel closed before the registration ack");
-                std::process::exit(FAULT_EXIT);
-            }
-        }
-    }
 }
 
 fn fail(side: &Side, detail: &str) -> ! {

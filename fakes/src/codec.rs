@@ -219,3 +219,29 @@ pub fn classify_jsonrpc(frame: &Value) -> Msg<'_> {
         (None, None) => Msg::Malformed("neither `method` nor `id`".into()),
     }
 }
+
+/// The codec of a protocol by its name (`acp`, `dsh-sdk`, `codex`).
+pub fn for_protocol(name: &str) -> Option<Box<dyn Codec>> {
+    Some(match name {
+        "acp" => Box::new(crate::acp::AcpCodec::new()),
+        "dsh-sdk" => Box::new(crate::dsh_sdk::DshSdkCodec::new()),
+        "codex" => Box::new(crate::codex::CodexCodec::new()),
+        _ => return None,
+    })
+}
+
+/// What kind of notification a frame is, beyond its method: a DSH SDK `session.event`'s event
+/// type (`turn/start`), an ACP `session/update`'s update kind (`tool_call`). The one rule for
+/// naming frames, used by real-peer checkpoints and the wire differential.
+pub fn notification_kind(frame: &Value) -> Option<&str> {
+    let method = frame.get("method")?.as_str()?;
+    let sub = match method {
+        "session.event" => frame.pointer("/params/event/type"),
+        "session/update" => frame.pointer("/params/update/sessionUpdate"),
+        _ => None,
+    };
+    match sub {
+        Some(sub) => sub.as_str(),
+        None => Some(method),
+    }
+}

@@ -8,18 +8,20 @@
 //! which frame ends the turn); nothing is validated or changed here.
 
 use std::collections::HashMap;
-use std::io::{BufReader, Write};
+use std::io::{BufRead, BufReader, Write};
 use std::process::{Command, Stdio};
 use std::sync::{Arc, Mutex};
 
-use conform_protocol::lines::{LineSplitter, Piece, next_piece};
-use conform_protocol::side::{Direction, FakeEvent, Role, ToFake};
+use conform_protocol::lines::{LineSplitter, Piece, show_bytes};
+use conform_protocol::side::{Direction, FakeEvent, Role};
 use serde_json::Value;
 
-use crate::codec::{Codec, Msg};
+use conform_protocol::script::RpcError;
+
+use crate::codec::{Codec, Msg, notification_kind};
 use crate::process;
 use crate::side::Side;
-use crate::wire::MAX_FRAME_BYTES;
+use crate::wire::{MAX_FRAME_BYTES, parse_frame};
 
 /// Exit status for a proxy that could not do its job (not the real runtime's own status).
 const FAULT_EXIT: i32 = 97;
@@ -47,14 +49,9 @@ pub fn main_with_args(args: Vec<String>) -> std::process::ExitCode {
         eprintln!("peer-proxy: --side, --run and --protocol are required");
         return std::process::ExitCode::from(2);
     };
-    let codec: Box<dyn Codec> = match protocol.as_str() {
-        "acp" => Box::new(crate::acp::AcpCodec::new()),
-        "dsh-sdk" => Box::new(crate::dsh_sdk::DshSdkCodec::new()),
-        "codex" => Box::new(crate::codex::CodexCodec::new()),
-        other => {
-            eprintln!("peer-proxy: no codec for protocol {other}");
-            return std::process::ExitCode::from(2);
-        }
+    let Some(codec) = crate::codec::for_protocol(&protocol) else {
+        eprintln!("peer-proxy: no codec for protocol {protocol}");
+        return std::process::ExitCode::from(2);
     };
     if argv.is_empty() {
         eprintln!("peer-proxy: no command after --");
@@ -79,8 +76,14 @@ pub fn main_with_args(args: Vec<String>) -> std::process::ExitCode {
     };
     let side = Arc::new(side);
     side.send(process::register_event(Role::Runtime));
-    wait_for_ack(control);
-    std::process::exit(relay(side, protocol, codec, argv, set));
+    // The harness opens a pidfd before it acknowledges: only then may the real runtime start.
+    let ack = tokio::runtime::Builder::new_current_thread()
+        .build()
+        .map(|rt| rt.block_on(crate::side::wait_for_ack(control)));
+    if ack.is_err() {
+        std::process::exit(FAULT_EXIT);
+    }
+    std::process::exit(relay(side, codec, argv, set));
 }
 
 const FORWARDED: [nix::sys::signal::Signal; 3] = [
@@ -89,22 +92,8 @@ const FORWARDED: [nix::sys::signal::Signal; 3] = [
     nix::sys::signal::Signal::SIGHUP,
 ];
 
-fn wait_for_ack(mut control: tokio::sync::mpsc::UnboundedReceiver<ToFake>) {
-    loop {
-        match control.blocking_recv() {
-            Some(ToFake::Ack) => return,
-            Some(_) => {}
-            None => {
-                eprintln!("peer-proxy: side channel closed before the registration ack");
-                std::process::exit(FAULT_EXIT);
-            }
-        }
-    }
-}
-
 fn relay(
     side: Arc<Side>,
-    protocol: String,
     codec: Box<dyn Codec>,
     argv: &[String],
     signals: nix::sys::signal::SigSet,
@@ -150,92 +139,84 @@ fn relay(
             }
         });
     }
-    let mut child_in = child.stdin.take().expect("piped");
+    let child_in = child.stdin.take().expect("piped");
     let child_out = child.stdout.take().expect("piped");
     {
         let (side, codec, pending) = (side.clone(), codec.clone(), pending.clone());
         std::thread::spawn(move || {
-            let mut stdin = std::io::stdin().lock();
-            let mut lines = LineSplitter::new(MAX_FRAME_BYTES);
-            while let Ok(Some(piece)) = next_piece(&mut stdin, &mut lines) {
+            pump(std::io::stdin().lock(), child_in, |piece| {
                 let Piece::Line(bytes) = piece else {
                     side.send(FakeEvent::Violation {
                         detail: format!("a frame over the limit of {MAX_FRAME_BYTES} bytes"),
                     });
-                    continue;
+                    return;
                 };
-                let frame = parse(&bytes);
-                {
-                    let mut codec = codec.lock().unwrap();
-                    let request = match codec.classify(&frame) {
-                        Msg::Request { id, method, params } => {
-                            Some((id.to_string(), method.to_owned(), params.cloned()))
-                        }
-                        _ => None,
-                    };
-                    if let Some((id, method, params)) = request {
-                        codec.received(&method, params.as_ref());
-                        pending.lock().unwrap().insert(id, method);
+                let frame = parse_frame(&bytes);
+                let mut codec = codec.lock().unwrap();
+                let request = match codec.classify(&frame) {
+                    Msg::Request { id, method, params } => {
+                        Some((id.to_string(), method.to_owned(), params.cloned()))
                     }
+                    _ => None,
+                };
+                if let Some((id, method, params)) = request {
+                    codec.received(&method, params.as_ref());
+                    pending.lock().unwrap().insert(id, method);
                 }
                 side.send(FakeEvent::Frame {
                     dir: Direction::Recv,
-                    frame: frame.clone(),
+                    frame,
                     violation: None,
                     answers: None,
                 });
-                if child_in
-                    .write_all(&bytes)
-                    .and_then(|()| child_in.write_all(b"\n"))
-                    .and_then(|()| child_in.flush())
-                    .is_err()
-                {
-                    break;
-                }
-            }
+            });
             side.send(FakeEvent::Eof);
-            // Dropping `child_in` closes the real runtime's stdin: the same EOF.
+            // `pump` dropped the real runtime's stdin: it sees the same EOF.
         });
     }
     let out_side = side.clone();
     let out = std::thread::spawn(move || {
-        let mut reader = BufReader::new(child_out);
-        let mut lines = LineSplitter::new(MAX_FRAME_BYTES);
-        let mut stdout = std::io::stdout();
         let mut seen = std::collections::HashSet::new();
-        let mut turn_ended = false;
-        while let Ok(Some(piece)) = next_piece(&mut reader, &mut lines) {
-            let bytes = match piece {
-                Piece::Line(b) => b,
-                Piece::TooLong { head, .. } => head,
+        pump(child_out, std::io::stdout(), |piece| {
+            let frame = match piece {
+                Piece::Line(bytes) => parse_frame(&bytes),
+                Piece::TooLong { head, size } => Value::String(format!(
+                    "(a frame of {size} bytes, relayed whole; its head:) {}",
+                    show_bytes(&head, 200)
+                )),
             };
-            let frame = parse(&bytes);
-            let codec = codec.lock().unwrap();
+            let mut codec = codec.lock().unwrap();
             let (answers, terminal) = match codec.classify(&frame) {
-                Msg::Response { id, .. } => {
+                Msg::Response { id, outcome } => {
                     let method = pending.lock().unwrap().remove(&id.to_string());
+                    // The codec learns from the real runtime's answers what it learns from its
+                    // own in a fake (Codex: the thread and turn ids its terminal frame names).
+                    if let Some(m) = &method {
+                        let outcome = outcome.cloned().map_err(|e| RpcError {
+                            code: e.get("code").and_then(Value::as_i64).unwrap_or(0),
+                            message: String::new(),
+                            data: None,
+                        });
+                        codec.answered(m, &outcome);
+                    }
                     let terminal = method.as_deref().is_some_and(|m| codec.is_terminal(m));
                     (method, terminal)
                 }
                 Msg::Notification { method, params } => {
-                    // The codec names the terminal frame of turns it answered itself; a real
-                    // Codex server's ids are its own, so its first `turn/completed` ends the turn.
-                    let first_codex_end =
-                        protocol == "codex" && method == "turn/completed" && !turn_ended;
-                    (
-                        None,
-                        codec.is_terminal_notification(method, params) || first_codex_end,
-                    )
+                    (None, codec.is_terminal_notification(method, params))
                 }
                 _ => (None, false),
             };
             drop(codec);
             // Each kind of notification, the first time it comes, is a checkpoint: a peer
             // scenario cancels or kills at one (`[cancel] at = "turn/start"`).
-            if let Some(name) = notification_kind(&frame)
-                && seen.insert(name.clone())
+            if frame.get("id").is_none()
+                && let Some(name) = notification_kind(&frame)
+                && seen.insert(name.to_owned())
             {
-                out_side.send(FakeEvent::Checkpoint { name });
+                out_side.send(FakeEvent::Checkpoint {
+                    name: name.to_owned(),
+                });
             }
             out_side.send(FakeEvent::Frame {
                 dir: Direction::Sent,
@@ -243,19 +224,10 @@ fn relay(
                 violation: None,
                 answers,
             });
-            if terminal && !turn_ended {
-                turn_ended = true;
+            if terminal {
                 out_side.send(FakeEvent::Terminal);
             }
-            if stdout
-                .write_all(&bytes)
-                .and_then(|()| stdout.write_all(b"\n"))
-                .and_then(|()| stdout.flush())
-                .is_err()
-            {
-                break;
-            }
-        }
+        });
         // The real runtime closed its stdout: so does the proxy.
         process::close_stdout();
     });
@@ -298,26 +270,52 @@ fn relay(
     }
 }
 
-/// A line as JSON, or as a JSON string holding the raw line when it is not JSON.
-fn parse(bytes: &[u8]) -> Value {
-    let text = String::from_utf8_lossy(bytes);
-    serde_json::from_str(&text).unwrap_or_else(|_| Value::String(text.into_owned()))
+/// Copies `from` to `to` untouched, chunk by chunk, and hands every complete line to
+/// `each` — before the chunk that completes it is written, so a request is on the ledger before
+/// its answer can be. A line over the limit is still relayed whole; only its report is cut.
+/// Ends at EOF or when `to` is gone; drops `to` (closing it).
+fn pump<R: std::io::Read, W: Write>(from: R, mut to: W, mut each: impl FnMut(Piece)) {
+    let mut reader = BufReader::new(from);
+    let mut lines = LineSplitter::new(MAX_FRAME_BYTES);
+    loop {
+        let chunk = match reader.fill_buf() {
+            Ok(c) => c,
+            Err(_) => &[],
+        };
+        if chunk.is_empty() {
+            lines.finish();
+            while let Some(p) = lines.pop() {
+                each(p);
+            }
+            return;
+        }
+        lines.push(chunk);
+        while let Some(p) = lines.pop() {
+            each(p);
+        }
+        if to.write_all(chunk).and_then(|()| to.flush()).is_err() {
+            return;
+        }
+        let n = chunk.len();
+        reader.consume(n);
+    }
 }
 
-/// The kind of a notification: a DSH SDK `session.event`'s event type, an ACP
-/// `session/update`'s update kind (`tool_call`), else its method.
-fn notification_kind(frame: &Value) -> Option<String> {
-    if frame.get("id").is_some() {
-        return None;
-    }
-    let method = frame.get("method")?.as_str()?;
-    let sub = match method {
-        "session.event" => frame.pointer("/params/event/type"),
-        "session/update" => frame.pointer("/params/update/sessionUpdate"),
-        _ => None,
-    };
-    match sub {
-        Some(sub) => sub.as_str().map(str::to_owned),
-        None => Some(method.to_owned()),
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn pump_relays_bytes_untouched_and_reports_lines() {
+        // A frame over the report limit, a CRLF line and an unterminated tail.
+        let mut input = vec![b'x'; MAX_FRAME_BYTES + 10];
+        input.extend_from_slice(b"\n{\"a\":1}\r\ntail");
+        let mut out = Vec::new();
+        let mut pieces = Vec::new();
+        pump(&input[..], &mut out, |p| pieces.push(p));
+        assert_eq!(out, input, "relayed whole, byte for byte");
+        assert!(matches!(&pieces[0], Piece::TooLong { size, .. } if *size == MAX_FRAME_BYTES + 10));
+        assert_eq!(pieces[1], Piece::Line(b"{\"a\":1}".to_vec()));
+        assert_eq!(pieces[2], Piece::Line(b"tail".to_vec()));
     }
 }

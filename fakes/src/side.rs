@@ -76,3 +76,20 @@ fn forward(stream: UnixStream, tx: mpsc::UnboundedSender<ToFake>) {
         }
     }
 }
+
+/// Blocks until the harness acknowledges the registration (it opens a pidfd meanwhile); a
+/// side channel that closes first is the end of this process.
+pub async fn wait_for_ack(
+    mut control: mpsc::UnboundedReceiver<ToFake>,
+) -> mpsc::UnboundedReceiver<ToFake> {
+    loop {
+        match control.recv().await {
+            Some(ToFake::Ack) => return control,
+            Some(other) => eprintln!("fake: {other:?} before the registration ack; ignored"),
+            None => {
+                eprintln!("fake: side channel closed before the registration ack");
+                std::process::exit(crate::cli::FAULT_EXIT);
+            }
+        }
+    }
+}

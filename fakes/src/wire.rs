@@ -14,6 +14,12 @@ use crate::side::Side;
 /// The longest frame a fake reads whole (the protocols' frames are a few kilobytes).
 pub const MAX_FRAME_BYTES: usize = 1 << 20;
 
+/// A line as a frame: its JSON, or a JSON string holding the raw line when it is not JSON.
+pub fn parse_frame(bytes: &[u8]) -> Value {
+    let text = String::from_utf8_lossy(bytes);
+    serde_json::from_str(&text).unwrap_or_else(|_| Value::String(text.into_owned()))
+}
+
 /// What the stdin reader hands the engine.
 #[derive(Debug)]
 pub enum Incoming {
@@ -49,11 +55,10 @@ pub fn spawn_stdin_reader(side: Arc<Side>) -> mpsc::UnboundedReceiver<Incoming> 
                     break;
                 }
             };
-            let line = String::from_utf8_lossy(&bytes);
-            if line.trim().is_empty() {
+            if bytes.iter().all(u8::is_ascii_whitespace) {
                 continue;
             }
-            let frame = serde_json::from_str(&line).unwrap_or_else(|_| Value::String(line.into()));
+            let frame = parse_frame(&bytes);
             side.send(FakeEvent::Frame {
                 dir: Direction::Recv,
                 frame: frame.clone(),

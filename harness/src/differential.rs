@@ -100,14 +100,10 @@ pub fn kind(frame: &Value, answers: Option<&str>) -> String {
         } else {
             ""
         };
-        // A DSH SDK `session.event` by its event type, an ACP `session/update` by its update.
-        let sub = frame
-            .pointer("/params/event/type")
-            .or_else(|| frame.pointer("/params/update/sessionUpdate"))
-            .and_then(Value::as_str);
-        return match sub {
-            Some(sub) => format!("{prefix}{method}:{sub}"),
-            None => format!("{prefix}{method}"),
+        // Named as the peer proxy names checkpoints (one rule, in the fakes' codec module).
+        return match conform_fakes::codec::notification_kind(frame) {
+            Some(sub) if sub != method => format!("{prefix}{method}:{sub}"),
+            _ => format!("{prefix}{method}"),
         };
     }
     let what = if frame.get("error").is_some() {

@@ -83,17 +83,17 @@ fn main() -> ExitCode {
     let cli = Cli::parse();
     match cli.command {
         Command::FakeAcp { args } => conform_fakes::cli::main_with_args(
-            Box::new(conform_fakes::acp::AcpCodec::new()),
+            conform_fakes::codec::for_protocol("acp").expect("a codec"),
             args,
             vec!["fake-acp".to_owned()],
         ),
         Command::FakeDshSdk { args } => conform_fakes::cli::main_with_args(
-            Box::new(conform_fakes::dsh_sdk::DshSdkCodec::new()),
+            conform_fakes::codec::for_protocol("dsh-sdk").expect("a codec"),
             args,
             vec!["fake-dsh-sdk".to_owned()],
         ),
         Command::FakeCodex { args } => conform_fakes::cli::main_with_args(
-            Box::new(conform_fakes::codex::CodexCodec::new()),
+            conform_fakes::codec::for_protocol("codex").expect("a codec"),
             args,
             vec!["fake-codex".to_owned()],
         ),
