@@ -48,12 +48,7 @@ static VALIDATOR: LazyLock<jsonschema::Validator> = LazyLock::new(|| {
     jsonschema::validator_for(&schema).expect("subject schema is a valid JSON Schema")
 });
 
-/// Checks one line against the subject protocol; returns the parsed message.
-pub fn parse_line(line: &str) -> Result<FromSubject, String> {
-    let value: Value = serde_json::from_str(line).map_err(|e| format!("not JSON: {e}"))?;
-    parse_value(value)
-}
-
+/// Checks a parsed line against the subject protocol; returns the message.
 fn parse_value(value: Value) -> Result<FromSubject, String> {
     let errors: Vec<String> = VALIDATOR
         .iter_errors(&value)

@@ -1,39 +1,8 @@
 //! Text from outside (the subject, the fakes, scenario files) on its way to a terminal.
 
-use std::fmt::Write as _;
-
-/// `text` with every control character except `\n` and `\t` made visible, so that what a
-/// subject says cannot drive the terminal that shows it: no colours, cursor moves, screen
-/// clears, OSC 8 hyperlinks or window titles, no NUL, no carriage return overwriting a line.
-///
-/// C0 controls and DEL become `\xNN` (ESC is `\x1b`, NUL `\x00`, BEL `\x07`), except CR,
-/// which becomes `\r`; C1 controls (U+0080–U+009F, which some terminals also obey) become
-/// `\u{NN}`. Backslashes are kept as they are, so a literal `\x1b` in the text reads the same
-/// as an escaped ESC: the escaping is for safety, not for a lossless round trip (the JSON and
-/// JUnit reports stay exact).
-pub fn escape_controls(text: &str) -> String {
-    if !text.chars().any(needs_escape) {
-        return text.to_owned();
-    }
-    let mut out = String::with_capacity(text.len() + 16);
-    for c in text.chars() {
-        match c {
-            '\r' => out.push_str("\\r"),
-            c if needs_escape(c) && (c as u32) < 0x80 => {
-                let _ = write!(out, "\\x{:02x}", c as u32);
-            }
-            c if needs_escape(c) => {
-                let _ = write!(out, "\\u{{{:x}}}", c as u32);
-            }
-            c => out.push(c),
-        }
-    }
-    out
-}
-
-fn needs_escape(c: char) -> bool {
-    c.is_control() && c != '\n' && c != '\t'
-}
+/// The one rule for making control characters visible lives with the line reader (it also
+/// shows bad lines in reports); the human report applies it to everything it prints.
+pub use conform_protocol::lines::escape_controls;
 
 #[cfg(test)]
 mod tests {

@@ -4,6 +4,7 @@
 //! UTF-8 and is never buffered past the limit, so one runaway line costs its head, not its size.
 
 use std::collections::VecDeque;
+use std::fmt::Write as _;
 use std::io::{self, BufRead};
 
 /// Bytes of an over-long line kept to show what it was.
@@ -110,19 +111,14 @@ pub fn next_piece<R: BufRead>(
     }
 }
 
-/// Bytes for a human: valid UTF-8 as text, every invalid byte as `\xNN`, control characters
-/// escaped, cut after `keep` bytes with the total size said.
+/// Bytes for a human: valid UTF-8 as text with control characters escaped
+/// ([`escape_controls`]), every invalid byte as `\xNN`, cut after `keep` bytes with the total
+/// size said.
 pub fn show_bytes(bytes: &[u8], keep: usize) -> String {
     let cut = &bytes[..bytes.len().min(keep)];
     let mut out = String::new();
     for chunk in cut.utf8_chunks() {
-        for c in chunk.valid().chars() {
-            if c.is_control() {
-                out.extend(c.escape_default());
-            } else {
-                out.push(c);
-            }
-        }
+        out.push_str(&escape_controls(chunk.valid()));
         for b in chunk.invalid() {
             out.push_str(&format!("\\x{b:02x}"));
         }
@@ -131,6 +127,39 @@ pub fn show_bytes(bytes: &[u8], keep: usize) -> String {
         out.push_str(&format!("… ({} bytes in all)", bytes.len()));
     }
     out
+}
+
+/// `text` with every control character except `\n` and `\t` made visible, so that what a
+/// subject says cannot drive the terminal that shows it: no colours, cursor moves, screen
+/// clears, OSC 8 hyperlinks or window titles, no NUL, no carriage return overwriting a line.
+///
+/// C0 controls and DEL become `\xNN` (ESC is `\x1b`, NUL `\x00`, BEL `\x07`), except CR,
+/// which becomes `\r`; C1 controls (U+0080–U+009F, which some terminals also obey) become
+/// `\u{NN}`. Backslashes are kept as they are, so a literal `\x1b` in the text reads the same
+/// as an escaped ESC: the escaping is for safety, not for a lossless round trip (the JSON and
+/// JUnit reports stay exact).
+pub fn escape_controls(text: &str) -> String {
+    if !text.chars().any(needs_escape) {
+        return text.to_owned();
+    }
+    let mut out = String::with_capacity(text.len() + 16);
+    for c in text.chars() {
+        match c {
+            '\r' => out.push_str("\\r"),
+            c if needs_escape(c) && (c as u32) < 0x80 => {
+                let _ = write!(out, "\\x{:02x}", c as u32);
+            }
+            c if needs_escape(c) => {
+                let _ = write!(out, "\\u{{{:x}}}", c as u32);
+            }
+            c => out.push(c),
+        }
+    }
+    out
+}
+
+fn needs_escape(c: char) -> bool {
+    c.is_control() && c != '\n' && c != '\t'
 }
 
 /// A text cut to at most `keep` bytes (on a character boundary), saying how long it was.
@@ -219,7 +248,7 @@ mod tests {
             show_bytes(b"ok \xff\xfe caf\xc3\xa9", 100),
             "ok \\xff\\xfe café"
         );
-        assert_eq!(show_bytes(b"\x1b[31mred\x00", 100), "\\u{1b}[31mred\\u{0}");
+        assert_eq!(show_bytes(b"\x1b[31mred\x00", 100), "\\x1b[31mred\\x00");
         assert_eq!(show_bytes(b"abcdef", 3), "abc… (6 bytes in all)");
     }
 
