@@ -161,6 +161,9 @@ pub enum Difference {
         real: Vec<String>,
         fake: Vec<String>,
     },
+    /// The protocol schema conform checks the fakes against rejects a frame the real runtime
+    /// sent: the schema (and so the fakes) are wrong about the real wire.
+    Schema { kind: String, error: String },
 }
 
 impl Difference {
@@ -171,6 +174,7 @@ impl Difference {
             Difference::FieldOnlyReal { kind, field }
             | Difference::FieldOnlyFake { kind, field } => (kind.clone(), Some(field.clone())),
             Difference::Order { .. } => ("order".into(), None),
+            Difference::Schema { kind, .. } => (kind.clone(), Some("schema".into())),
         }
     }
 }
@@ -196,6 +200,10 @@ impl std::fmt::Display for Difference {
                     "`{kind}`: the fake sends field `{field}`; the real runtime never does"
                 )
             }
+            Difference::Schema { kind, error } => write!(
+                f,
+                "conform's schema rejects a `{kind}` frame the real runtime sent: {error}"
+            ),
             Difference::Order { real, fake } => write!(
                 f,
                 "order of common kinds differs:\n      real: {}\n      fake: {}",
@@ -271,6 +279,47 @@ pub fn compare(
     if rc != fc {
         out.push(Difference::Order { real: rc, fake: fc });
     }
+    out
+}
+
+/// Real frames the protocol's schema rejects (the schema every fake frame is held to).
+fn schema_rejections(
+    provider: &str,
+    version: Option<&str>,
+    real: &[(String, Value)],
+) -> Vec<Difference> {
+    let lines: Vec<FakeLine> = real
+        .iter()
+        .map(|(kind, frame)| FakeLine {
+            run: String::new(),
+            pid: 0,
+            event: FakeEvent::Frame {
+                dir: Direction::Sent,
+                frame: frame.clone(),
+                violation: None,
+                answers: kind
+                    .strip_prefix("response:")
+                    .or_else(|| kind.strip_prefix("error:"))
+                    .map(str::to_owned),
+            },
+        })
+        .collect();
+    let Some(invalid) = conform_fakes::schema::unmarked_invalid_frames(provider, version, &lines)
+    else {
+        return vec![];
+    };
+    let mut out: Vec<Difference> = invalid
+        .into_iter()
+        .filter_map(|(line, error)| match &line.event {
+            FakeEvent::Frame { frame, answers, .. } => Some(Difference::Schema {
+                kind: kind(frame, answers.as_deref()),
+                error: conform_protocol::lines::excerpt(&error, 300),
+            }),
+            _ => None,
+        })
+        .collect();
+    out.sort();
+    out.dedup_by(|a, b| a.key() == b.key());
     out
 }
 
@@ -649,7 +698,9 @@ pub async fn diff(opts: DiffOptions) -> Result<i32, String> {
             .filter(|u| &u.peer == peer)
             .map(|u| u.kind.clone())
             .collect();
-        let diffs = compare(&real, &fake, &unordered);
+        let mut diffs = compare(&real, &fake, &unordered);
+        let (provider, version) = &analog_versions[id.as_str()];
+        diffs.extend(schema_rejections(provider, version.as_deref(), &real));
         if diffs.is_empty() {
             println!("  no difference");
         }

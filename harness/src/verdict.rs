@@ -209,7 +209,8 @@ pub fn judge(scenario: &Scenario, mode: Mode, obs: &Observed) -> Vec<Finding> {
         }
     }
     // Every frame a fake sends must be valid for its protocol unless the scenario marked it.
-    // A real peer's frames are the runtime's own: the differential judges them, not this.
+    // A real peer's frames are the runtime's own: `conform peers diff` holds them to the same
+    // schema (a rejection there means the schema, not the runtime, is wrong).
     let checked = if scenario.file.peer.is_some() {
         Some(vec![])
     } else {

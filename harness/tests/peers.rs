@@ -103,3 +103,21 @@ fn a_stale_explanation_fails() {
         "{out}"
     );
 }
+
+#[test]
+fn a_real_frame_the_protocol_schema_rejects_fails() {
+    // The schema every fake frame is held to must accept what the real runtime sends (the DSH
+    // SDK schema is conform's own): a real stream entry it does not know is reported.
+    let dir = fixtures_copy();
+    let path = dir.path().join("dsh-sdk/mid-stream.jsonl");
+    let mut text = std::fs::read_to_string(&path).unwrap();
+    text.push_str(r#"{"frame":{"jsonrpc":"2.0","method":"session.event","params":{"sessionId":"s","event":{"type":"assistant/attempt","seq":99,"time":0,"data":{"stream":[{"type":"image-chunks","index":0}]}}}}}"#);
+    text.push('\n');
+    std::fs::write(&path, text).unwrap();
+    let (code, out) = diff(dir.path());
+    assert_eq!(code, Some(1), "{out}");
+    assert!(
+        out.contains("✗ conform's schema rejects a `session.event:assistant/attempt` frame the real runtime sent"),
+        "{out}"
+    );
+}
