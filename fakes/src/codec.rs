@@ -103,6 +103,12 @@ pub trait Codec: Send {
     /// Whether answering this method ends the subject's main request (→ `Terminal`).
     fn is_terminal(&self, method: &str) -> bool;
 
+    /// Adds to a frame the script wrote (in the protocol's default product version's shape)
+    /// what the script's product version writes besides (Codex 0.169.0's thread and item
+    /// fields), so one script serves every pinned version. `answers`: the request a response
+    /// answers. Frames broken on purpose and `raw` lines are written as scripted.
+    fn dress(&self, _answers: Option<&str>, _frame: &mut Value) {}
+
     /// Learns from an answer the fake sent (e.g. the session id it handed out).
     fn answered(&mut self, _method: &str, _outcome: &Result<Value, RpcError>) {}
 

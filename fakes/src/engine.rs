@@ -368,7 +368,10 @@ impl Engine {
         }
     }
 
-    fn send(&mut self, frame: Value, violation: Option<String>, answers: Option<String>) {
+    fn send(&mut self, mut frame: Value, violation: Option<String>, answers: Option<String>) {
+        if violation.is_none() {
+            self.codec.dress(answers.as_deref(), &mut frame);
+        }
         let line = frame.to_string();
         self.write(&line, frame, violation, answers);
     }

@@ -40,6 +40,25 @@ fn thread_result() -> Value {
         "approvalsReviewer": "user", "sandbox": {"type": "readOnly", "networkAccess": false}})
 }
 
+/// The `thread/start` answer as the fake of `version` writes it for [`thread_result`]:
+/// 0.169.0 adds its thread fields (`originator`: the client's name) and `disabledPluginIds`.
+fn thread_answer(version: &str, originator: &str) -> Value {
+    let mut r = thread_result();
+    if version == "0.169.0" {
+        let t = &mut r["thread"];
+        t["environments"] =
+            json!([{"environmentId": "local", "cwd": "/ws", "runtimeWorkspaceRoots": ["/ws"]}]);
+        t["attachedToThreadId"] = Value::Null;
+        t["model"] = "gpt-5".into();
+        t["reasoningEffort"] = Value::Null;
+        t["originator"] = originator.into();
+        t["daybreakEnabled"] = Value::Null;
+        t["cliVersion"] = "0.169.0".into();
+        r["disabledPluginIds"] = json!([]);
+    }
+    r
+}
+
 /// `Turn` of the `turn/start` reply and the sugar, for `version`.
 fn turn(version: &str, id: &str, status: &str, error: Value) -> Value {
     let mut t = json!({"id": id, "items": [], "itemsView": "notLoaded", "status": status,
@@ -83,7 +102,10 @@ fn client_handshake(f: &mut Fake, version: &str) {
         "thread/start",
         json!({"cwd": "/ws", "ephemeral": true, "approvalPolicy": "never"}),
     ));
-    assert_eq!(f.recv(), reply(rid(2), thread_result()));
+    assert_eq!(
+        f.recv(),
+        reply(rid(2), thread_answer(version, "deepseek-harness"))
+    );
     f.send(request(
         rid(3),
         "turn/start",
@@ -207,6 +229,31 @@ fn assert_wire_shape(f: &Fake) {
     }
 }
 
+/// An item as the fake of `version` writes it: 0.169.0 stamps the item itself with its start
+/// and end (`None`: not ended) and gives an agent message its delivery, moderation and
+/// questions.
+fn item_at(version: &str, item: &Value, started: u64, completed: Option<u64>) -> Value {
+    let mut item = item.clone();
+    if version == "0.169.0" {
+        item["startedAtMs"] = started.into();
+        item["completedAtMs"] = completed.map_or(Value::Null, Value::from);
+        if item["type"] == "agentMessage" {
+            for k in ["moderation", "delivery", "questions"] {
+                item[k] = Value::Null;
+            }
+        }
+    }
+    item
+}
+
+/// `item/completed` params: 0.169.0 adds `contentTokenCount`.
+fn item_completed(version: &str, mut params: Value) -> Value {
+    if version == "0.169.0" {
+        params["contentTokenCount"] = Value::Null;
+    }
+    params
+}
+
 fn whole_exchange(version: &'static str) {
     let mut f = fake(
         version,
@@ -248,7 +295,8 @@ fn whole_exchange(version: &'static str) {
         f.recv(),
         note(
             "item/started",
-            json!({"item": user, "threadId": THREAD, "turnId": TURN, "startedAtMs": BASE + 1}),
+            json!({"item": item_at(version, &user, BASE + 1, None), "threadId": THREAD,
+                "turnId": TURN, "startedAtMs": BASE + 1}),
             2
         )
     );
@@ -256,7 +304,11 @@ fn whole_exchange(version: &'static str) {
         f.recv(),
         note(
             "item/completed",
-            json!({"item": user, "threadId": THREAD, "turnId": TURN, "completedAtMs": BASE + 1}),
+            item_completed(
+                version,
+                json!({"item": item_at(version, &user, BASE + 1, Some(BASE + 1)),
+                    "threadId": THREAD, "turnId": TURN, "completedAtMs": BASE + 1})
+            ),
             3
         )
     );
@@ -275,8 +327,8 @@ fn whole_exchange(version: &'static str) {
             f.recv(),
             note(
                 "item/started",
-                json!({"item": started, "threadId": THREAD, "turnId": TURN,
-                    "startedAtMs": BASE + n}),
+                json!({"item": item_at(version, &started, BASE + n, None),
+                    "threadId": THREAD, "turnId": TURN, "startedAtMs": BASE + n}),
                 n
             )
         );
@@ -292,8 +344,11 @@ fn whole_exchange(version: &'static str) {
             f.recv(),
             note(
                 "item/completed",
-                json!({"threadId": THREAD, "turnId": TURN, "completedAtMs": BASE + n,
-                    "item": item}),
+                item_completed(
+                    version,
+                    json!({"threadId": THREAD, "turnId": TURN, "completedAtMs": BASE + n,
+                        "item": item_at(version, &item, BASE + n, Some(BASE + n))})
+                ),
                 n + 2
             )
         );
@@ -310,7 +365,12 @@ fn whole_exchange(version: &'static str) {
         )
     );
     let mut done = timed_turn(version, TURN, "completed", Value::Null, true);
-    done["items"] = Value::Array(answers);
+    // A completed turn's items carry the turn's end as both times (whole seconds).
+    let end = BASE / 1000 * 1000;
+    done["items"] = answers
+        .iter()
+        .map(|a| item_at(version, a, end, Some(end)))
+        .collect();
     done["itemsView"] = "summary".into();
     let completed = note(
         "turn/completed",
@@ -456,7 +516,10 @@ fn thread_and_turn_address_other_threads_and_turns() {
     assert_eq!(f.recv()["params"]["turnId"], "u-early");
     assert_eq!(f.recv()["params"]["turnId"], "u-early");
     f.send(request(rid(2), "thread/start", json!({"cwd": "/ws"})));
-    assert_eq!(f.recv(), reply(rid(2), thread_result()));
+    assert_eq!(
+        f.recv(),
+        reply(rid(2), thread_answer(version, "codex_cli_rs"))
+    );
     let message = recv_method(&mut f, "item/completed");
     assert_eq!(message["params"]["threadId"], THREAD);
     assert_eq!(message["params"]["turnId"], "u-early");

@@ -31,6 +31,12 @@ pub struct CodexCodec {
     input: Option<Value>,
     /// Agent messages completed in this turn (a completed turn lists them).
     answers: Vec<Value>,
+    /// `clientInfo.name` of the `initialize` an `expect` step matched (0.169.0 echoes it as
+    /// the thread's `originator`).
+    client_name: Option<String>,
+    /// `result.model` of the fake's own reply to `thread/start` (0.169.0 repeats it on the
+    /// thread).
+    model: Option<Value>,
 }
 
 impl Default for CodexCodec {
@@ -42,6 +48,8 @@ impl Default for CodexCodec {
             cwd: None,
             input: None,
             answers: Vec::new(),
+            client_name: None,
+            model: None,
             items: 0,
             notifications: Cell::new(0),
         }
@@ -95,17 +103,64 @@ impl CodexCodec {
         self.version == "0.169.0"
     }
 
-    /// A `Turn` with this id and status, as the real server of this version writes it.
+    /// A `Turn` with this id and status, in 0.147.0's shape (`dress` adds a later version's
+    /// fields).
     fn turn_object(&self, id: &str, status: Value) -> Map<String, Value> {
-        let mut turn = json!({"id": id, "items": [], "itemsView": "notLoaded", "status": status,
+        let turn = json!({"id": id, "items": [], "itemsView": "notLoaded", "status": status,
             "error": null, "startedAt": null, "completedAt": null, "durationMs": null});
-        if self.v0_169() {
-            // A root turn names itself (observed on 0.169.0; 0.147.0 has no such field).
-            turn["rootTurnId"] = id.into();
-        }
         match turn {
             Value::Object(m) => m,
             _ => unreachable!(),
+        }
+    }
+
+    /// 0.169.0's thread fields beyond 0.147.0's (observed on the real server; its generated
+    /// schema lists only some). A field the script wrote is kept.
+    fn dress_thread(&self, thread: &mut Value, model: Option<&Value>) {
+        let Value::Object(thread) = thread else {
+            return;
+        };
+        let cwd = thread.get("cwd").cloned().unwrap_or_else(|| json!("/"));
+        let model = model
+            .or(self.model.as_ref())
+            .cloned()
+            .unwrap_or(Value::Null);
+        let originator = self.client_name.as_deref().unwrap_or("codex_cli_rs");
+        let added = json!({
+            "environments": [{"environmentId": "local", "cwd": cwd,
+                "runtimeWorkspaceRoots": [cwd]}],
+            "attachedToThreadId": null, "projectId": null, "model": model,
+            "reasoningEffort": null, "originator": originator, "daybreakEnabled": null});
+        if let Value::Object(added) = added {
+            for (k, v) in added {
+                thread.entry(k).or_insert(v);
+            }
+        }
+        thread.insert("cliVersion".into(), self.version.into());
+    }
+
+    /// 0.169.0's item fields: every item carries its own start and end time (as its
+    /// notification does; on the item itself outside the generated schema, observed on
+    /// userMessage and agentMessage items), an agent message its delivery, moderation and
+    /// questions.
+    fn dress_item(item: &mut Value, started: &Value, completed: &Value) {
+        let Value::Object(item) = item else { return };
+        item.entry("startedAtMs").or_insert_with(|| started.clone());
+        item.entry("completedAtMs")
+            .or_insert_with(|| completed.clone());
+        if item.get("type").and_then(Value::as_str) == Some("agentMessage") {
+            for k in ["moderation", "delivery", "questions"] {
+                item.entry(k).or_insert(Value::Null);
+            }
+        }
+    }
+
+    /// A root turn names itself (0.169.0; 0.147.0 has no such field).
+    fn dress_turn(turn: &mut Value) {
+        if let Value::Object(t) = turn
+            && let Some(id) = t.get("id").cloned()
+        {
+            t.entry("rootTurnId").or_insert(id);
         }
     }
 
@@ -322,6 +377,78 @@ impl Codec for CodexCodec {
         false
     }
 
+    fn dress(&self, answers: Option<&str>, frame: &mut Value) {
+        if !self.v0_169() {
+            return;
+        }
+        if let Some(m) = answers {
+            let Some(result) = frame.get_mut("result") else {
+                return;
+            };
+            if m == method::THREAD_START {
+                let model = result.get("model").cloned();
+                if let Some(thread) = result.get_mut("thread") {
+                    self.dress_thread(thread, model.as_ref());
+                }
+                if let Value::Object(r) = result {
+                    r.entry("disabledPluginIds").or_insert(json!([]));
+                }
+            } else if m == method::TURN_START
+                && let Some(turn) = result.get_mut("turn")
+            {
+                Self::dress_turn(turn);
+            }
+            return;
+        }
+        let m = frame
+            .get("method")
+            .and_then(Value::as_str)
+            .unwrap_or("")
+            .to_owned();
+        let Some(params) = frame.get_mut("params") else {
+            return;
+        };
+        match m.as_str() {
+            method::THREAD_STARTED => {
+                if let Some(thread) = params.get_mut("thread") {
+                    self.dress_thread(thread, None);
+                }
+            }
+            method::TURN_STARTED | method::TURN_COMPLETED => {
+                let Some(turn) = params.get_mut("turn") else {
+                    return;
+                };
+                Self::dress_turn(turn);
+                let at = turn
+                    .get("completedAt")
+                    .and_then(Value::as_u64)
+                    .map(|s| s * 1000);
+                let at = at.map_or(Value::Null, Value::from);
+                if let Some(Value::Array(items)) = turn.get_mut("items") {
+                    for item in items {
+                        Self::dress_item(item, &at, &at);
+                    }
+                }
+            }
+            method::ITEM_STARTED => {
+                let at = params.get("startedAtMs").cloned().unwrap_or(Value::Null);
+                if let Some(item) = params.get_mut("item") {
+                    Self::dress_item(item, &at, &Value::Null);
+                }
+            }
+            method::ITEM_COMPLETED => {
+                let at = params.get("completedAtMs").cloned().unwrap_or(Value::Null);
+                if let Some(item) = params.get_mut("item") {
+                    Self::dress_item(item, &at, &at);
+                }
+                if let Value::Object(p) = params {
+                    p.entry("contentTokenCount").or_insert(Value::Null);
+                }
+            }
+            _ => {}
+        }
+    }
+
     fn answered(&mut self, m: &str, outcome: &Result<Value, RpcError>) {
         let Ok(result) = outcome else { return };
         let id = |pointer: &str| result.pointer(pointer).and_then(Value::as_str);
@@ -329,6 +456,7 @@ impl Codec for CodexCodec {
             && let Some(thread) = id("/thread/id")
         {
             self.thread_id = Some(thread.into());
+            self.model = result.get("model").cloned();
         } else if m == method::TURN_START
             && let Some(turn) = id("/turn/id")
         {
@@ -337,6 +465,13 @@ impl Codec for CodexCodec {
     }
 
     fn received(&mut self, m: &str, params: Option<&Value>) {
+        if m == method::INITIALIZE
+            && let Some(name) = params
+                .and_then(|p| p.pointer("/clientInfo/name"))
+                .and_then(Value::as_str)
+        {
+            self.client_name = Some(name.into());
+        }
         if m == method::TURN_START {
             self.input = params.and_then(|p| p.get("input")).cloned();
         }

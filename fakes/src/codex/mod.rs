@@ -41,6 +41,7 @@ pub mod method {
     pub const THREAD_START: &str = "thread/start";
     pub const TURN_START: &str = "turn/start";
     pub const TURN_INTERRUPT: &str = "turn/interrupt";
+    pub const THREAD_STARTED: &str = "thread/started";
     pub const TURN_STARTED: &str = "turn/started";
     pub const TURN_COMPLETED: &str = "turn/completed";
     pub const THREAD_STATUS_CHANGED: &str = "thread/status/changed";
