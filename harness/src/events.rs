@@ -23,6 +23,8 @@ pub enum RunEvent {
     /// A fake process's side connection closed: it exited, and everything it reported has
     /// arrived.
     SideClosed { pid: i32 },
+    /// One of the run's registered processes is gone (its pidfd said so).
+    ProcessGone { pid: i32 },
 }
 
 /// Messages kept per finished run, and examples kept per suite-level kind of fault: enough to

@@ -1,7 +1,7 @@
 //! conform's harness: runs scenarios against a subject and judges what it did.
 //!
 //! Data flows one way: [`scenario`] → fake script + subject `start` ([`run`]) → subject events
-//! and side-channel ledger ([`subject`], [`side`]) → checks ([`verdict`], [`snapshot`]) →
+//! and side-channel ledger ([`subject`], [`side`]) → checks ([`verdict`], [`timing`], [`snapshot`]) →
 //! [`report`].
 
 pub mod cli;
@@ -20,4 +20,5 @@ pub mod snapshot;
 pub mod subject;
 pub mod suite;
 pub mod terminal;
+pub mod timing;
 pub mod verdict;

@@ -87,6 +87,12 @@ pub struct Observed {
     pub transcript: Vec<String>,
     pub stderr_tail: String,
     pub elapsed: Duration,
+    /// When the subject's `result` and `settled` arrived, and when each registered process of
+    /// the run was seen gone (pid → ms), all in ms since the run started (the clock of
+    /// `fake_at_ms`).
+    pub result_at_ms: Option<u64>,
+    pub settled_at_ms: Option<u64>,
+    pub gone_at_ms: std::collections::BTreeMap<i32, u64>,
     /// The product version the fake spoke (`None`: the protocol's default).
     pub product_version: Option<String>,
     /// Background delivery: the subject's dispatch receipt and the completion receipt the
@@ -222,7 +228,10 @@ pub async fn run_case(ctx: &Ctx, scenario: &Scenario, mode: Mode) -> Observed {
                         .map(|p| format!("pid {} ({})", p.pid, role_name(p.role)))
                         .collect();
                 }
-                take_subject(&mut obs, &mut lifecycle, msg);
+                take_subject(&mut obs, &mut lifecycle, msg, started);
+            }
+            RunEvent::ProcessGone { pid } => {
+                obs.gone_at_ms.insert(pid, ms_since(started));
             }
             RunEvent::SubjectInvalid { line, error } => obs.subject_invalid.push((line, error)),
             RunEvent::SubjectGone { detail } => {
@@ -348,7 +357,10 @@ pub async fn run_case(ctx: &Ctx, scenario: &Scenario, mode: Mode) -> Observed {
             Some(RunEvent::SideClosed { pid }) => {
                 open.remove(&pid);
             }
-            Some(RunEvent::Subject(msg)) => take_subject(&mut obs, &mut lifecycle, msg),
+            Some(RunEvent::Subject(msg)) => take_subject(&mut obs, &mut lifecycle, msg, started),
+            Some(RunEvent::ProcessGone { pid }) => {
+                obs.gone_at_ms.insert(pid, ms_since(started));
+            }
             Some(RunEvent::SubjectInvalid { line, error }) => {
                 obs.subject_invalid.push((line, error))
             }
@@ -360,9 +372,12 @@ pub async fn run_case(ctx: &Ctx, scenario: &Scenario, mode: Mode) -> Observed {
     ctx.router.close(&run);
     while let Ok(event) = rx.try_recv() {
         match event {
-            RunEvent::Subject(msg) => take_subject(&mut obs, &mut lifecycle, msg),
+            RunEvent::Subject(msg) => take_subject(&mut obs, &mut lifecycle, msg, started),
             RunEvent::Fake(line) => push_fake(&mut obs, line, started),
             RunEvent::SubjectInvalid { line, error } => obs.subject_invalid.push((line, error)),
+            RunEvent::ProcessGone { pid } => {
+                obs.gone_at_ms.insert(pid, ms_since(started));
+            }
             RunEvent::SideClosed { .. } | RunEvent::SubjectGone { .. } => {}
         }
     }
@@ -393,7 +408,11 @@ fn push_fake(obs: &mut Observed, line: FakeLine, started: Instant) {
         obs.wire_lines_kept += 1;
     }
     obs.fake.push(line);
-    obs.fake_at_ms.push(started.elapsed().as_millis() as u64);
+    obs.fake_at_ms.push(ms_since(started));
+}
+
+fn ms_since(started: Instant) -> u64 {
+    started.elapsed().as_millis() as u64
 }
 
 fn role_name(role: Role) -> &'static str {
@@ -413,9 +432,16 @@ fn fault(run: &str, detail: String) -> FakeLine {
 
 /// Takes a subject message if the protocol allows it now; otherwise it is a `subject.protocol`
 /// failure and is not taken as the run's.
-fn take_subject(obs: &mut Observed, lifecycle: &mut Lifecycle, msg: FromSubject) {
+fn take_subject(obs: &mut Observed, lifecycle: &mut Lifecycle, msg: FromSubject, started: Instant) {
     match lifecycle.accept(&msg) {
-        Ok(()) => record_subject(obs, msg),
+        Ok(()) => {
+            match msg {
+                FromSubject::Result { .. } => obs.result_at_ms = Some(ms_since(started)),
+                FromSubject::Settled { .. } => obs.settled_at_ms = Some(ms_since(started)),
+                _ => {}
+            }
+            record_subject(obs, msg)
+        }
         Err(why) => {
             obs.subject_invalid
                 .push((crate::subject::shown(&msg), format!("out of order: {why}")));

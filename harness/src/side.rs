@@ -142,6 +142,19 @@ impl Drop for SideServer {
     }
 }
 
+/// Tells the process's run when the kernel says it is gone (its pidfd became readable): ground
+/// truth for timing, whether it exited, was killed, or could not say so itself (SIGKILL).
+fn watch_exit(process: Arc<Registered>, router: Arc<Router>) {
+    tokio::spawn(async move {
+        let Some(fd) = &process.pidfd else { return };
+        // Every process of a run is gone or killed by the run's end; this bound only keeps a
+        // task from outliving an unkillable stray forever.
+        if procs::wait_exit(fd, std::time::Duration::from_secs(24 * 3600)).await {
+            router.send(&process.run, RunEvent::ProcessGone { pid: process.pid });
+        }
+    });
+}
+
 async fn serve(stream: tokio::net::UnixStream, shared: Arc<Mutex<Shared>>, router: Arc<Router>) {
     let (read, mut write) = stream.into_split();
     let (tx, mut rx) = mpsc::unbounded_channel::<ToFake>();
@@ -198,6 +211,7 @@ async fn serve(stream: tokio::net::UnixStream, shared: Arc<Mutex<Shared>>, route
                 start_time: *start_time,
                 pidfd: procs::pidfd_open(fake.pid).ok(),
             });
+            watch_exit(entry.clone(), router.clone());
             let mut s = shared.lock().unwrap();
             s.ledger.entry(fake.run.clone()).or_default().push(entry);
             s.writers.insert((fake.run.clone(), fake.pid), tx.clone());

@@ -507,6 +507,7 @@ pub fn judge(scenario: &Scenario, mode: Mode, obs: &Observed) -> Vec<Finding> {
             },
         ));
     }
+    f.extend(crate::timing::judge(scenario, obs));
     f
 }
 

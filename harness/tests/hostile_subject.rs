@@ -357,8 +357,22 @@ yes '{"type":"host_log","run":"nobody","text":"flood flood flood flood flood flo
             report.to_str().unwrap(),
         ],
     );
+    // Runs whose messages queue behind the flood in the subject's one stdout arrive late, which
+    // the timing checks rightly report; beside the flood's own suite findings (below), nothing
+    // else may fail.
+    let checks: Vec<&str> = r
+        .out
+        .lines()
+        .filter_map(|l| l.trim_start().strip_prefix("✗ ["))
+        .filter(|c| !c.starts_with("subject.protocol] 300000 message(s)"))
+        .filter(|c| !c.starts_with("subject.protocol] 2 line(s) broke"))
+        .collect();
+    assert!(
+        checks.iter().all(|c| c.starts_with("timing.")),
+        "{checks:?}\n{}",
+        r.out
+    );
     r.fails_with(&[
-        "12 passed, 0 failed",
         "a line of 268435456 bytes, over the limit of 1048576 bytes",
         "a line of 50000000 bytes",
         "300000 message(s) for runs the harness never started",

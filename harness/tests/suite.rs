@@ -530,3 +530,20 @@ fn a_start_rejected_before_rollback_is_caught() {
         ],
     );
 }
+
+#[test]
+fn a_needless_grace_is_caught_by_time_alone() {
+    // The child exits by itself at stdin EOF; a provider that still waits out its dispose grace
+    // (3000 ms) gives the same verdicts, only later than half that grace.
+    let out = caught(
+        &["needless-grace"],
+        "acp/success/end-turn",
+        &[],
+        &[
+            "[timing.settled] `settled` came ",
+            "after the run's last process was gone (bound 1500 ms: half the shortest dispose grace)",
+            "0 passed, 2 failed",
+        ],
+    );
+    assert!(!out.contains("[expect."), "only time tells: {out}");
+}

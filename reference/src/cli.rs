@@ -23,9 +23,10 @@ pub struct Defects {
     pub omit_mcp_servers: bool,
     pub reject_before_rollback: bool,
     pub partial_from_chunks_only: bool,
+    pub needless_grace: bool,
 }
 
-pub const DEFECTS: [(&str, &str); 20] = [
+pub const DEFECTS: [(&str, &str); 21] = [
     (
         "crash-after-dispatch",
         "exit with code 70 right after sending the first `dispatched`, abandoning all children",
@@ -106,6 +107,10 @@ pub const DEFECTS: [(&str, &str); 20] = [
         "partial-from-chunks-only",
         "DSH SDK: read partial output only from `assistant/chunk` text-deltas, never from a failed `assistant/attempt`'s stream (where the real runtime carries it)",
     ),
+    (
+        "needless-grace",
+        "after the child's tree has settled, wait out the dispose grace anyway before saying so (every verdict still passes; only time shows it)",
+    ),
 ];
 
 pub fn help_text() -> String {
@@ -170,6 +175,7 @@ pub fn parse(args: impl IntoIterator<Item = String>) -> Result<Command, CliError
             "unbounded-diagnostic" => defects.unbounded_diagnostic = true,
             "drop-partial-output" => defects.drop_partial_output = true,
             "partial-from-chunks-only" => defects.partial_from_chunks_only = true,
+            "needless-grace" => defects.needless_grace = true,
             "notice-after-kill" => defects.notice_after_kill = true,
             "wrong-notice-job" => defects.wrong_notice_job = true,
             "hide-diagnostic-in-tool-result" => defects.hide_diagnostic_in_tool_result = true,

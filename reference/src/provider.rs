@@ -215,6 +215,9 @@ pub async fn close_and_settle(
         .await
     {
         Ok(()) => {
+            if defects.needless_grace {
+                tokio::time::sleep(grace).await;
+            }
             let exit = child.exited().unwrap_or_default();
             log(format!(
                 "{what} settled (exit code {:?}, signal {:?})",

@@ -27,8 +27,38 @@ pub fn stderr(o: &Output) -> String {
     String::from_utf8_lossy(&o.stderr).into_owned()
 }
 
+/// Whole `conform run`s in flight at once within one test binary. Every test of a binary runs
+/// in parallel; two dozen suites at once on a two-core machine starve the subjects so much that
+/// the timing checks (`timing.*`, bounds of 1.5 s) would judge the machine instead of them.
+const RUNS_AT_ONCE: usize = 2;
+
+static IN_FLIGHT: std::sync::Mutex<usize> = std::sync::Mutex::new(0);
+static FREED: std::sync::Condvar = std::sync::Condvar::new();
+
+/// A place among the [`RUNS_AT_ONCE`] runs in flight, held until dropped.
+pub struct Slot;
+
+impl Slot {
+    pub fn take() -> Slot {
+        let mut n = IN_FLIGHT.lock().unwrap_or_else(|e| e.into_inner());
+        while *n >= RUNS_AT_ONCE {
+            n = FREED.wait(n).unwrap_or_else(|e| e.into_inner());
+        }
+        *n += 1;
+        Slot
+    }
+}
+
+impl Drop for Slot {
+    fn drop(&mut self) {
+        *IN_FLIGHT.lock().unwrap_or_else(|e| e.into_inner()) -= 1;
+        FREED.notify_one();
+    }
+}
+
 /// `conform run <args>`: exit code, stdout, stderr.
 pub fn run(args: &[&str]) -> (Option<i32>, String, String) {
+    let _slot = Slot::take();
     let out = conform().arg("run").args(args).output().unwrap();
     (out.status.code(), stdout(&out), stderr(&out))
 }
