@@ -547,3 +547,36 @@ fn a_needless_grace_is_caught_by_time_alone() {
     );
     assert!(!out.contains("[expect."), "only time tells: {out}");
 }
+
+#[test]
+fn a_terminal_answer_lost_to_a_simultaneous_exit_is_caught() {
+    caught(
+        &["exit-beats-terminal"],
+        "acp/races/terminal-then-exit",
+        &[],
+        &[
+            "[expect.stop-reason] stop reason `error`, expected `completed`",
+            "category: process-exit; exit code: 0)",
+        ],
+    );
+}
+
+#[test]
+fn early_facts_applied_after_newer_ones_are_caught() {
+    caught(
+        &["early-facts-last"],
+        "codex/races/early-fact-then-newer-fact",
+        &[],
+        &["(mode: never; request: command approval; decision: cancelled)"],
+    );
+}
+
+#[test]
+fn a_run_ended_at_turn_end_instead_of_idle_is_caught() {
+    caught(
+        &["turn-end-ends-the-run"],
+        "dsh-sdk/races/exit-between-turn-end-and-idle",
+        &[],
+        &["[expect.stop-reason] stop reason `completed`, expected `error`"],
+    );
+}

@@ -426,6 +426,17 @@ impl AcpRun {
                     diagnostic: None,
                 };
             }
+            Step::Done(Ok(_))
+                if self.defects.exit_beats_terminal
+                    && self
+                        .child
+                        .wait_exit(std::time::Duration::from_millis(500))
+                        .await
+                        .is_some() =>
+            {
+                let line = self.wire_lost(Stage::Process, Stage::Prompt).await;
+                ("error", Some(with_permission(&line, permission.as_ref())))
+            }
             Step::Done(Ok(v)) => map_stop_reason(
                 v.get("stopReason"),
                 permission.as_ref(),

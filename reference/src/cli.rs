@@ -24,9 +24,12 @@ pub struct Defects {
     pub reject_before_rollback: bool,
     pub partial_from_chunks_only: bool,
     pub needless_grace: bool,
+    pub turn_end_ends_the_run: bool,
+    pub early_facts_last: bool,
+    pub exit_beats_terminal: bool,
 }
 
-pub const DEFECTS: [(&str, &str); 21] = [
+pub const DEFECTS: [(&str, &str); 24] = [
     (
         "crash-after-dispatch",
         "exit with code 70 right after sending the first `dispatched`, abandoning all children",
@@ -111,6 +114,18 @@ pub const DEFECTS: [(&str, &str); 21] = [
         "needless-grace",
         "after the child's tree has settled, wait out the dispose grace anyway before saying so (every verdict still passes; only time shows it)",
     ),
+    (
+        "turn-end-ends-the-run",
+        "DSH SDK: a runtime lost after `turn/end` but before `idle` reports that turn's reason instead of a transport failure (the run ends at idle)",
+    ),
+    (
+        "early-facts-last",
+        "Codex: facts of requests answered before the turn/start answer are applied when the result is taken, after newer facts, instead of at the commit in wire order",
+    ),
+    (
+        "exit-beats-terminal",
+        "ACP: a child that exits right after answering the prompt is reported as a process exit, though the terminal answer came first",
+    ),
 ];
 
 pub fn help_text() -> String {
@@ -176,6 +191,9 @@ pub fn parse(args: impl IntoIterator<Item = String>) -> Result<Command, CliError
             "drop-partial-output" => defects.drop_partial_output = true,
             "partial-from-chunks-only" => defects.partial_from_chunks_only = true,
             "needless-grace" => defects.needless_grace = true,
+            "turn-end-ends-the-run" => defects.turn_end_ends_the_run = true,
+            "early-facts-last" => defects.early_facts_last = true,
+            "exit-beats-terminal" => defects.exit_beats_terminal = true,
             "notice-after-kill" => defects.notice_after_kill = true,
             "wrong-notice-job" => defects.wrong_notice_job = true,
             "hide-diagnostic-in-tool-result" => defects.hide_diagnostic_in_tool_result = true,

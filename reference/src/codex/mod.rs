@@ -196,7 +196,9 @@ pub async fn run(
         "Codex app-server spawned, process group {}",
         spawned.child.pgid()
     ));
-    let state = Arc::new(Mutex::new(TurnState::new(config.permission_mode)));
+    let mut turn_state = TurnState::new(config.permission_mode);
+    turn_state.early_facts_last = defects.early_facts_last;
+    let state = Arc::new(Mutex::new(turn_state));
     let changed = Arc::new(Notify::new());
     let handler = Arc::new(CodexHandler {
         state: state.clone(),

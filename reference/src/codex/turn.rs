@@ -49,6 +49,10 @@ pub struct TurnState {
     settled: Option<Settled>,
     /// The run's result was taken: the state no longer changes.
     frozen: bool,
+    /// Seeded defect `early-facts-last`: early facts are held here at the commit and applied
+    /// when the result is taken, over any newer fact.
+    pub early_facts_last: bool,
+    held_facts: Vec<Fact>,
 }
 
 /// A JSON-RPC error answer (fixed text, wire only).
@@ -67,6 +71,8 @@ impl TurnState {
             fact: None,
             settled: None,
             frozen: false,
+            early_facts_last: false,
+            held_facts: Vec::new(),
         }
     }
 
@@ -100,6 +106,9 @@ impl TurnState {
 
     /// Take the result: nothing changes the state from here on.
     pub fn freeze(&mut self) {
+        if let Some(f) = self.held_facts.pop() {
+            self.fact = Some(f);
+        }
         self.frozen = true;
     }
 
@@ -145,6 +154,7 @@ impl TurnState {
             match early {
                 Early::Item(item) => self.apply_item(&item),
                 Early::Completed(turn) => self.apply_completed(turn),
+                Early::Fact(f) if self.early_facts_last => self.held_facts.push(f),
                 Early::Fact(f) => self.fact = Some(f),
             }
         }

@@ -353,6 +353,14 @@ impl DshRun {
                 (self.log)(format!("SdkProtocolError: {why}"));
                 ("error", Some(SdkError::Protocol.line(Stage::SessionRun)))
             }
+            Outcome::Failed(SdkError::TransportClosed)
+                if self.defects.turn_end_ends_the_run && collector.any_turn_end().is_some() =>
+            {
+                map_turn_end(
+                    collector.any_turn_end().as_ref(),
+                    self.defects.blocked_as_error,
+                )
+            }
             Outcome::Failed(class) => ("error", Some(class.line(Stage::SessionRun))),
         };
         let mut diagnostic = line.map(|l| l.to_string());

@@ -111,6 +111,19 @@ impl Collector {
         self.last_turn_end.as_ref()
     }
 
+    /// Seeded defect `turn-end-ends-the-run`: the reason of the last `turn/end` of this session
+    /// on the wire, consumed or still queued behind the prompt's response.
+    pub fn any_turn_end(&self) -> Option<Value> {
+        let queued = self.queue.iter().rev().find_map(|(m, p)| {
+            let event = p.get("event")?;
+            (m == "session.event"
+                && p.get("sessionId").and_then(Value::as_str) == Some(self.session_id.as_str())
+                && event.get("type").and_then(Value::as_str) == Some("turn/end"))
+            .then(|| event["data"].get("reason").cloned().unwrap_or(Value::Null))
+        });
+        queued.or_else(|| self.last_turn_end.clone())
+    }
+
     /// One inbound notification.
     pub fn push(&mut self, method: &str, params: Value) {
         if self.message_id.is_none() {
