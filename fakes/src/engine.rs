@@ -10,7 +10,7 @@ use serde_json::{Value, json};
 use tokio::sync::mpsc;
 
 use crate::codec::{Codec, Msg, Sugar};
-use crate::params::subset_mismatch;
+use crate::params::{Rule, mismatch};
 use crate::process;
 use crate::side::Side;
 use crate::signals::SignalPolicy;
@@ -128,7 +128,8 @@ impl Engine {
     async fn step(&mut self, i: usize, step: &Step) {
         let violation = step.violation.clone();
         if let Some(method) = &step.expect {
-            return self.expect(method, step.params.as_ref()).await;
+            let exact = step.exact.unwrap_or(false);
+            return self.expect(method, step.params.as_ref(), exact).await;
         }
         if let Some(result) = &step.reply {
             return self.answer(i, step.to.as_deref(), Ok(result.clone()), violation);
@@ -235,7 +236,7 @@ impl Engine {
         }
     }
 
-    async fn expect(&mut self, method: &str, params: Option<&Value>) {
+    async fn expect(&mut self, method: &str, params: Option<&Value>, exact: bool) {
         loop {
             let Some(frame) = self.read().await else {
                 self.at_eof().await;
@@ -253,9 +254,16 @@ impl Engine {
                     continue;
                 }
             };
-            if let Some(want) = params
-                && let Some(diff) = subset_mismatch(want, got.unwrap_or(&Value::Null), "params")
-            {
+            let cwd = std::env::current_dir()
+                .map(|d| d.to_string_lossy().into_owned())
+                .unwrap_or_default();
+            let rule = Rule { exact, cwd: &cwd };
+            let diff = match (params, got) {
+                (Some(want), got) => mismatch(want, got.unwrap_or(&Value::Null), "params", &rule),
+                (None, Some(got)) if exact => Some(format!("params: not expected (sent {got})")),
+                (None, _) => None,
+            };
+            if let Some(diff) = diff {
                 self.violation(format!("`{method}` params differ from the script: {diff}"));
             }
             self.codec.received(method, got);

@@ -580,3 +580,26 @@ fn a_run_ended_at_turn_end_instead_of_idle_is_caught() {
         &["[expect.stop-reason] stop reason `completed`, expected `error`"],
     );
 }
+
+#[test]
+fn schema_valid_but_wrong_handshakes_are_caught_by_the_pinned_params() {
+    for (defect, filter, line) in [
+        (
+            "codex-experimental-api",
+            "codex/success/final-answer",
+            "`initialize` params differ from the script: params.capabilities.experimentalApi: expected false, got true",
+        ),
+        (
+            "acp-fs-capability",
+            "acp/success/end-turn",
+            "`initialize` params differ from the script: params.clientCapabilities.fs: not expected",
+        ),
+        (
+            "dsh-subject-cwd",
+            "dsh-sdk/turn/completed",
+            "`initialize` params differ from the script: params.cwd: expected the runtime's working directory",
+        ),
+    ] {
+        caught(&[defect], filter, &[], &["[wire.violation]", line]);
+    }
+}

@@ -336,7 +336,12 @@ impl AcpRun {
     ) -> Result<String, HandshakeFailure> {
         let init = self.rpc.request(
             "initialize",
-            json!({"protocolVersion": 1, "clientCapabilities": {}}),
+            if self.defects.acp_fs_capability {
+                json!({"protocolVersion": 1,
+                    "clientCapabilities": {"fs": {"readTextFile": true, "writeTextFile": false}}})
+            } else {
+                json!({"protocolVersion": 1, "clientCapabilities": {}})
+            },
         );
         match race(init, cancel).await {
             Step::Cancelled => return Err(HandshakeFailure::Cancelled),

@@ -27,9 +27,12 @@ pub struct Defects {
     pub turn_end_ends_the_run: bool,
     pub early_facts_last: bool,
     pub exit_beats_terminal: bool,
+    pub codex_experimental_api: bool,
+    pub acp_fs_capability: bool,
+    pub dsh_subject_cwd: bool,
 }
 
-pub const DEFECTS: [(&str, &str); 24] = [
+pub const DEFECTS: [(&str, &str); 27] = [
     (
         "crash-after-dispatch",
         "exit with code 70 right after sending the first `dispatched`, abandoning all children",
@@ -126,6 +129,18 @@ pub const DEFECTS: [(&str, &str); 24] = [
         "exit-beats-terminal",
         "ACP: a child that exits right after answering the prompt is reported as a process exit, though the terminal answer came first",
     ),
+    (
+        "codex-experimental-api",
+        "Codex: initialize asks for the experimental API (`capabilities.experimentalApi: true`; schema-valid, not what the records send)",
+    ),
+    (
+        "acp-fs-capability",
+        "ACP: initialize offers a file-system capability (`clientCapabilities.fs.readTextFile: true`; schema-valid, not what the records send)",
+    ),
+    (
+        "dsh-subject-cwd",
+        "DSH SDK: initialize names the subject's own working directory instead of the runtime's",
+    ),
 ];
 
 pub fn help_text() -> String {
@@ -194,6 +209,9 @@ pub fn parse(args: impl IntoIterator<Item = String>) -> Result<Command, CliError
             "turn-end-ends-the-run" => defects.turn_end_ends_the_run = true,
             "early-facts-last" => defects.early_facts_last = true,
             "exit-beats-terminal" => defects.exit_beats_terminal = true,
+            "codex-experimental-api" => defects.codex_experimental_api = true,
+            "acp-fs-capability" => defects.acp_fs_capability = true,
+            "dsh-subject-cwd" => defects.dsh_subject_cwd = true,
             "notice-after-kill" => defects.notice_after_kill = true,
             "wrong-notice-job" => defects.wrong_notice_job = true,
             "hide-diagnostic-in-tool-result" => defects.hide_diagnostic_in_tool_result = true,

@@ -91,8 +91,13 @@ pub struct Step {
     /// except what the protocol tolerates (ACP `session/cancel`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub expect: Option<String>,
-    /// Answer the latest open request (or the one named by `to`) with this result.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    /// Answer the latest open request (or the one named by `to`) with this result (`null`
+    /// included: `{ "$json" = "null" }`).
+    #[serde(
+        default,
+        deserialize_with = "present",
+        skip_serializing_if = "Option::is_none"
+    )]
     pub reply: Option<Value>,
     /// Answer the latest open request (or the one named by `to`) with this error.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -212,6 +217,10 @@ pub struct Step {
     /// params to send.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub params: Option<Value>,
+    /// With `expect`: the received params must be exactly `params` (no member the script does
+    /// not name, at any depth; no `params` at all when the step names none).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub exact: Option<bool>,
     /// With `request` or `permission`: the result the subject must answer (exact).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub answer: Option<Value>,
@@ -345,6 +354,9 @@ impl Step {
         if self.params.is_some() && !matches!(action, "expect" | "notify" | "request" | "ask") {
             return Err(format!("`params` does not apply to `{action}`"));
         }
+        if self.exact.is_some() && action != "expect" {
+            return Err(format!("`exact` does not apply to `{action}`"));
+        }
         if self.answer.is_some() && !matches!(action, "request" | "permission" | "ask") {
             return Err(format!("`answer` does not apply to `{action}`"));
         }
@@ -371,6 +383,13 @@ impl Step {
 }
 
 /// The key of a table that stands for a JSON value TOML cannot write (`null`, mostly):
+/// A member that is present is `Some`, even when it is `null` (serde's default reads `null` as
+/// absent, which would turn `reply = null` into a step without an action).
+fn present<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<Value>, D::Error> {
+    use serde::Deserialize;
+    Value::deserialize(d).map(Some)
+}
+
 /// `{ "$json" = "null" }` becomes `null`, `{ "$json" = '{"a":null}' }` becomes that object.
 pub const JSON_LITERAL_KEY: &str = "$json";
 

@@ -292,7 +292,10 @@ impl CodexRun {
     ) -> Result<String, StartupFailure> {
         let params = json!({
             "clientInfo": {"name": "deepseek-harness", "title": "DeepSeek Harness", "version": "0.0.1"},
-            "capabilities": {"experimentalApi": false, "requestAttestation": false},
+            "capabilities": {
+                "experimentalApi": self.defects.codex_experimental_api,
+                "requestAttestation": false,
+            },
         });
         match race(self.request("initialize", params), cancel).await {
             Step::Cancelled => return Err(StartupFailure::Cancelled),

@@ -233,6 +233,12 @@ impl DshRun {
         cwd: &str,
         cancel: &mut watch::Receiver<bool>,
     ) -> Result<(), HandshakeFailure> {
+        // Seeded defect `dsh-subject-cwd`: the subject's own directory, not the runtime's.
+        let own = std::env::current_dir().map(|d| d.to_string_lossy().into_owned());
+        let cwd = match own {
+            Ok(own) if self.defects.dsh_subject_cwd => own,
+            _ => cwd.to_owned(),
+        };
         let mut params = json!({
             "cwd": cwd,
             "provider": self.config.provider,
