@@ -239,6 +239,9 @@ impl Engine {
     async fn expect(&mut self, method: &str, params: Option<&Value>, exact: bool) {
         loop {
             let Some(frame) = self.read().await else {
+                // What the script waits for never came: the subject skipped a step of the
+                // protocol (a fake must not pass whatever it is sent, or not sent).
+                self.violation(format!("stdin closed while the script expected `{method}`"));
                 self.at_eof().await;
                 return;
             };

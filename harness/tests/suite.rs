@@ -603,3 +603,17 @@ fn schema_valid_but_wrong_handshakes_are_caught_by_the_pinned_params() {
         caught(&[defect], filter, &[], &["[wire.violation]", line]);
     }
 }
+
+#[test]
+fn a_request_the_script_waits_for_that_never_comes_is_caught() {
+    // The fake used to exit quietly at EOF in the middle of an `expect`: a provider that skipped
+    // a step of the protocol (here the interrupt of a still-open turn) passed.
+    caught(
+        &["skip-turn-interrupt"],
+        "codex/frames/unsupported-request",
+        &[],
+        &[
+            "[wire.violation] the runtime saw a protocol violation: stdin closed while the script expected `turn/interrupt`",
+        ],
+    );
+}

@@ -30,9 +30,10 @@ pub struct Defects {
     pub codex_experimental_api: bool,
     pub acp_fs_capability: bool,
     pub dsh_subject_cwd: bool,
+    pub skip_turn_interrupt: bool,
 }
 
-pub const DEFECTS: [(&str, &str); 27] = [
+pub const DEFECTS: [(&str, &str); 28] = [
     (
         "crash-after-dispatch",
         "exit with code 70 right after sending the first `dispatched`, abandoning all children",
@@ -141,6 +142,10 @@ pub const DEFECTS: [(&str, &str); 27] = [
         "dsh-subject-cwd",
         "DSH SDK: initialize names the subject's own working directory instead of the runtime's",
     ),
+    (
+        "skip-turn-interrupt",
+        "Codex: never send turn/interrupt, neither on a local cancel nor when disposing an open turn",
+    ),
 ];
 
 pub fn help_text() -> String {
@@ -212,6 +217,7 @@ pub fn parse(args: impl IntoIterator<Item = String>) -> Result<Command, CliError
             "codex-experimental-api" => defects.codex_experimental_api = true,
             "acp-fs-capability" => defects.acp_fs_capability = true,
             "dsh-subject-cwd" => defects.dsh_subject_cwd = true,
+            "skip-turn-interrupt" => defects.skip_turn_interrupt = true,
             "notice-after-kill" => defects.notice_after_kill = true,
             "wrong-notice-job" => defects.wrong_notice_job = true,
             "hide-diagnostic-in-tool-result" => defects.hide_diagnostic_in_tool_result = true,

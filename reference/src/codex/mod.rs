@@ -517,7 +517,7 @@ impl CodexRun {
     /// `turn/interrupt` for a turn that is still open while the wire is up; best effort, the
     /// response is never awaited. At most once per run.
     async fn interrupt(&mut self) {
-        if self.interrupt_sent || !self.rpc.is_open() {
+        if self.interrupt_sent || !self.rpc.is_open() || self.defects.skip_turn_interrupt {
             return;
         }
         let Some((thread_id, turn_id)) = self.state.lock().expect("turn state").open_turn() else {
