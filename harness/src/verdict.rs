@@ -415,6 +415,19 @@ pub fn judge(scenario: &Scenario, mode: Mode, obs: &Observed) -> Vec<Finding> {
             ),
         ));
     }
+    // No output is `[]`: a text block without text is output that is not there (the records
+    // keep a text only when it is non-empty).
+    if let Some(r) = &obs.result
+        && r.output.iter().any(|b| {
+            b.get("type").and_then(Value::as_str) == Some("text")
+                && b.get("text").and_then(Value::as_str) == Some("")
+        })
+    {
+        f.push(subject(
+            "contract.output",
+            "the output holds an empty text block; no output is `[]`".into(),
+        ));
+    }
     if let Some(r) = &obs.result
         && let Some(d) = &r.diagnostic
     {

@@ -617,3 +617,15 @@ fn a_request_the_script_waits_for_that_never_comes_is_caught() {
         ],
     );
 }
+
+#[test]
+fn an_empty_text_block_for_no_output_is_caught() {
+    // Found by mutation testing: only the output's text was judged, so `[{"type":"text",
+    // "text":""}]` passed for `[]`.
+    caught(
+        &["empty-text-block"],
+        "acp/success/empty-output",
+        &[],
+        &["[contract.output] the output holds an empty text block; no output is `[]`"],
+    );
+}

@@ -31,9 +31,10 @@ pub struct Defects {
     pub acp_fs_capability: bool,
     pub dsh_subject_cwd: bool,
     pub skip_turn_interrupt: bool,
+    pub empty_text_block: bool,
 }
 
-pub const DEFECTS: [(&str, &str); 28] = [
+pub const DEFECTS: [(&str, &str); 29] = [
     (
         "crash-after-dispatch",
         "exit with code 70 right after sending the first `dispatched`, abandoning all children",
@@ -146,6 +147,10 @@ pub const DEFECTS: [(&str, &str); 28] = [
         "skip-turn-interrupt",
         "Codex: never send turn/interrupt, neither on a local cancel nor when disposing an open turn",
     ),
+    (
+        "empty-text-block",
+        "answer no output as one empty text block (`[{\"type\":\"text\",\"text\":\"\"}]`) instead of `[]`",
+    ),
 ];
 
 pub fn help_text() -> String {
@@ -218,6 +223,7 @@ pub fn parse(args: impl IntoIterator<Item = String>) -> Result<Command, CliError
             "acp-fs-capability" => defects.acp_fs_capability = true,
             "dsh-subject-cwd" => defects.dsh_subject_cwd = true,
             "skip-turn-interrupt" => defects.skip_turn_interrupt = true,
+            "empty-text-block" => defects.empty_text_block = true,
             "notice-after-kill" => defects.notice_after_kill = true,
             "wrong-notice-job" => defects.wrong_notice_job = true,
             "hide-diagnostic-in-tool-result" => defects.hide_diagnostic_in_tool_result = true,

@@ -284,6 +284,10 @@ fn apply_result_defects(defects: &Defects, r: &mut SubagentResult) {
     if defects.drop_partial_output && r.stop_reason != "completed" {
         r.output.clear();
     }
+    if defects.empty_text_block && r.output.is_empty() {
+        r.output
+            .push(serde_json::json!({"type": "text", "text": ""}));
+    }
 }
 
 impl StartParams {
