@@ -246,12 +246,22 @@ fn item_at(version: &str, item: &Value, started: u64, completed: Option<u64>) ->
     item
 }
 
-/// `item/completed` params: 0.169.0 adds `contentTokenCount`.
-fn item_completed(version: &str, mut params: Value) -> Value {
+/// The `item/started` notification (the `n`th) of `item`, started at `at`.
+fn item_started(version: &str, item: &Value, at: u64, n: u64) -> Value {
+    let params = json!({"item": item_at(version, item, at, None), "threadId": THREAD,
+        "turnId": TURN, "startedAtMs": at});
+    note("item/started", params, n)
+}
+
+/// The `item/completed` notification (the `n`th) of `item`, started and completed at `at`;
+/// 0.169.0 adds `contentTokenCount`.
+fn item_completed(version: &str, item: &Value, at: u64, n: u64) -> Value {
+    let mut params = json!({"item": item_at(version, item, at, Some(at)), "threadId": THREAD,
+        "turnId": TURN, "completedAtMs": at});
     if version == "0.169.0" {
         params["contentTokenCount"] = Value::Null;
     }
-    params
+    note("item/completed", params, n)
 }
 
 fn whole_exchange(version: &'static str) {
@@ -291,27 +301,8 @@ fn whole_exchange(version: &'static str) {
     // (The times of one sugar step's frames are read when the step runs: its first frame's.)
     let user = json!({"type": "userMessage", "id": "item-1", "clientId": null,
         "content": [{"type": "text", "text": "do X", "text_elements": []}]});
-    assert_eq!(
-        f.recv(),
-        note(
-            "item/started",
-            json!({"item": item_at(version, &user, BASE + 1, None), "threadId": THREAD,
-                "turnId": TURN, "startedAtMs": BASE + 1}),
-            2
-        )
-    );
-    assert_eq!(
-        f.recv(),
-        note(
-            "item/completed",
-            item_completed(
-                version,
-                json!({"item": item_at(version, &user, BASE + 1, Some(BASE + 1)),
-                    "threadId": THREAD, "turnId": TURN, "completedAtMs": BASE + 1})
-            ),
-            3
-        )
-    );
+    assert_eq!(f.recv(), item_started(version, &user, BASE + 1, 2));
+    assert_eq!(f.recv(), item_completed(version, &user, BASE + 1, 3));
     // Each agent message: started empty, its text as one delta, completed.
     let mut n = 4;
     let mut answers = Vec::new();
@@ -323,15 +314,7 @@ fn whole_exchange(version: &'static str) {
             "memoryCitation": null});
         let mut started = item.clone();
         started["text"] = json!("");
-        assert_eq!(
-            f.recv(),
-            note(
-                "item/started",
-                json!({"item": item_at(version, &started, BASE + n, None),
-                    "threadId": THREAD, "turnId": TURN, "startedAtMs": BASE + n}),
-                n
-            )
-        );
+        assert_eq!(f.recv(), item_started(version, &started, BASE + n, n));
         assert_eq!(
             f.recv(),
             note(
@@ -340,18 +323,7 @@ fn whole_exchange(version: &'static str) {
                 n + 1
             )
         );
-        assert_eq!(
-            f.recv(),
-            note(
-                "item/completed",
-                item_completed(
-                    version,
-                    json!({"threadId": THREAD, "turnId": TURN, "completedAtMs": BASE + n,
-                        "item": item_at(version, &item, BASE + n, Some(BASE + n))})
-                ),
-                n + 2
-            )
-        );
+        assert_eq!(f.recv(), item_completed(version, &item, BASE + n, n + 2));
         answers.push(item);
         n += 3;
     }

@@ -74,11 +74,10 @@ fn a_real_frame_the_fake_lost_fails() {
     // The real runtime's failed attempt (where it carries partial text) vanished from the
     // fake's vocabulary: the differential names the kind. Here the recording gains a kind.
     let dir = fixtures_copy();
-    let path = dir.path().join("dsh-sdk/success.jsonl");
-    let mut text = std::fs::read_to_string(&path).unwrap();
-    text.push_str(r#"{"frame":{"jsonrpc":"2.0","method":"session.event","params":{"sessionId":"s","event":{"type":"assistant/reasoning","seq":99,"time":0,"data":{}}}}}"#);
-    text.push('\n');
-    std::fs::write(&path, text).unwrap();
+    append_line(
+        &dir.path().join("dsh-sdk/success.jsonl"),
+        r#"{"frame":{"jsonrpc":"2.0","method":"session.event","params":{"sessionId":"s","event":{"type":"assistant/reasoning","seq":99,"time":0,"data":{}}}}}"#,
+    );
     let (code, out) = diff(dir.path());
     assert_eq!(code, Some(1), "{out}");
     assert!(
@@ -109,15 +108,22 @@ fn a_real_frame_the_protocol_schema_rejects_fails() {
     // The schema every fake frame is held to must accept what the real runtime sends (the DSH
     // SDK schema is conform's own): a real stream entry it does not know is reported.
     let dir = fixtures_copy();
-    let path = dir.path().join("dsh-sdk/mid-stream.jsonl");
-    let mut text = std::fs::read_to_string(&path).unwrap();
-    text.push_str(r#"{"frame":{"jsonrpc":"2.0","method":"session.event","params":{"sessionId":"s","event":{"type":"assistant/attempt","seq":99,"time":0,"data":{"stream":[{"type":"image-chunks","index":0}]}}}}}"#);
-    text.push('\n');
-    std::fs::write(&path, text).unwrap();
+    append_line(
+        &dir.path().join("dsh-sdk/mid-stream.jsonl"),
+        r#"{"frame":{"jsonrpc":"2.0","method":"session.event","params":{"sessionId":"s","event":{"type":"assistant/attempt","seq":99,"time":0,"data":{"stream":[{"type":"image-chunks","index":0}]}}}}}"#,
+    );
     let (code, out) = diff(dir.path());
     assert_eq!(code, Some(1), "{out}");
     assert!(
         out.contains("✗ conform's schema rejects a `session.event:assistant/attempt` frame the real runtime sent"),
         "{out}"
     );
+}
+
+/// Appends one line to a copied fixture.
+fn append_line(path: &std::path::Path, line: &str) {
+    let mut text = std::fs::read_to_string(path).unwrap();
+    text.push_str(line);
+    text.push('\n');
+    std::fs::write(path, text).unwrap();
 }

@@ -215,14 +215,22 @@ pub struct Step {
     // ---- modifiers ----
     /// With `expect`: a subset the received params must contain. With `notify`/`request`: the
     /// params to send.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(
+        default,
+        deserialize_with = "present",
+        skip_serializing_if = "Option::is_none"
+    )]
     pub params: Option<Value>,
     /// With `expect`: the received params must be exactly `params` (no member the script does
     /// not name, at any depth; no `params` at all when the step names none).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub exact: Option<bool>,
     /// With `request` or `permission`: the result the subject must answer (exact).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(
+        default,
+        deserialize_with = "present",
+        skip_serializing_if = "Option::is_none"
+    )]
     pub answer: Option<Value>,
     /// With `reply`, `error` or `stop`: the method of the open request to answer.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -383,8 +391,9 @@ impl Step {
 }
 
 /// The key of a table that stands for a JSON value TOML cannot write (`null`, mostly):
-/// A member that is present is `Some`, even when it is `null` (serde's default reads `null` as
-/// absent, which would turn `reply = null` into a step without an action).
+/// A member that is present is `Some`, even when it is `null`. serde's default reads `null` as
+/// absent: `reply = null` became a step without an action, and — worse, silently — an
+/// `answer = null` (the subject must answer `null`) became no check of the answer at all.
 fn present<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<Value>, D::Error> {
     use serde::Deserialize;
     Value::deserialize(d).map(Some)
@@ -435,6 +444,18 @@ fn resolve(value: &mut Value) -> Result<(), String> {
 mod tests {
     use super::*;
     use serde_json::json;
+
+    #[test]
+    fn a_null_payload_stays_a_payload_on_its_way_to_the_fake() {
+        // The fake reads the step back from JSON: `null` must not turn into "absent".
+        for key in ["reply", "answer", "params"] {
+            let step: Step = serde_json::from_value(json!({ key: null })).unwrap();
+            let back = serde_json::to_value(&step).unwrap();
+            assert_eq!(back, json!({ key: null }), "{key}");
+        }
+        let none: Step = serde_json::from_value(json!({})).unwrap();
+        assert!(none.reply.is_none() && none.answer.is_none() && none.params.is_none());
+    }
 
     #[test]
     fn json_literals_become_their_values() {
