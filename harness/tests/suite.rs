@@ -53,6 +53,34 @@ fn the_codex_catalog_also_passes_with_the_fake_speaking_0_169_0() {
     assert!(out.contains(" 0 failed, 16 skipped"), "{out}");
 }
 
+/// The test `ci/mutants` runs against each mutant of the reference: the part of the catalog a
+/// mutant can reach (`CONFORM_MUTANTS_FILTER`: `acp/`, `dsh-sdk/` or `codex/` for a file only
+/// that provider uses; unset: everything), and for Codex also the catalog at 0.169.0. Ignored by
+/// `cargo test`: the two tests above already run all of it.
+#[test]
+#[ignore = "run by ci/mutants"]
+fn the_catalog_a_mutant_can_reach() {
+    let filter = std::env::var("CONFORM_MUTANTS_FILTER").unwrap_or_default();
+    let mut args = vec!["-j", "8"];
+    if !filter.is_empty() {
+        args.extend(["--filter", filter.as_str()]);
+    }
+    let (code, out, err) = run(&args);
+    assert_eq!(code, Some(0), "{out}\n{err}");
+    assert!(out.contains(" 0 failed, "), "{out}");
+    if filter == "codex/" {
+        let (code, out, err) = run(&[
+            "-j",
+            "8",
+            "--filter",
+            "codex/",
+            "--product-version",
+            "codex=0.169.0",
+        ]);
+        assert_eq!(code, Some(0), "{out}\n{err}");
+    }
+}
+
 #[test]
 fn a_wrong_snapshot_fails_with_a_readable_diff() {
     let dir = tempfile::tempdir().unwrap();
