@@ -5,6 +5,7 @@
 //! (with or without the `jsonrpc` member).
 
 use conform_protocol::script::{RpcError, Step};
+use conform_protocol::vocab::Provider;
 use serde_json::{Map, Value, json};
 
 /// One incoming frame, classified.
@@ -48,8 +49,8 @@ pub enum Sugar {
 }
 
 pub trait Codec: Send {
-    /// The `protocol` a script must name for this codec.
-    fn protocol(&self) -> &'static str;
+    /// The provider whose protocol this codec speaks (a script must name it).
+    fn provider(&self) -> Provider;
 
     /// `Some("2.0")` when every frame carries `"jsonrpc":"2.0"`; `None` when the real runtime
     /// leaves it out (codex app-server).
@@ -74,7 +75,7 @@ pub trait Codec: Send {
         if is_sugar(action) && !self.sugar_keys().contains(&action) {
             return Err(format!(
                 "`{action}` is not available for protocol {}",
-                self.protocol()
+                self.provider()
             ));
         }
         Ok(())
@@ -226,14 +227,13 @@ pub fn classify_jsonrpc(frame: &Value) -> Msg<'_> {
     }
 }
 
-/// The codec of a protocol by its name (`acp`, `dsh-sdk`, `codex`).
-pub fn for_protocol(name: &str) -> Option<Box<dyn Codec>> {
-    Some(match name {
-        "acp" => Box::new(crate::acp::AcpCodec::new()),
-        "dsh-sdk" => Box::new(crate::dsh_sdk::DshSdkCodec::new()),
-        "codex" => Box::new(crate::codex::CodexCodec::new()),
-        _ => return None,
-    })
+/// The codec of a provider's protocol.
+pub fn for_provider(provider: Provider) -> Box<dyn Codec> {
+    match provider {
+        Provider::Acp => Box::new(crate::acp::AcpCodec::new()),
+        Provider::DshSdk => Box::new(crate::dsh_sdk::DshSdkCodec::new()),
+        Provider::Codex => Box::new(crate::codex::CodexCodec::new()),
+    }
 }
 
 /// What kind of notification a frame is, beyond its method: a DSH SDK `session.event`'s event

@@ -19,11 +19,11 @@ use crate::wire::{Incoming, Stdout};
 /// Checks a script before anything runs: protocol, step shapes, what the codec offers.
 /// Errors name the step (`steps[i]`, 0-based).
 pub fn validate(script: &Script, codec: &dyn Codec) -> Result<(), String> {
-    if script.protocol != codec.protocol() {
+    if script.protocol != codec.provider() {
         return Err(format!(
-            "script is for protocol {:?}, this fake speaks {:?}",
+            "script is for protocol `{}`, this fake speaks `{}`",
             script.protocol,
-            codec.protocol()
+            codec.provider()
         ));
     }
     for (i, step) in script.steps.iter().enumerate() {

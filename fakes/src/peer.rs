@@ -49,9 +49,12 @@ pub fn main_with_args(args: Vec<String>) -> std::process::ExitCode {
         eprintln!("peer-proxy: --side, --run and --protocol are required");
         return std::process::ExitCode::from(2);
     };
-    let Some(codec) = crate::codec::for_protocol(&protocol) else {
-        eprintln!("peer-proxy: no codec for protocol {protocol}");
-        return std::process::ExitCode::from(2);
+    let codec = match protocol.parse() {
+        Ok(provider) => crate::codec::for_provider(provider),
+        Err(e) => {
+            eprintln!("peer-proxy: --protocol: {e}");
+            return std::process::ExitCode::from(2);
+        }
     };
     if argv.is_empty() {
         eprintln!("peer-proxy: no command after --");

@@ -85,7 +85,7 @@ pub fn setsid() -> std::io::Result<()> {
 }
 
 /// Leading arguments that make this executable a fake again (empty for a `fake-*` binary;
-/// `["fake-acp"]` when the fake runs as a subcommand of a multi-call binary such as `conform`).
+/// `["fake", "acp"]` when the fake runs as a subcommand of a multi-call binary such as `conform`).
 pub static SELF_ARGS: std::sync::OnceLock<Vec<String>> = std::sync::OnceLock::new();
 
 /// Starts `/proc/self/exe [SELF_ARGS] --grandchild …` and returns its pid once it has

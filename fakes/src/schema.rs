@@ -1,6 +1,7 @@
 //! Which frames of a fake's ledger break their protocol's schema.
 
 use conform_protocol::side::{Direction, FakeEvent, FakeLine};
+use conform_protocol::vocab::Provider;
 use jsonschema::Validator;
 use serde_json::Value;
 
@@ -23,19 +24,19 @@ pub(crate) fn check(validator: &Validator, value: &Value, what: &str) -> Result<
 /// mark, with the reason. `None` when conform has no schema for that protocol or version (so
 /// callers can say so instead of passing silently).
 pub fn unmarked_invalid_frames<'a>(
-    protocol: &str,
+    provider: Provider,
     product_version: Option<&str>,
     lines: &'a [FakeLine],
 ) -> Option<Vec<(&'a FakeLine, String)>> {
-    let codex_version = match protocol {
-        "acp" | "dsh-sdk" => None,
-        "codex" => Some(crate::codex::product_version(product_version).ok()?),
-        _ => return None,
+    let codex_version = match provider {
+        Provider::Acp | Provider::DshSdk => None,
+        Provider::Codex => Some(crate::codex::product_version(product_version).ok()?),
     };
-    let validate = |frame: &Value, answers: Option<&str>| match codex_version {
-        Some(version) => crate::codex::validate_frame(frame, answers, version),
-        None if protocol == "acp" => crate::acp::validate_frame(frame, answers),
-        None => crate::dsh_sdk::validate_frame(frame, answers),
+    let validate = |frame: &Value, answers: Option<&str>| match (provider, codex_version) {
+        (Provider::Codex, Some(version)) => crate::codex::validate_frame(frame, answers, version),
+        (Provider::Acp, _) => crate::acp::validate_frame(frame, answers),
+        (Provider::DshSdk, _) => crate::dsh_sdk::validate_frame(frame, answers),
+        (Provider::Codex, None) => unreachable!("a Codex version was found above"),
     };
     Some(
         lines

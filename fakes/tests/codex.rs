@@ -678,11 +678,15 @@ fn unmarked_verdict(version: &'static str, step: Value) -> Vec<String> {
     f.close_stdin();
     assert_eq!(f.wait().code(), Some(0));
     let log = f.drain();
-    conform_fakes::schema::unmarked_invalid_frames("codex", Some(version), &log)
-        .expect("conform has the Codex schema")
-        .into_iter()
-        .map(|(_, e)| e)
-        .collect()
+    conform_fakes::schema::unmarked_invalid_frames(
+        conform_protocol::vocab::Provider::Codex,
+        Some(version),
+        &log,
+    )
+    .expect("conform has the Codex schema")
+    .into_iter()
+    .map(|(_, e)| e)
+    .collect()
 }
 
 #[test]

@@ -444,8 +444,12 @@ fn unmarked_invalid_frames_are_caught() {
     assert_eq!(f.recv(), status("s", "busy"));
     f.close_stdin();
     let log = f.drain();
-    let invalid = conform_fakes::schema::unmarked_invalid_frames("dsh-sdk", None, &log)
-        .expect("conform has the DSH SDK schema");
+    let invalid = conform_fakes::schema::unmarked_invalid_frames(
+        conform_protocol::vocab::Provider::DshSdk,
+        None,
+        &log,
+    )
+    .expect("conform has the DSH SDK schema");
     assert_eq!(invalid.len(), 1, "{invalid:?}");
     assert!(invalid[0].1.contains("busy"), "{}", invalid[0].1);
 }

@@ -3,6 +3,7 @@
 use std::path::PathBuf;
 
 use clap::{Args, Parser, Subcommand};
+use conform_protocol::vocab::Provider;
 
 #[derive(Debug, Parser)]
 #[command(
@@ -37,21 +38,10 @@ pub enum Command {
         #[arg(value_parser = ["scenario", "subject"])]
         which: String,
     },
-    /// Run a scripted fake runtime (used by the harness itself).
-    #[command(name = "fake-acp", hide = true, disable_help_flag = true)]
-    FakeAcp {
-        #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
-        args: Vec<String>,
-    },
-    /// Run a scripted fake DSH SDK runtime (used by the harness itself).
-    #[command(name = "fake-dsh-sdk", hide = true, disable_help_flag = true)]
-    FakeDshSdk {
-        #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
-        args: Vec<String>,
-    },
-    /// Run a scripted fake Codex app-server (used by the harness itself).
-    #[command(name = "fake-codex", hide = true, disable_help_flag = true)]
-    FakeCodex {
+    /// Run the scripted fake runtime of a provider (used by the harness itself).
+    #[command(hide = true, disable_help_flag = true)]
+    Fake {
+        provider: Provider,
         #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
         args: Vec<String>,
     },

@@ -9,6 +9,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
 
 use conform_protocol::side::{Direction, FakeEvent, FakeLine};
+use conform_protocol::vocab::Provider;
 use serde::Deserialize;
 use serde_json::{Map, Value};
 
@@ -284,7 +285,7 @@ pub fn compare(
 
 /// Real frames the protocol's schema rejects (the schema every fake frame is held to).
 fn schema_rejections(
-    provider: &str,
+    provider: Provider,
     version: Option<&str>,
     real: &[(String, Value)],
 ) -> Vec<Difference> {
@@ -503,7 +504,7 @@ async fn ledgers(
     opts: &DiffOptions,
     ids: &[String],
     peers: Option<std::path::PathBuf>,
-    product_versions: BTreeMap<String, String>,
+    product_versions: BTreeMap<Provider, String>,
 ) -> Result<BTreeMap<String, Ledger>, String> {
     let report = crate::suite::run(crate::suite::Options {
         scenarios: opts.scenarios.clone(),
@@ -590,14 +591,11 @@ pub async fn diff(opts: DiffOptions) -> Result<i32, String> {
         })
         .collect();
     // The product version each analog's fake speaks (`[peer] product_version`), by analog.
-    let analog_versions: BTreeMap<&str, (String, Option<String>)> = all
+    let analog_versions: BTreeMap<&str, (Provider, Option<String>)> = all
         .iter()
         .filter_map(|s| {
             let p = s.file.peer.as_ref()?;
-            Some((
-                s.id.as_str(),
-                (s.file.provider.clone(), p.product_version.clone()),
-            ))
+            Some((s.id.as_str(), (s.file.provider, p.product_version.clone())))
         })
         .collect();
     if peer_cases.is_empty() {
@@ -648,7 +646,7 @@ pub async fn diff(opts: DiffOptions) -> Result<i32, String> {
     }
     // The analogs, run once per product version their fakes must speak.
     let mut fakes: BTreeMap<(String, Option<String>), Ledger> = BTreeMap::new();
-    let mut by_version: BTreeMap<(String, Option<String>), Vec<String>> = BTreeMap::new();
+    let mut by_version: BTreeMap<(Provider, Option<String>), Vec<String>> = BTreeMap::new();
     for (id, _, analog) in &peer_cases {
         let (provider, version) = analog_versions[id.as_str()].clone();
         by_version
@@ -657,10 +655,7 @@ pub async fn diff(opts: DiffOptions) -> Result<i32, String> {
             .push(analog.clone());
     }
     for ((provider, version), analogs) in by_version {
-        let versions = version
-            .iter()
-            .map(|v| (provider.clone(), v.clone()))
-            .collect();
+        let versions = version.iter().map(|v| (provider, v.clone())).collect();
         for (analog, ledger) in ledgers(&opts, &analogs, None, versions).await? {
             fakes.insert((analog, version.clone()), ledger);
         }
@@ -700,7 +695,7 @@ pub async fn diff(opts: DiffOptions) -> Result<i32, String> {
             .collect();
         let mut diffs = compare(&real, &fake, &unordered);
         let (provider, version) = &analog_versions[id.as_str()];
-        diffs.extend(schema_rejections(provider, version.as_deref(), &real));
+        diffs.extend(schema_rejections(*provider, version.as_deref(), &real));
         if diffs.is_empty() {
             println!("  no difference");
         }

@@ -82,20 +82,10 @@ impl ReportFile {
 fn main() -> ExitCode {
     let cli = Cli::parse();
     match cli.command {
-        Command::FakeAcp { args } => conform_fakes::cli::main_with_args(
-            conform_fakes::codec::for_protocol("acp").expect("a codec"),
+        Command::Fake { provider, args } => conform_fakes::cli::main_with_args(
+            conform_fakes::codec::for_provider(provider),
             args,
-            vec!["fake-acp".to_owned()],
-        ),
-        Command::FakeDshSdk { args } => conform_fakes::cli::main_with_args(
-            conform_fakes::codec::for_protocol("dsh-sdk").expect("a codec"),
-            args,
-            vec!["fake-dsh-sdk".to_owned()],
-        ),
-        Command::FakeCodex { args } => conform_fakes::cli::main_with_args(
-            conform_fakes::codec::for_protocol("codex").expect("a codec"),
-            args,
-            vec!["fake-codex".to_owned()],
+            vec!["fake".to_owned(), provider.to_string()],
         ),
         Command::PeerProxy { args } => conform_fakes::peer::main_with_args(args),
         Command::MockModel { args } => conform_fakes::model::main_with_args(args),
@@ -176,9 +166,15 @@ fn main() -> ExitCode {
             let mut product_versions = std::collections::BTreeMap::new();
             for pv in &args.product_version {
                 match pv.split_once('=') {
-                    Some((p, v)) if !p.is_empty() && !v.is_empty() => {
-                        product_versions.insert(p.to_owned(), v.to_owned());
-                    }
+                    Some((p, v)) if !v.is_empty() => match p.parse() {
+                        Ok(provider) => {
+                            product_versions.insert(provider, v.to_owned());
+                        }
+                        Err(e) => {
+                            eprintln!("error: --product-version {pv}: {e}");
+                            return ExitCode::from(2);
+                        }
+                    },
                     _ => {
                         eprintln!("error: --product-version takes PROVIDER=VERSION, got `{pv}`");
                         return ExitCode::from(2);

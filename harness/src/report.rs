@@ -189,7 +189,7 @@ pub fn junit(report: &SuiteReport) -> Result<String, quick_junit::SerializeError
     out.set_time(report.elapsed);
     let mut suites: std::collections::BTreeMap<String, TestSuite> = Default::default();
     for c in &report.cases {
-        let provider = c.scenario.file.provider.clone();
+        let provider = c.scenario.file.provider.as_str();
         let status = match &c.verdict {
             Verdict::Pass => TestCaseStatus::success(),
             Verdict::Skip(why) => {
@@ -221,12 +221,12 @@ pub fn junit(report: &SuiteReport) -> Result<String, quick_junit::SerializeError
             }
         };
         let mut case = TestCase::new(format!("{} ({})", c.scenario.id, c.mode), status);
-        case.set_classname(provider.clone());
+        case.set_classname(provider);
         if let Some(obs) = &c.obs {
             case.set_time(obs.elapsed);
         }
         suites
-            .entry(provider.clone())
+            .entry(provider.to_owned())
             .or_insert_with(|| TestSuite::new(provider))
             .add_test_case(case);
     }

@@ -10,6 +10,7 @@ use std::time::{Duration, Instant, SystemTime};
 
 use conform_protocol::side::{Direction, FakeEvent, FakeLine, Role};
 use conform_protocol::subject::{FromSubject, Mode, Runtime, StartError, ToSubject};
+use conform_protocol::vocab::Provider;
 use serde_json::{Map, Value, json};
 
 use crate::events::{Router, RunEvent};
@@ -31,7 +32,7 @@ pub struct Ctx {
     pub work: PathBuf,
     pub default_deadline: Duration,
     /// Provider → product version its fake speaks (`--product-version`).
-    pub product_versions: std::collections::BTreeMap<String, String>,
+    pub product_versions: std::collections::BTreeMap<Provider, String>,
     /// The real peers and the model endpoint's base URL, when `--peers` was given.
     pub peers: Option<(crate::peers::Peers, String)>,
 }
@@ -544,14 +545,14 @@ fn start_message(
                 "--run".into(),
                 run.to_owned(),
                 "--protocol".into(),
-                provider.clone(),
+                provider.to_string(),
                 "--".into(),
             ]);
             argv.extend(peer_argv);
             peer_env = env;
         }
         _ => {
-            argv.push(format!("fake-{provider}"));
+            argv.extend(["fake".to_owned(), provider.to_string()]);
             argv.extend([
                 "--script".into(),
                 path_str(&script_path),
@@ -599,7 +600,7 @@ fn start_message(
         .collect();
     Ok(ToSubject::Start {
         run: run.to_owned(),
-        provider: provider.clone(),
+        provider: *provider,
         mode,
         label: scenario.id.clone(),
         task: scenario.file.task.clone(),

@@ -7,7 +7,9 @@ use std::ops::Range;
 use std::path::{Path, PathBuf};
 
 use conform_protocol::script::{Script, Step};
-use conform_protocol::subject::Mode;
+use conform_protocol::vocab::{
+    JobStatus, Mode, PermissionPolicy, Provider, StopReason, TeardownRung,
+};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
@@ -22,8 +24,7 @@ pub const PRELUDE_DIR: &str = "preludes";
 pub struct ScenarioFile {
     /// One line saying what the case proves.
     pub title: String,
-    /// `acp`, `dsh-sdk` or `codex`.
-    pub provider: String,
+    pub provider: Provider,
     /// Modes to run; default both.
     #[serde(default = "all_modes")]
     pub modes: Vec<Mode>,
@@ -66,8 +67,8 @@ fn default_task() -> String {
 #[derive(Clone, Debug, Default, Deserialize, Serialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct SubjectSection {
-    /// Permission policy: `allow` or `reject`.
-    pub permission: Option<String>,
+    /// Permission policy.
+    pub permission: Option<PermissionPolicy>,
     /// How long dispose waits after stdin EOF before SIGTERM.
     pub dispose_eof_grace_ms: Option<u64>,
     /// How long dispose waits after SIGTERM before SIGKILL (and after SIGKILL).
@@ -168,15 +169,15 @@ pub struct CancelSection {
 pub struct ExpectSection {
     /// `start()` must reject with exactly this model-visible message.
     pub start_error: Option<String>,
-    /// The shared stop reason: `completed`, `max-tokens`, `refusal`, `aborted`, `error`.
-    pub stop_reason: Option<String>,
+    /// The shared stop reason.
+    pub stop_reason: Option<StopReason>,
     pub diagnostic: Option<String>,
     /// Concatenated text of the result's output blocks.
     pub output: Option<String>,
-    /// Background job status: `completed`, `failed` or `killed`.
-    pub job_status: Option<String>,
-    /// Which rung of the teardown ladder ended the runtime: `eof`, `sigterm`, `sigkill`.
-    pub teardown: Option<String>,
+    /// Background job status.
+    pub job_status: Option<JobStatus>,
+    /// Which rung of the teardown ladder ended the runtime.
+    pub teardown: Option<TeardownRung>,
     /// An upstream code newer than the subject's pin: the diagnostic's category must be this code
     /// or `unknown` (the report lists which), instead of an exact `diagnostic`.
     pub upstream_code: Option<String>,
@@ -323,7 +324,7 @@ pub fn load(root: &Path, path: &Path) -> Result<Scenario, ScenarioError> {
         ));
     }
     let script = Script {
-        protocol: file.provider.clone(),
+        protocol: file.provider,
         product_version: file.product_version.clone(),
         steps,
     };
@@ -335,73 +336,14 @@ pub fn load(root: &Path, path: &Path) -> Result<Scenario, ScenarioError> {
     })
 }
 
-const PROVIDERS: &[&str] = &["acp", "dsh-sdk", "codex"];
-const STOP_REASONS: &[&str] = &["completed", "max-tokens", "refusal", "aborted", "error"];
-
 fn check_file(path: &Path, text: &str, file: &ScenarioFile) -> Result<(), ScenarioError> {
     let at_key = |key: &str| find_key(text, key);
-    if !PROVIDERS.contains(&file.provider.as_str()) {
-        return Err(invalid(
-            path,
-            text,
-            at_key("provider"),
-            format!(
-                "unknown provider `{}`, expected one of: {}",
-                file.provider,
-                PROVIDERS.join(", ")
-            ),
-        ));
-    }
     if file.modes.is_empty() {
         return Err(invalid(
             path,
             text,
             at_key("modes"),
             "`modes` is empty".into(),
-        ));
-    }
-    if let Some(p) = &file.subject.permission
-        && p != "allow"
-        && p != "reject"
-    {
-        return Err(invalid(
-            path,
-            text,
-            at_key("permission"),
-            format!("permission policy `{p}`, expected `allow` or `reject`"),
-        ));
-    }
-    if let Some(r) = &file.expect.stop_reason
-        && !STOP_REASONS.contains(&r.as_str())
-    {
-        return Err(invalid(
-            path,
-            text,
-            at_key("stop_reason"),
-            format!(
-                "stop reason `{r}`, expected one of: {}",
-                STOP_REASONS.join(", ")
-            ),
-        ));
-    }
-    if let Some(s) = &file.expect.job_status
-        && !["completed", "failed", "killed"].contains(&s.as_str())
-    {
-        return Err(invalid(
-            path,
-            text,
-            at_key("job_status"),
-            format!("job status `{s}`, expected `completed`, `failed` or `killed`"),
-        ));
-    }
-    if let Some(t) = &file.expect.teardown
-        && !["eof", "sigterm", "sigkill"].contains(&t.as_str())
-    {
-        return Err(invalid(
-            path,
-            text,
-            at_key("teardown"),
-            format!("teardown rung `{t}`, expected `eof`, `sigterm` or `sigkill`"),
         ));
     }
     if file.expect.start_error.is_some() && file.expect.stop_reason.is_some() {
@@ -695,7 +637,17 @@ mod tests {
     fn an_unknown_stop_reason_is_rejected() {
         let text = OK.replace("\"completed\"", "\"done\"");
         let err = load_text(&text).unwrap_err().to_string();
-        assert!(err.contains("case.toml:8:1: stop reason `done`"), "{err}");
+        // Pointed at the value, with the whole closed set.
+        assert!(
+            err.contains("case.toml:8:15: unknown variant `done`, expected one of `completed`, `max-tokens`, `refusal`, `aborted`, `error`"),
+            "{err}"
+        );
+        let text = OK.replace("\"acp\"", "\"claude\"");
+        let err = load_text(&text).unwrap_err().to_string();
+        assert!(
+            err.contains("case.toml:2:12: unknown variant `claude`, expected one of `acp`, `dsh-sdk`, `codex`"),
+            "{err}"
+        );
     }
 
     #[test]

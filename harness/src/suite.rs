@@ -6,6 +6,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use conform_protocol::subject::Mode;
+use conform_protocol::vocab::Provider;
 use tokio::sync::Semaphore;
 use tokio::task::JoinSet;
 
@@ -122,7 +123,7 @@ pub struct Options {
     pub deadline: Duration,
     pub progress: bool,
     /// Provider → product version its fake speaks.
-    pub product_versions: std::collections::BTreeMap<String, String>,
+    pub product_versions: std::collections::BTreeMap<Provider, String>,
     /// How long the subject has to answer `hello`.
     pub hello_timeout: Duration,
     /// A suite that skipped every case exits 0 instead of 2.
@@ -251,7 +252,7 @@ pub async fn run(opts: Options) -> Result<SuiteReport, SuiteError> {
             let reason = match &caps {
                 _ if peer_missing.is_some() => peer_missing,
                 None => Some("not run: the subject could not be started".to_owned()),
-                Some(c) if !c.providers.contains(&s.file.provider) => {
+                Some(c) if !c.providers.iter().any(|p| p == s.file.provider.as_str()) => {
                     Some(format!("the subject has no `{}` provider", s.file.provider))
                 }
                 Some(c) if !c.modes.contains(&mode) => {

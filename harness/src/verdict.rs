@@ -215,7 +215,7 @@ pub fn judge(scenario: &Scenario, mode: Mode, obs: &Observed) -> Vec<Finding> {
         Some(vec![])
     } else {
         conform_fakes::schema::unmarked_invalid_frames(
-            &scenario.file.provider,
+            scenario.file.provider,
             obs.product_version.as_deref(),
             &obs.fake,
         )
@@ -340,7 +340,7 @@ pub fn judge(scenario: &Scenario, mode: Mode, obs: &Observed) -> Vec<Finding> {
                 "no result was reported".into(),
             )),
             Some(r) => {
-                if &r.stop_reason != want {
+                if r.stop_reason != want.as_str() {
                     f.push(subject(
                         "expect.stop-reason",
                         format!("stop reason `{}`, expected `{want}`", r.stop_reason),

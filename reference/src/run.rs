@@ -4,7 +4,8 @@
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 
-use conform_protocol::subject::{FromSubject, Mode, Runtime, StartError};
+use conform_protocol::subject::{FromSubject, Mode, Runtime};
+use conform_protocol::vocab::Provider;
 use serde_json::{Map, Value};
 use tokio::sync::{mpsc, watch};
 
@@ -27,7 +28,7 @@ pub enum Control {
 
 pub struct StartParams {
     pub run: String,
-    pub provider: String,
+    pub provider: Provider,
     pub mode: Mode,
     pub label: String,
     pub task: String,
@@ -109,18 +110,11 @@ pub async fn host_run(
         runtime: p.runtime.clone(),
         config: p.config.clone(),
     };
-    match p.provider.as_str() {
-        ACP => {
-            tokio::spawn(acp::run(spec, defects, log, cancel_rx, ev_tx));
-        }
-        DSH_SDK => {
-            tokio::spawn(dsh_sdk::run(spec, defects, log, cancel_rx, ev_tx));
-        }
-        CODEX => {
-            tokio::spawn(codex::run(spec, defects, log, cancel_rx, ev_tx));
-        }
-        _ => drop(ev_tx),
-    }
+    match p.provider {
+        Provider::Acp => tokio::spawn(acp::run(spec, defects, log, cancel_rx, ev_tx)),
+        Provider::DshSdk => tokio::spawn(dsh_sdk::run(spec, defects, log, cancel_rx, ev_tx)),
+        Provider::Codex => tokio::spawn(codex::run(spec, defects, log, cancel_rx, ev_tx)),
+    };
     if let Some(job) = &p.job {
         host.tool_result((false, host::background_started(job)));
     }
@@ -212,22 +206,6 @@ pub async fn host_run(
         }
     }
 
-    // A provider that never reported (unknown provider name) rejects here.
-    if !p.provider_ok() {
-        let error = StartError {
-            name: "SubagentError".into(),
-            message: "no subagent provider is registered under that name".into(),
-        };
-        host.emit(FromSubject::StartRejected {
-            run: p.run.clone(),
-            error: error.clone(),
-        });
-        match p.mode {
-            Mode::Foreground => host.tool_result(host::foreground_start_rejected(&error)),
-            Mode::Background => outcome = Some(host::job_outcome_start_rejected(&error, false)),
-        }
-    }
-
     if p.mode == Mode::Foreground {
         return;
     }
@@ -290,15 +268,5 @@ fn apply_result_defects(defects: &Defects, r: &mut SubagentResult) {
     }
 }
 
-impl StartParams {
-    fn provider_ok(&self) -> bool {
-        PROVIDERS.contains(&self.provider.as_str())
-    }
-}
-
-const ACP: &str = "acp";
-const DSH_SDK: &str = "dsh-sdk";
-const CODEX: &str = "codex";
-
-/// The provider names this subject hosts (the hello's `providers`).
-pub const PROVIDERS: [&str; 3] = [ACP, DSH_SDK, CODEX];
+/// The providers this subject hosts (the hello's `providers`): all of them.
+pub const PROVIDERS: &[Provider] = Provider::ALL;

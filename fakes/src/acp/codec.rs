@@ -6,6 +6,7 @@ use agent_client_protocol_schema::v1::{
     TextContent, ToolCallStatus, ToolCallUpdate, ToolCallUpdateFields, ToolKind,
 };
 use conform_protocol::script::{Permission, PermissionOption, RpcError, Step};
+use conform_protocol::vocab::Provider;
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 use serde_json::{Value, json};
@@ -104,8 +105,8 @@ impl AcpCodec {
 }
 
 impl Codec for AcpCodec {
-    fn protocol(&self) -> &'static str {
-        "acp"
+    fn provider(&self) -> Provider {
+        Provider::Acp
     }
 
     fn sugar_keys(&self) -> &'static [&'static str] {

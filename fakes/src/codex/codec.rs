@@ -4,6 +4,7 @@
 use std::cell::Cell;
 
 use conform_protocol::script::{RpcError, Step};
+use conform_protocol::vocab::Provider;
 use serde_json::{Map, Value, json};
 
 use super::{DEFAULT_PRODUCT_VERSION, method};
@@ -190,8 +191,8 @@ impl CodexCodec {
 }
 
 impl Codec for CodexCodec {
-    fn protocol(&self) -> &'static str {
-        "codex"
+    fn provider(&self) -> Provider {
+        Provider::Codex
     }
 
     fn jsonrpc_version(&self) -> Option<&'static str> {

@@ -3,6 +3,7 @@
 use std::collections::HashMap;
 
 use conform_protocol::script::{RpcError, Step};
+use conform_protocol::vocab::Provider;
 use serde_json::{Value, json};
 
 use super::{event, method};
@@ -108,8 +109,8 @@ fn sugar_action(step: &Step) -> Option<&'static str> {
 }
 
 impl Codec for DshSdkCodec {
-    fn protocol(&self) -> &'static str {
-        "dsh-sdk"
+    fn provider(&self) -> Provider {
+        Provider::DshSdk
     }
 
     fn sugar_keys(&self) -> &'static [&'static str] {

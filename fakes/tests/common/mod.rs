@@ -331,7 +331,7 @@ impl Fake {
     pub fn finish(&mut self) -> Vec<FakeLine> {
         self.drain();
         let invalid = conform_fakes::schema::unmarked_invalid_frames(
-            self.protocol,
+            self.protocol.parse().expect("a provider"),
             self.product_version,
             &self.log,
         )

@@ -10,6 +10,7 @@ pub mod lines;
 pub mod script;
 pub mod side;
 pub mod subject;
+pub mod vocab;
 
 /// Version string of the subject adapter protocol, sent in both `hello` messages.
 pub const SUBJECT_PROTOCOL: &str = "conform-subject/1";

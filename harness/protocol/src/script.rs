@@ -10,12 +10,14 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
+use crate::vocab::Provider;
+
 /// A whole script, as the harness hands it to a fake (`--script <file.json>`).
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct Script {
-    /// `acp`, `dsh-sdk` or `codex`: must match the fake binary.
-    pub protocol: String,
+    /// Must match the fake binary.
+    pub protocol: Provider,
     /// The product version the fake speaks (Codex: `0.147.0` by default, or `0.169.0`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub product_version: Option<String>,

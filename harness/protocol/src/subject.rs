@@ -3,36 +3,11 @@
 //! `docs/subject-protocol.md`; every line a subject sends is validated against
 //! `docs/subject-protocol.schema.json` before it is parsed into these types.
 
-use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
-/// Foreground tool call or one-shot background Job.
-#[derive(
-    Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize, JsonSchema,
-)]
-#[serde(rename_all = "lowercase")]
-pub enum Mode {
-    Foreground,
-    Background,
-}
-
-impl Mode {
-    pub const ALL: [Mode; 2] = [Mode::Foreground, Mode::Background];
-
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Mode::Foreground => "foreground",
-            Mode::Background => "background",
-        }
-    }
-}
-
-impl std::fmt::Display for Mode {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(self.as_str())
-    }
-}
+pub use crate::vocab::Mode;
+use crate::vocab::Provider;
 
 /// What the provider must spawn instead of its default child runtime.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -56,7 +31,7 @@ pub enum ToSubject {
     },
     Start {
         run: String,
-        provider: String,
+        provider: Provider,
         mode: Mode,
         label: String,
         task: String,
