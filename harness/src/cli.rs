@@ -25,8 +25,8 @@ pub struct Cli {
 pub enum Command {
     /// Run scenarios against a subject and report.
     Run(RunArgs),
-    /// List the scenarios that would run.
-    List(SelectArgs),
+    /// List the scenarios that would run (or, with --checks, every check).
+    List(ListArgs),
     /// Compare a real product's protocol vocabulary with the one conform is pinned to.
     /// Exit 0: no drift; 1: drift; 2: could not read the product.
     Drift(DriftArgs),
@@ -106,6 +106,16 @@ pub struct SelectArgs {
     /// Run only scenarios whose id contains this text (repeatable: any match).
     #[arg(long, short = 'f')]
     pub filter: Vec<String>,
+}
+
+#[derive(Debug, Args)]
+pub struct ListArgs {
+    #[command(flatten)]
+    pub select: SelectArgs,
+    /// List every check instead: its id, the requirement it holds a subject to, and where that
+    /// requirement comes from.
+    #[arg(long, conflicts_with_all = ["scenarios", "filter"])]
+    pub checks: bool,
 }
 
 #[derive(Debug, Args)]

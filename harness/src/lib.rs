@@ -4,6 +4,7 @@
 //! and side-channel ledger ([`subject`], [`side`]) → checks ([`verdict`], [`timing`], [`snapshot`]) →
 //! [`report`].
 
+pub mod checks;
 pub mod cli;
 pub mod differential;
 pub mod drift;
@@ -20,5 +21,3 @@ pub mod snapshot;
 pub mod subject;
 pub mod suite;
 pub mod terminal;
-pub mod timing;
-pub mod verdict;

@@ -130,7 +130,12 @@ fn main() -> ExitCode {
                 Err(code) => code,
             }
         }
-        Command::List(sel) => {
+        Command::List(args) if args.checks => match out(&checks_table()) {
+            Ok(()) => ExitCode::SUCCESS,
+            Err(code) => code,
+        },
+        Command::List(args) => {
+            let sel = args.select;
             let dir = sel.scenarios.unwrap_or_else(|| default_dir("scenarios"));
             match suite::select(&dir, &sel.filter) {
                 Ok(list) => {
@@ -313,4 +318,21 @@ fn drift(args: DriftArgs) -> ExitCode {
             ExitCode::from(2)
         }
     }
+}
+
+/// `conform list --checks`: one line per check — id, requirement, source.
+fn checks_table() -> String {
+    use conform::checks::Check;
+    let width = Check::ALL.iter().map(|c| c.id().len()).max().unwrap_or(0);
+    Check::ALL
+        .iter()
+        .map(|c| {
+            format!(
+                "{:<width$}  {}  [{}]\n",
+                c.id(),
+                c.requirement(),
+                c.source()
+            )
+        })
+        .collect()
 }

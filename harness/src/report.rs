@@ -23,7 +23,7 @@ pub fn human(report: &SuiteReport, verbose: bool) -> String {
                 "FAIL".to_owned(),
                 c.findings
                     .first()
-                    .map(|f| f.check.to_owned())
+                    .map(|f| f.check.id().to_owned())
                     .unwrap_or_default(),
             ),
             Verdict::Skip(why) => ("skip".to_owned(), why.clone()),
@@ -51,7 +51,7 @@ pub fn human(report: &SuiteReport, verbose: bool) -> String {
             let code = c.scenario.file.expect.upstream_code.as_ref()?;
             let obs = c.obs.as_ref()?;
             let diag = obs.result.as_ref().and_then(|r| r.diagnostic.as_deref());
-            let shown = crate::verdict::upstream_mapping(diag).unwrap_or_else(|| "(none)".into());
+            let shown = crate::checks::upstream_mapping(diag).unwrap_or_else(|| "(none)".into());
             let note = if &shown == code {
                 "known"
             } else {
@@ -201,7 +201,7 @@ pub fn junit(report: &SuiteReport) -> Result<String, quick_junit::SerializeError
                 let harness = c
                     .findings
                     .iter()
-                    .any(|f| f.blame == crate::verdict::Blame::Harness);
+                    .any(|f| f.blame() == crate::checks::Blame::Harness);
                 let kind = if harness {
                     NonSuccessKind::Error
                 } else {
@@ -214,7 +214,7 @@ pub fn junit(report: &SuiteReport) -> Result<String, quick_junit::SerializeError
                         first.check,
                         first.message.lines().next().unwrap_or_default()
                     ));
-                    s.set_type(first.check);
+                    s.set_type(first.check.id());
                 }
                 s.set_description(case_detail(c));
                 s
@@ -234,7 +234,7 @@ pub fn junit(report: &SuiteReport) -> Result<String, quick_junit::SerializeError
         let harness = report
             .findings
             .iter()
-            .any(|f| f.blame == crate::verdict::Blame::Harness);
+            .any(|f| f.blame() == crate::checks::Blame::Harness);
         let mut s = TestCaseStatus::non_success(if harness {
             NonSuccessKind::Error
         } else {
@@ -279,12 +279,12 @@ pub fn json(report: &SuiteReport) -> serde_json::Value {
             "delivery": c.obs.as_ref().filter(|_| c.mode == conform_protocol::subject::Mode::Background).map(|o| json!({
                 "dispatch": o.dispatch_receipt,
                 "completion": o.completion_receipt,
-                "watchdog": o.watchdog_status(),
+                "watchdog": crate::checks::watchdog_status(o),
             })),
         })).collect::<Vec<_>>(),
     })
 }
 
-fn finding_json(f: &crate::verdict::Finding) -> serde_json::Value {
-    json!({"check": f.check, "blame": format!("{:?}", f.blame).to_lowercase(), "message": f.message})
+fn finding_json(f: &crate::checks::Finding) -> serde_json::Value {
+    json!({"check": f.check, "blame": format!("{:?}", f.blame()).to_lowercase(), "message": f.message})
 }

@@ -119,26 +119,6 @@ pub struct CompletionReceipt {
     pub result_source: &'static str,
 }
 
-impl Observed {
-    /// The delivery watchdog's status for a background run, from the receipts and the child's
-    /// own record that it finished (`delivery.md`). A job killed through `job_kill` is closed
-    /// by the kill (no completion is pushed), so it counts as delivered.
-    pub fn watchdog_status(&self) -> &'static str {
-        let child_done = self
-            .fake
-            .iter()
-            .any(|l| matches!(l.event, FakeEvent::Terminal));
-        match (&self.dispatch_receipt, &self.completion_receipt) {
-            (_, Some(_)) => "completed",
-            _ if self.cancel_sent => "completed",
-            _ if child_done && self.settled => "done_but_not_forwarded",
-            (Some(_), None) if self.timed_out.is_some() => "suspect_delivery_failure",
-            (Some(_), None) => "active",
-            (None, _) => "blocked",
-        }
-    }
-}
-
 #[derive(Clone, Debug)]
 pub struct RunResult {
     pub stop_reason: String,

@@ -10,6 +10,7 @@ use conform_protocol::vocab::Provider;
 use tokio::sync::Semaphore;
 use tokio::task::JoinSet;
 
+use crate::checks::{self, Blame, Check, Finding};
 use crate::events::Router;
 use crate::pool::SubjectPool;
 use crate::procs;
@@ -18,7 +19,6 @@ use crate::scenario::{self, Scenario};
 use crate::side::SideServer;
 use crate::snapshot::{self, Outcome};
 use crate::subject::Transcripts;
-use crate::verdict::{self, Blame, Finding};
 
 #[derive(Debug)]
 pub enum Verdict {
@@ -69,7 +69,7 @@ impl SuiteReport {
                 .iter()
                 .chain(self.cases.iter().flat_map(|c| &c.findings))
         };
-        if findings().any(|f| f.blame == Blame::Harness) {
+        if findings().any(|f| f.blame() == Blame::Harness) {
             exit::ERROR
         } else if !self.stragglers.is_empty()
             || !self.findings.is_empty()
@@ -306,7 +306,7 @@ pub async fn run(opts: Options) -> Result<SuiteReport, SuiteError> {
     // The subject is gone: whatever it said about a run after that run was over is in.
     for (_, report) in reports.iter_mut() {
         let Some(obs) = &report.obs else { continue };
-        let late = verdict::judge_late(obs, &ctx.router.take_late(&obs.run));
+        let late = checks::judge_late(obs, &ctx.router.take_late(&obs.run));
         if !late.is_empty() {
             report.findings.extend(late);
             report.verdict = Verdict::Fail;
@@ -344,11 +344,10 @@ pub async fn run(opts: Options) -> Result<SuiteReport, SuiteError> {
 async fn suite_findings(ctx: &Ctx) -> Vec<Finding> {
     let mut f = Vec::new();
     if let Some(reason) = ctx.pool.broken().await {
-        f.push(Finding {
-            check: "subject.hello",
-            blame: Blame::Subject,
-            message: format!("{reason}\n(the cases not yet run were not run)"),
-        });
+        f.push(Finding::new(
+            Check::SubjectHello,
+            format!("{reason}\n(the cases not yet run were not run)"),
+        ));
     }
     let buckets = [
         (
@@ -363,11 +362,10 @@ async fn suite_findings(ctx: &Ctx) -> Vec<Finding> {
     for (bucket, what) in buckets {
         if bucket.count > 0 {
             let first: Vec<String> = bucket.examples.iter().map(|e| format!("  {e}")).collect();
-            f.push(Finding {
-                check: "subject.protocol",
-                blame: Blame::Subject,
-                message: format!("{} {what}; the first:\n{}", bucket.count, first.join("\n")),
-            });
+            f.push(Finding::new(
+                Check::SubjectProtocol,
+                format!("{} {what}; the first:\n{}", bucket.count, first.join("\n")),
+            ));
         }
     }
     f
@@ -394,10 +392,10 @@ fn judge(
             obs: None,
         };
     }
-    let mut findings = verdict::judge(s, mode, &obs);
+    let mut findings = checks::judge(s, mode, &obs);
     let mut snapshot_note = None;
     let ran_to_end = obs.subject_gone.is_none() && obs.timed_out.is_none();
-    let harness_fault = findings.iter().any(|f| f.blame == Blame::Harness);
+    let harness_fault = findings.iter().any(|f| f.blame() == Blame::Harness);
     if ran_to_end && !harness_fault {
         let actual = snapshot::render(&obs);
         match snapshot::check(snapshots, s, mode, &actual, accept) {
@@ -405,28 +403,25 @@ fn judge(
             Ok(Outcome::Accepted) => {
                 snapshot_note = Some(format!("accepted new snapshot:\n{actual}"));
             }
-            Ok(Outcome::Missing { new, note }) => findings.push(Finding {
-                check: "snapshot",
-                blame: Blame::Subject,
-                message: format!(
+            Ok(Outcome::Missing { new, note }) => findings.push(Finding::new(
+                Check::Snapshot,
+                format!(
                     "no stored snapshot{} (read them, then `cargo insta review` or `conform run --accept`):\n{actual}{}",
                     pending_note(new.as_deref()),
                     note.map(|n| format!("\n{n}")).unwrap_or_default()
                 ),
-            }),
-            Ok(Outcome::Differs { diff, new }) => findings.push(Finding {
-                check: "snapshot",
-                blame: Blame::Subject,
-                message: format!(
+            )),
+            Ok(Outcome::Differs { diff, new }) => findings.push(Finding::new(
+                Check::Snapshot,
+                format!(
                     "the model-visible texts differ from the snapshot{}:\n{diff}",
                     pending_note(new.as_deref())
                 ),
-            }),
-            Err(e) => findings.push(Finding {
-                check: "harness.snapshot",
-                blame: Blame::Harness,
-                message: format!("could not read or write the snapshot: {e}"),
-            }),
+            )),
+            Err(e) => findings.push(Finding::new(
+                Check::HarnessSnapshot,
+                format!("could not read or write the snapshot: {e}"),
+            )),
         }
     }
     let verdict = if findings.is_empty() {

@@ -368,8 +368,9 @@ impl AcpRun {
         let new = self.rpc.request("session/new", params);
         match race(new, cancel).await {
             Step::Cancelled => Err(HandshakeFailure::Cancelled),
+            // Any string is a session id, the empty one included (the host checks the type only).
             Step::Done(Ok(v)) => match v.get("sessionId").and_then(Value::as_str) {
-                Some(id) if !id.is_empty() => Ok(id.to_owned()),
+                Some(id) => Ok(id.to_owned()),
                 _ => {
                     (self.log)("ACP child published without a session id".into());
                     Err(HandshakeFailure::Failed(FailureLine::acp(

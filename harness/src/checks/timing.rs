@@ -13,9 +13,9 @@
 use conform_protocol::side::FakeEvent;
 use serde_json::Value;
 
+use super::{Check, Finding};
 use crate::run::Observed;
 use crate::scenario::Scenario;
-use crate::verdict::{Blame, Finding};
 
 /// The records' default dispose graces (ms): SIGTERM → SIGKILL, and stdin EOF → SIGTERM.
 const DEFAULT_DISPOSE_GRACE_MS: u64 = 3000;
@@ -57,19 +57,20 @@ pub fn judge(scenario: &Scenario, obs: &Observed) -> Vec<Finding> {
     };
     let bound = bound_ms(scenario);
     [
-        ("timing.result", "result", obs.result_at_ms),
-        ("timing.settled", "settled", obs.settled_at_ms),
+        (Check::TimingResult, "result", obs.result_at_ms),
+        (Check::TimingSettled, "settled", obs.settled_at_ms),
     ]
     .into_iter()
     .filter_map(|(check, what, at)| {
         let late = at?.checked_sub(gone)?;
-        (late > bound).then(|| Finding {
-            check,
-            blame: Blame::Subject,
-            message: format!(
-                "`{what}` came {late} ms after the run's last process was gone (bound {bound} ms: \
-                 half the shortest dispose grace); nothing was left to wait for"
-            ),
+        (late > bound).then(|| {
+            Finding::new(
+                check,
+                format!(
+                    "`{what}` came {late} ms after the run's last process was gone (bound {bound} ms: \
+                     half the shortest dispose grace); nothing was left to wait for"
+                ),
+            )
         })
     })
     .collect()

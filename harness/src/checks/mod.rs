@@ -1,0 +1,59 @@
+//! Judging one run. Every check is an item of [`Check`] with a stable id (`expect.diagnostic`,
+//! `contract.bound`, …), a one-line requirement and its source, so a failure names the
+//! requirement it broke and `conform list --checks` lists them all. One module per family;
+//! checks read only what the run observed, and snapshots are judged by the caller.
+
+mod catalog;
+mod contract;
+mod delivery;
+mod expect;
+mod health;
+mod presentation;
+mod process;
+mod subject;
+pub mod timing;
+
+pub use catalog::{Blame, Check, Finding};
+pub use contract::{MAX_DIAGNOSTIC_BYTES, model_visible, untrusted_strings};
+pub use delivery::watchdog_status;
+pub use expect::{teardown_rung, upstream_mapping};
+pub use presentation::job_status;
+pub use subject::judge_late;
+
+use conform_protocol::subject::Mode;
+
+use crate::run::Observed;
+use crate::scenario::Scenario;
+
+/// Every finding of one run, in a fixed order: the harness's health, the subject as a process
+/// and a speaker, then (if the run reached its end) the scenario's expectations, the contract,
+/// presentation and delivery, processes and timing.
+pub fn judge(scenario: &Scenario, mode: Mode, obs: &Observed) -> Vec<Finding> {
+    let mut f = Vec::new();
+    health::judge(scenario, obs, &mut f);
+    subject::runtime(scenario, obs, &mut f);
+    subject::liveness_and_protocol(mode, obs, &mut f);
+    if obs.subject_gone.is_some() || obs.timed_out.is_some() {
+        return f;
+    }
+    expect::judge(scenario, mode, obs, &mut f);
+    contract::judge(scenario, obs, &mut f);
+    presentation::foreground(mode, obs, &mut f);
+    delivery::background(mode, obs, &mut f);
+    process::judge(scenario, obs, &mut f);
+    f.extend(timing::judge(scenario, obs));
+    f
+}
+
+/// A value for a finding: quoted, and cut after 300 characters so a runaway text stays readable.
+fn show(s: Option<&str>) -> String {
+    const KEEP: usize = 300;
+    match s {
+        None => "none".to_owned(),
+        Some(s) if s.chars().count() > KEEP => {
+            let head: String = s.chars().take(KEEP).collect();
+            format!("{head:?}… ({} bytes in all)", s.len())
+        }
+        Some(s) => format!("{s:?}"),
+    }
+}

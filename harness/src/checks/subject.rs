@@ -1,0 +1,126 @@
+//! `subject.*` and `wire.*`: the subject as a process and a speaker of the adapter protocol, and
+//! the provider as a speaker of its runtime's protocol.
+
+use conform_protocol::side::FakeEvent;
+use conform_protocol::subject::{FromSubject, Mode};
+
+use super::{Check, Finding};
+use crate::events::{Late, RunEvent};
+use crate::run::Observed;
+use crate::scenario::{RuntimeKind, Scenario};
+
+/// The runtime the subject was given must have run.
+pub fn runtime(scenario: &Scenario, obs: &Observed, f: &mut Vec<Finding>) {
+    if !obs
+        .fake
+        .iter()
+        .any(|l| matches!(l.event, FakeEvent::Register { .. }))
+        && scenario.file.subject.runtime == RuntimeKind::Fake
+        && obs.start_rejected.is_none()
+        && obs.subject_gone.is_none()
+        && obs.timed_out.is_none()
+    {
+        // The subject claims a run whose runtime never ran: the fake registers before it reads
+        // a byte, so the subject did not spawn what it was given (or the fake could not start,
+        // which its stderr line in the subject's tail would show).
+        f.push(Finding::new(
+            Check::SubjectRuntime,
+            "the subject reported the run, but the runtime it was given never started (no process registered on the side channel)",
+        ));
+    }
+}
+
+/// The subject stayed up, finished in time, and sent only valid lines; the runtime saw no
+/// protocol violation.
+pub fn liveness_and_protocol(mode: Mode, obs: &Observed, f: &mut Vec<Finding>) {
+    if let Some(detail) = &obs.subject_gone {
+        f.push(Finding::new(Check::SubjectAlive, detail.clone()));
+    }
+    if let Some(d) = obs.timed_out {
+        if super::delivery::blackhole(mode, obs) {
+            // A background run that settled but whose completion never reached the parent is
+            // a blackhole, not a hang: say which watchdog status it ended in.
+            f.push(Finding::new(
+                Check::DeliveryCompletion,
+                format!(
+                    "{}: the run settled but no completion notice reached the parent by expectedBy ({} ms)",
+                    super::delivery::watchdog_status(obs),
+                    d.as_millis()
+                ),
+            ));
+        } else {
+            f.push(Finding::new(
+                Check::SubjectDeadline,
+                format!("the run did not finish within {} ms", d.as_millis()),
+            ));
+        }
+    }
+    for (line, error) in &obs.subject_invalid {
+        f.push(Finding::new(
+            Check::SubjectProtocol,
+            format!("{error}\n  line: {line}"),
+        ));
+    }
+    for line in &obs.fake {
+        if let FakeEvent::Violation { detail } = &line.event {
+            f.push(Finding::new(
+                Check::WireViolation,
+                format!("the runtime saw a protocol violation: {detail}"),
+            ));
+        }
+    }
+}
+
+/// Findings for subject messages that arrived after the run was judged over (collected until
+/// the subject shut down). Host logs are harmless; anything model-visible or lifecycle is a
+/// protocol failure, and a notice is judged as delivery.
+pub fn judge_late(obs: &Observed, late: &Late) -> Vec<Finding> {
+    let mut f = Vec::new();
+    if obs.timed_out.is_some() || obs.subject_gone.is_some() {
+        // That run already failed, and whatever trickles in after a hang proves nothing more.
+        return f;
+    }
+    for event in &late.events {
+        let msg = match event {
+            RunEvent::Subject(msg) => msg,
+            RunEvent::SubjectInvalid { line, error } => {
+                f.push(Finding::new(
+                    Check::SubjectProtocol,
+                    format!("{error} (after the run was over)\n  line: {line}"),
+                ));
+                continue;
+            }
+            _ => continue,
+        };
+        match msg {
+            FromSubject::HostLog { .. } => {}
+            FromSubject::Notice { job, .. } if obs.cancel_sent => f.push(Finding::new(
+                Check::DeliveryNoNoticeAfterKill,
+                format!("a job killed through job_kill still sent a completion notice (job `{job}`, after the run was over)"),
+            )),
+            FromSubject::Notice { job, .. } => f.push(Finding::new(
+                Check::DeliverySingleNotice,
+                format!("another completion notice for job `{job}` arrived after the run was over"),
+            )),
+            other => f.push(Finding::new(
+                Check::SubjectProtocol,
+                format!(
+                    "out of order: `{}` after the run was over\n  line: {}",
+                    crate::lifecycle::kind(other),
+                    crate::subject::shown(other)
+                ),
+            )),
+        }
+    }
+    let kept = late.events.len() as u64;
+    if late.count > kept {
+        f.push(Finding::new(
+            Check::SubjectProtocol,
+            format!(
+                "{} more message(s) arrived after the run was over (not kept)",
+                late.count - kept
+            ),
+        ));
+    }
+    f
+}
