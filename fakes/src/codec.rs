@@ -110,6 +110,13 @@ pub trait Codec: Send {
     /// answers. Frames broken on purpose and `raw` lines are written as scripted.
     fn dress(&self, _answers: Option<&str>, _frame: &mut Value) {}
 
+    /// The untrusted text a sugar step of this protocol puts on the wire besides assistant
+    /// output (thoughts, tool titles and inputs, unknown enum values, text addressed to
+    /// another session): it must never reach model-visible text. Closed protocol vocabulary
+    /// (statuses, update kinds) is left out: it is shown by design. The protocol-neutral
+    /// channels (stderr, raw lines, error payloads, reply payloads) are the harness's.
+    fn untrusted_text(&self, _step: &Step, _out: &mut Vec<String>) {}
+
     /// Learns from an answer the fake sent (e.g. the session id it handed out).
     fn answered(&mut self, _method: &str, _outcome: &Result<Value, RpcError>) {}
 
@@ -249,5 +256,15 @@ pub fn notification_kind(frame: &Value) -> Option<&str> {
     match sub {
         Some(sub) => sub.as_str(),
         None => Some(method),
+    }
+}
+
+/// Every string inside a JSON value (object keys excluded).
+pub fn string_leaves(v: &Value, out: &mut Vec<String>) {
+    match v {
+        Value::String(s) => out.push(s.clone()),
+        Value::Array(a) => a.iter().for_each(|x| string_leaves(x, out)),
+        Value::Object(o) => o.values().for_each(|x| string_leaves(x, out)),
+        _ => {}
     }
 }

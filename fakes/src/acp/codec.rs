@@ -12,7 +12,7 @@ use serde::de::DeserializeOwned;
 use serde_json::{Value, json};
 
 use super::method;
-use crate::codec::{Codec, Sugar};
+use crate::codec::{Codec, Sugar, string_leaves};
 
 /// Session id used before (or without) a `reply` to `session/new`.
 pub const DEFAULT_SESSION_ID: &str = "sess-1";
@@ -139,6 +139,50 @@ impl Codec for AcpCodec {
         } else {
             return Ok(None);
         }))
+    }
+
+    fn untrusted_text(&self, step: &Step, out: &mut Vec<String>) {
+        /// The stop reasons ACP defines (an unknown one is the agent's own text).
+        const KNOWN_STOPS: &[&str] = &[
+            "end_turn",
+            "max_tokens",
+            "max_turn_requests",
+            "refusal",
+            "cancelled",
+        ];
+        /// The closed values a `session/update` carries besides free text.
+        const UPDATE_VOCABULARY: &[&str] = &[
+            "pending",
+            "in_progress",
+            "completed",
+            "failed",
+            "tool_call",
+            "tool_call_update",
+            "agent_message_chunk",
+            "agent_thought_chunk",
+            "user_message_chunk",
+            "plan",
+        ];
+        out.extend(step.thought.clone());
+        if let Some(stop) = &step.stop
+            && !KNOWN_STOPS.contains(&stop.as_str())
+        {
+            out.push(stop.clone());
+        }
+        if let Some(p) = &step.permission {
+            out.extend(p.title.clone());
+            if let Some(raw) = &p.raw_input {
+                string_leaves(raw, out);
+            }
+        }
+        if let Some(u) = &step.update {
+            let mut all = Vec::new();
+            string_leaves(u, &mut all);
+            out.extend(
+                all.into_iter()
+                    .filter(|s| !UPDATE_VOCABULARY.contains(&s.as_str())),
+            );
+        }
     }
 
     fn tolerated(&self, m: &str, is_request: bool) -> bool {

@@ -7,7 +7,7 @@ use conform_protocol::vocab::Provider;
 use serde_json::{Value, json};
 
 use super::{event, method};
-use crate::codec::{Codec, Sugar};
+use crate::codec::{Codec, Sugar, string_leaves};
 
 /// The runtime's state as far as the sugar needs it.
 #[derive(Debug, Default)]
@@ -186,6 +186,44 @@ impl Codec for DshSdkCodec {
         } else {
             unreachable!("sugar_action found a DSH SDK key")
         }))
+    }
+
+    fn untrusted_text(&self, step: &Step, out: &mut Vec<String>) {
+        /// The closed set of turn-end kinds and abort causes (shown values, not secrets).
+        const TURN_END_VOCABULARY: &[&str] = &[
+            "completed",
+            "aborted",
+            "blocked",
+            "error",
+            "max-tokens",
+            "interrupted",
+            "user",
+            "parent",
+            "hook",
+            "disposed",
+            "legacy",
+        ];
+        // Raw events and turn-end payloads are child text (error messages, unknown kinds);
+        // assistant text addressed to another session is not this run's output.
+        if let Some(e) = &step.event {
+            string_leaves(e, out);
+        }
+        if let Some(t) = &step.turn_end {
+            let mut all = Vec::new();
+            string_leaves(t, &mut all);
+            out.extend(
+                all.into_iter()
+                    .filter(|s| !TURN_END_VOCABULARY.contains(&s.as_str())),
+            );
+        }
+        if step.session.is_some() {
+            out.extend(step.message.clone());
+            out.extend(step.delta.clone());
+            out.extend(step.attempt.clone());
+        }
+        if step.attempt.is_some() {
+            out.push(ATTEMPT_FAILURE.to_owned());
+        }
     }
 
     fn tolerated(&self, method: &str, is_request: bool) -> bool {

@@ -2,6 +2,7 @@
 //! no diagnostic where the records forbid one, no empty output block, and no untrusted text in
 //! anything the model sees.
 
+use conform_fakes::codec::string_leaves;
 use serde_json::Value;
 
 use super::{Check, Finding};
@@ -95,104 +96,28 @@ pub fn model_visible(obs: &Observed) -> Vec<(&'static str, &str)> {
     texts
 }
 
-/// The closed set of DSH SDK turn-end kinds and abort causes (shown values, not secrets).
-const TURN_END_VOCABULARY: &[&str] = &[
-    "completed",
-    "aborted",
-    "blocked",
-    "error",
-    "max-tokens",
-    "interrupted",
-    "user",
-    "parent",
-    "hook",
-    "disposed",
-    "legacy",
-];
-
-/// The closed ACP values a `session/update` carries besides free text.
-const ACP_UPDATE_VOCABULARY: &[&str] = &[
-    "pending",
-    "in_progress",
-    "completed",
-    "failed",
-    "tool_call",
-    "tool_call_update",
-    "agent_message_chunk",
-    "agent_thought_chunk",
-    "user_message_chunk",
-    "plan",
-];
-
 /// Untrusted strings of a scenario that must never reach model-visible text: what the fake
 /// writes outside assistant output (stderr, thoughts, tool titles and inputs, raw lines, error
 /// payloads, unknown enum values), the task, and the scenario's declared secrets. Short strings
 /// are skipped: they collide with the fixed vocabulary (`edit`, `read`).
 pub fn untrusted_strings(scenario: &Scenario) -> Vec<String> {
-    const KNOWN_STOPS: &[&str] = &[
-        "end_turn",
-        "max_tokens",
-        "max_turn_requests",
-        "refusal",
-        "cancelled",
-    ];
+    let codec = conform_fakes::codec::for_provider(scenario.file.provider);
     let mut out: Vec<String> = scenario.file.secrets.clone();
     out.push(scenario.file.task.clone());
     for step in &scenario.script.steps {
         out.extend(step.stderr.clone());
-        out.extend(step.thought.clone());
         out.extend(step.raw.clone());
-        if let Some(stop) = &step.stop
-            && !KNOWN_STOPS.contains(&stop.as_str())
-        {
-            out.push(stop.clone());
-        }
-        if let Some(p) = &step.permission {
-            out.extend(p.title.clone());
-            if let Some(raw) = &p.raw_input {
-                leaves(raw, &mut out);
-            }
-        }
-        if let Some(u) = &step.update {
-            // Closed ACP values (statuses, update kinds) are vocabulary, shown by design.
-            let mut all = Vec::new();
-            leaves(u, &mut all);
-            out.extend(
-                all.into_iter()
-                    .filter(|s| !ACP_UPDATE_VOCABULARY.contains(&s.as_str())),
-            );
-        }
         if let Some(e) = &step.error {
             out.push(e.message.clone());
             if let Some(d) = &e.data {
-                leaves(d, &mut out);
+                string_leaves(d, &mut out);
             }
-        }
-        // DSH SDK: raw events and turn-end payloads are child text (error messages, unknown
-        // kinds); assistant text addressed to another session is not this run's output.
-        if let Some(e) = &step.event {
-            leaves(e, &mut out);
-        }
-        if let Some(t) = &step.turn_end {
-            let mut all = Vec::new();
-            leaves(t, &mut all);
-            out.extend(
-                all.into_iter()
-                    .filter(|s| !TURN_END_VOCABULARY.contains(&s.as_str())),
-            );
-        }
-        if step.session.is_some() {
-            out.extend(step.message.clone());
-            out.extend(step.delta.clone());
-            out.extend(step.attempt.clone());
-        }
-        if step.attempt.is_some() {
-            out.push(conform_fakes::dsh_sdk::codec::ATTEMPT_FAILURE.to_owned());
         }
         if let Some(r) = &step.reply {
             // Reply payloads are protocol data; only free text inside them is a secret.
-            leaves(r, &mut out);
+            string_leaves(r, &mut out);
         }
+        codec.untrusted_text(step, &mut out);
     }
     out.retain(|s| s.chars().count() >= 8);
     out.sort();
@@ -200,11 +125,36 @@ pub fn untrusted_strings(scenario: &Scenario) -> Vec<String> {
     out
 }
 
-fn leaves(v: &Value, out: &mut Vec<String>) {
-    match v {
-        Value::String(s) => out.push(s.clone()),
-        Value::Array(a) => a.iter().for_each(|x| leaves(x, out)),
-        Value::Object(o) => o.values().for_each(|x| leaves(x, out)),
-        _ => {}
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::path::Path;
+
+    fn untrusted_of(id: &str) -> Vec<String> {
+        let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../scenarios");
+        let s = crate::scenario::load(&root, &root.join(format!("{id}.toml"))).unwrap();
+        untrusted_strings(&s)
+    }
+
+    #[test]
+    fn each_codec_names_its_protocols_untrusted_text() {
+        // ACP: a thought, a tool call's title, location and raw input; never its closed values.
+        let acp = untrusted_of("acp/redaction/untrusted-channels");
+        for s in [
+            "THOUGHT: the password is hunter2-SECRET",
+            "Read /home/alice/.ssh/id_ed25519",
+        ] {
+            assert!(acp.contains(&s.to_owned()), "{s} in {acp:?}");
+        }
+        assert!(!acp.iter().any(|s| s == "tool_call" || s == "pending"));
+        // DSH SDK: a raw event's and a turn end's error text; never the turn-end kind.
+        let dsh = untrusted_of("dsh-sdk/redaction/untrusted-channels");
+        for s in [
+            "upstream 401 for key sk-SECRET-attempt",
+            "401 Unauthorized: sk-SECRET-turn-error",
+        ] {
+            assert!(dsh.contains(&s.to_owned()), "{s} in {dsh:?}");
+        }
+        assert!(!dsh.iter().any(|s| s == "error"));
     }
 }
