@@ -3,7 +3,6 @@
 //!
 //! Every fact is local to one run ([`AcpRun`]); nothing diagnostic is shared between runs.
 
-use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -16,14 +15,14 @@ use crate::diagnostic::{
     Category, FailureLine, PermissionFact, Policy, Stage, limit_diagnostic, tool_kind,
     with_permission,
 };
+use crate::driver::{Driver, StartFailure};
 use crate::host::{SubagentResult, text_output};
 use crate::jsonrpc::{ErrorObject, Handler, JsonRpc, Reply, RpcError};
-use crate::process::ManagedChild;
+use crate::process::{ManagedChild, SpawnError, Spawned};
 use crate::provider::{
     ABORT_ERROR_NAME, Log, ProviderEvent, RunSpec, StderrTail, Step, close_and_settle,
-    forward_stderr, race, reject, spawn_runtime,
+    forward_stderr, race, reject,
 };
-use crate::util::{fresh_uuid, rfc3339_now};
 
 pub const ERROR_NAME: &str = "AcpRunFailure";
 pub const PREFIX: &str = "subagent-acp: ";
@@ -183,7 +182,7 @@ impl Handler for AcpHandler {
 }
 
 /// One live ACP child and its facts.
-struct AcpRun {
+pub(crate) struct AcpRun {
     config: AcpConfig,
     defects: Defects,
     log: Log,
@@ -205,115 +204,117 @@ fn teardown_line() -> FailureLine {
     FailureLine::acp(Stage::Teardown, Category::Unknown)
 }
 
-/// Drive one run from spawn to settled dispose, reporting to `events`.
-pub async fn run(
-    spec: RunSpec,
-    defects: Defects,
-    log: Log,
-    mut cancel: watch::Receiver<bool>,
-    events: mpsc::UnboundedSender<ProviderEvent>,
-) {
-    let start_line =
-        |stage, category| failure(format!("{PREFIX}{}", FailureLine::acp(stage, category)));
-    let config = match AcpConfig::from_map(&spec.config) {
-        Ok(c) => c,
-        Err(e) => {
+impl Driver for AcpRun {
+    const CHILD: &'static str = "ACP child";
+    type Config = AcpConfig;
+    type Session = String;
+    type Failure = FailureLine;
+
+    fn configure(spec: &RunSpec, log: &Log) -> Result<AcpConfig, StartError> {
+        AcpConfig::from_map(&spec.config).map_err(|e| {
             log(e.to_string());
-            return reject(
-                &events,
-                start_line(Stage::Initialize, Category::Configuration),
-                false,
-            );
-        }
-    };
-    if *cancel.borrow() {
-        return reject(&events, aborted_error(), true);
+            start_line(Stage::Initialize, Category::Configuration)
+        })
     }
-    let cwd = PathBuf::from(&spec.runtime.cwd);
-    if !cwd.is_absolute() || !cwd.is_dir() {
-        log(format!(
-            "ACP child cwd is not an absolute existing directory: {cwd:?}"
-        ));
-        return reject(
-            &events,
-            start_line(Stage::Initialize, Category::Configuration),
-            false,
-        );
+
+    fn aborted_before_start() -> StartError {
+        aborted_error()
     }
-    let spawned = match spawn_runtime(&spec.runtime, Path::new(&cwd), &log) {
-        Ok(s) => s,
-        Err(e) => {
-            log(format!("ACP child {e}"));
-            return reject(
-                &events,
-                start_line(Stage::Process, Category::ProcessStart),
-                false,
-            );
-        }
-    };
-    log(format!(
-        "ACP child spawned, process group {}",
-        spawned.child.pgid()
-    ));
-    let state = Arc::new(Mutex::new(RunState::default()));
-    let handler = Arc::new(AcpHandler {
-        state: state.clone(),
-        policy: config.permission,
-        log: log.clone(),
-    });
-    let stderr = forward_stderr(spawned.stderr, log.clone());
-    let rpc = JsonRpc::new(spawned.stdout, spawned.stdin, handler);
-    let mut acp = AcpRun {
-        config,
-        defects,
-        log,
-        child: spawned.child,
-        rpc,
-        state,
-        stderr,
-        cancel_sent: false,
-    };
 
-    let session_id = match acp.handshake(&spec, &mut cancel).await {
-        Ok(id) => id,
-        Err(HandshakeFailure::Cancelled) => {
-            let error = match acp.teardown().await {
-                Ok(()) => aborted_error(),
-                Err(()) => failure(format!("{PREFIX}{}", teardown_line())),
-            };
-            return reject(&events, error, true);
-        }
-        Err(HandshakeFailure::Failed(line)) => {
-            let mut message = format!("{PREFIX}{line}");
-            if acp.defects.leak_raw_error {
-                message = acp.leak(message).await;
-            }
-            if acp.defects.reject_before_rollback {
-                // Seeded defect: reject first, leave the rollback to run behind the rejection.
-                reject(&events, failure(message), false);
-                let _ = acp.teardown().await;
-                return;
-            }
-            let error = match acp.teardown().await {
-                Ok(()) => failure(message),
-                Err(()) => StartError {
-                    name: "AggregateError".into(),
-                    message: format!("{message}; {PREFIX}{}", teardown_line()),
-                },
-            };
-            return reject(&events, error, false);
-        }
-    };
+    fn bad_cwd() -> StartError {
+        start_line(Stage::Initialize, Category::Configuration)
+    }
 
-    acp.state.lock().expect("run state").session_id = Some(session_id.clone());
-    let _ = events.send(ProviderEvent::Published {
-        child_session_key: fresh_uuid(),
-        dispatch_at: rfc3339_now(),
-    });
-    let result = acp.prompt(&spec, &session_id, &mut cancel).await;
-    let _ = events.send(ProviderEvent::Result(result));
-    let disposed = acp.dispose().await;
-    let _ = events.send(ProviderEvent::Disposed(disposed));
+    fn spawn_failed(error: &SpawnError, log: &Log) -> StartError {
+        log(format!("ACP child {error}"));
+        start_line(Stage::Process, Category::ProcessStart)
+    }
+
+    fn connect(config: AcpConfig, defects: Defects, log: Log, spawned: Spawned) -> AcpRun {
+        let state = Arc::new(Mutex::new(RunState::default()));
+        let handler = Arc::new(AcpHandler {
+            state: state.clone(),
+            policy: config.permission,
+            log: log.clone(),
+        });
+        let stderr = forward_stderr(spawned.stderr, log.clone());
+        let rpc = JsonRpc::new(spawned.stdout, spawned.stdin, handler);
+        AcpRun {
+            config,
+            defects,
+            log,
+            child: spawned.child,
+            rpc,
+            state,
+            stderr,
+            cancel_sent: false,
+        }
+    }
+
+    async fn handshake(
+        &mut self,
+        spec: &RunSpec,
+        cancel: &mut watch::Receiver<bool>,
+    ) -> Result<String, StartFailure<FailureLine>> {
+        let session_id = self.open_session(spec, cancel).await?;
+        self.state.lock().expect("run state").session_id = Some(session_id.clone());
+        Ok(session_id)
+    }
+
+    async fn cancelled_start(&mut self) -> StartError {
+        match self.teardown().await {
+            Ok(()) => aborted_error(),
+            Err(()) => failure(format!("{PREFIX}{}", teardown_line())),
+        }
+    }
+
+    async fn failed_start(
+        &mut self,
+        line: FailureLine,
+        events: &mpsc::UnboundedSender<ProviderEvent>,
+    ) -> Option<StartError> {
+        let mut message = format!("{PREFIX}{line}");
+        if self.defects.leak_raw_error {
+            message = self.leak(message).await;
+        }
+        if self.defects.reject_before_rollback {
+            // Seeded defect: reject first, leave the rollback to run behind the rejection.
+            reject(events, failure(message), false);
+            let _ = self.teardown().await;
+            return None;
+        }
+        Some(match self.teardown().await {
+            Ok(()) => failure(message),
+            Err(()) => StartError {
+                name: "AggregateError".into(),
+                message: format!("{message}; {PREFIX}{}", teardown_line()),
+            },
+        })
+    }
+
+    async fn run_task(
+        &mut self,
+        spec: &RunSpec,
+        session_id: &String,
+        cancel: &mut watch::Receiver<bool>,
+    ) -> SubagentResult {
+        self.prompt(spec, session_id, cancel).await
+    }
+
+    async fn dispose(&mut self) -> Result<(), StartError> {
+        if self.defects.skip_teardown {
+            (self.log)("skip-teardown defect: dispose leaves the child running".into());
+            return Ok(());
+        }
+        self.send_cancel().await;
+        self.teardown()
+            .await
+            .map_err(|()| failure(format!("{PREFIX}{}", teardown_line())))
+    }
+}
+
+fn start_line(stage: Stage, category: Category) -> StartError {
+    failure(format!("{PREFIX}{}", FailureLine::acp(stage, category)))
 }
 
 fn aborted_error() -> StartError {
@@ -323,17 +324,12 @@ fn aborted_error() -> StartError {
     }
 }
 
-enum HandshakeFailure {
-    Cancelled,
-    Failed(FailureLine),
-}
-
 impl AcpRun {
-    async fn handshake(
+    async fn open_session(
         &mut self,
         spec: &RunSpec,
         cancel: &mut watch::Receiver<bool>,
-    ) -> Result<String, HandshakeFailure> {
+    ) -> Result<String, StartFailure<FailureLine>> {
         let init = self.rpc.request(
             "initialize",
             if self.defects.acp_fs_capability {
@@ -344,18 +340,18 @@ impl AcpRun {
             },
         );
         match race(init, cancel).await {
-            Step::Cancelled => return Err(HandshakeFailure::Cancelled),
+            Step::Cancelled => return Err(StartFailure::Cancelled),
             Step::Done(Ok(_)) => {}
             Step::Done(Err(RpcError::Remote { code, message, .. })) => {
                 (self.log)(format!("initialize error response {code}: {message}"));
-                return Err(HandshakeFailure::Failed(FailureLine::acp(
+                return Err(StartFailure::Failed(FailureLine::acp(
                     Stage::Initialize,
                     Category::Transport,
                 )));
             }
             Step::Done(Err(e)) => {
                 (self.log)(format!("initialize failed: {e}"));
-                return Err(HandshakeFailure::Failed(
+                return Err(StartFailure::Failed(
                     self.wire_lost(Stage::Initialize, Stage::Initialize).await,
                 ));
             }
@@ -367,13 +363,13 @@ impl AcpRun {
         };
         let new = self.rpc.request("session/new", params);
         match race(new, cancel).await {
-            Step::Cancelled => Err(HandshakeFailure::Cancelled),
+            Step::Cancelled => Err(StartFailure::Cancelled),
             // Any string is a session id, the empty one included (the host checks the type only).
             Step::Done(Ok(v)) => match v.get("sessionId").and_then(Value::as_str) {
                 Some(id) => Ok(id.to_owned()),
                 _ => {
                     (self.log)("ACP child published without a session id".into());
-                    Err(HandshakeFailure::Failed(FailureLine::acp(
+                    Err(StartFailure::Failed(FailureLine::acp(
                         Stage::NewSession,
                         Category::Protocol,
                     )))
@@ -381,14 +377,14 @@ impl AcpRun {
             },
             Step::Done(Err(RpcError::Remote { code, message, .. })) => {
                 (self.log)(format!("session/new error response {code}: {message}"));
-                Err(HandshakeFailure::Failed(FailureLine::acp(
+                Err(StartFailure::Failed(FailureLine::acp(
                     Stage::NewSession,
                     Category::Protocol,
                 )))
             }
             Step::Done(Err(e)) => {
                 (self.log)(format!("session/new failed: {e}"));
-                Err(HandshakeFailure::Failed(
+                Err(StartFailure::Failed(
                     self.wire_lost(Stage::NewSession, Stage::NewSession).await,
                 ))
             }
@@ -509,17 +505,6 @@ impl AcpRun {
         )
         .await;
         if settled { Ok(()) } else { Err(()) }
-    }
-
-    async fn dispose(&mut self) -> Result<(), StartError> {
-        if self.defects.skip_teardown {
-            (self.log)("skip-teardown defect: dispose leaves the child running".into());
-            return Ok(());
-        }
-        self.send_cancel().await;
-        self.teardown()
-            .await
-            .map_err(|()| failure(format!("{PREFIX}{}", teardown_line())))
     }
 }
 

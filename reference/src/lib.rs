@@ -5,6 +5,7 @@ mod acp;
 mod cli;
 mod codex;
 mod diagnostic;
+mod driver;
 mod dsh_sdk;
 mod host;
 mod jsonrpc;

@@ -10,6 +10,7 @@ use serde_json::{Map, Value};
 use tokio::sync::{mpsc, watch};
 
 use crate::cli::Defects;
+use crate::driver::drive;
 use crate::host::{self, JobOutcome, SubagentResult};
 use crate::provider::{self, ProviderEvent, RunSpec};
 use crate::writer::Out;
@@ -111,9 +112,13 @@ pub async fn host_run(
         config: p.config.clone(),
     };
     match p.provider {
-        Provider::Acp => tokio::spawn(acp::run(spec, defects, log, cancel_rx, ev_tx)),
-        Provider::DshSdk => tokio::spawn(dsh_sdk::run(spec, defects, log, cancel_rx, ev_tx)),
-        Provider::Codex => tokio::spawn(codex::run(spec, defects, log, cancel_rx, ev_tx)),
+        Provider::Acp => tokio::spawn(drive::<acp::AcpRun>(spec, defects, log, cancel_rx, ev_tx)),
+        Provider::DshSdk => tokio::spawn(drive::<dsh_sdk::DshRun>(
+            spec, defects, log, cancel_rx, ev_tx,
+        )),
+        Provider::Codex => tokio::spawn(drive::<codex::CodexRun>(
+            spec, defects, log, cancel_rx, ev_tx,
+        )),
     };
     if let Some(job) = &p.job {
         host.tool_result((false, host::background_started(job)));

@@ -13,7 +13,6 @@ mod mapping;
 mod requests;
 mod turn;
 
-use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -24,14 +23,14 @@ use tokio::time::{Instant, sleep_until};
 
 use crate::cli::Defects;
 use crate::diagnostic::{ExitFacts, ProductLine, limit_diagnostic};
+use crate::driver::{Driver, StartFailure};
 use crate::host::SubagentResult;
 use crate::jsonrpc::{ErrorObject, Handler, IdStyle, JsonRpc, Reply, RpcError};
-use crate::process::ManagedChild;
+use crate::process::{ManagedChild, SpawnError, Spawned};
 use crate::provider::{
     ABORT_ERROR_NAME, EXIT_DRAIN, Log, ProviderEvent, RunSpec, StderrTail, Step, cancelled,
-    close_and_settle, forward_stderr, race, reject, request_until_exit, spawn_runtime,
+    close_and_settle, forward_stderr, race, request_until_exit,
 };
-use crate::util::{fresh_uuid, rfc3339_now};
 
 use config::CodexConfig;
 use mapping::{
@@ -120,11 +119,6 @@ impl Handler for CodexHandler {
     }
 }
 
-enum StartupFailure {
-    Cancelled,
-    Failed(ProductLine),
-}
-
 /// How the turn ended, before mapping.
 enum Outcome {
     Settled(Settled),
@@ -136,7 +130,7 @@ enum Outcome {
 }
 
 /// One live app-server and its facts.
-struct CodexRun {
+pub(crate) struct CodexRun {
     config: CodexConfig,
     defects: Defects,
     log: Log,
@@ -148,119 +142,125 @@ struct CodexRun {
     interrupt_sent: bool,
 }
 
-/// Drive one run from spawn to dispose, reporting to `events`.
-pub async fn run(
-    spec: RunSpec,
-    defects: Defects,
-    log: Log,
-    mut cancel: watch::Receiver<bool>,
-    events: mpsc::UnboundedSender<ProviderEvent>,
-) {
-    let config = match CodexConfig::from_map(&spec.config) {
-        Ok(c) => c,
-        Err(e) => {
+impl Driver for CodexRun {
+    const CHILD: &'static str = "Codex app-server";
+    type Config = CodexConfig;
+    /// The thread id.
+    type Session = String;
+    type Failure = ProductLine;
+
+    fn configure(spec: &RunSpec, log: &Log) -> Result<CodexConfig, StartError> {
+        CodexConfig::from_map(&spec.config).map_err(|e| {
             log(e.to_string());
-            return reject(
-                &events,
-                failure(&unknown_line(Stage::Initialize, None)),
-                false,
-            );
-        }
-    };
-    if spec.task.trim().is_empty() {
-        return reject(&events, plain_error(EMPTY_TASK), false);
+            failure(&unknown_line(Stage::Initialize, None))
+        })
     }
-    if *cancel.borrow() {
-        return reject(&events, plain_error(ABORTED_BEFORE_STARTUP), true);
-    }
-    let cwd = PathBuf::from(&spec.runtime.cwd);
-    if !cwd.is_absolute() || !cwd.is_dir() {
-        log(format!(
-            "Codex child cwd is not an absolute existing directory: {cwd:?}"
-        ));
-        return reject(&events, plain_error(NO_WORKING_DIRECTORY), false);
-    }
-    let spawned = match spawn_runtime(&spec.runtime, Path::new(&cwd), &log) {
-        Ok(s) => s,
-        Err(e) => {
-            // Spawn belongs to the initialize stage; no process, so no exit facts.
-            log(format!("Codex app-server {e}"));
-            return reject(
-                &events,
-                failure(&unknown_line(Stage::Initialize, None)),
-                false,
-            );
-        }
-    };
-    log(format!(
-        "Codex app-server spawned, process group {}",
-        spawned.child.pgid()
-    ));
-    let mut turn_state = TurnState::new(config.permission_mode);
-    turn_state.early_facts_last = defects.early_facts_last;
-    let state = Arc::new(Mutex::new(turn_state));
-    let changed = Arc::new(Notify::new());
-    let handler = Arc::new(CodexHandler {
-        state: state.clone(),
-        changed: changed.clone(),
-        log: log.clone(),
-    });
-    let stderr = forward_stderr(spawned.stderr, log.clone());
-    let rpc = JsonRpc::with_ids(
-        spawned.stdout,
-        spawned.stdin,
-        handler,
-        IdStyle::Prefixed("req_"),
-    );
-    let mut codex = CodexRun {
-        config,
-        defects,
-        log,
-        child: spawned.child,
-        rpc,
-        state,
-        changed,
-        stderr,
-        interrupt_sent: false,
-    };
 
-    let thread_id = match codex.startup(&spec.runtime.cwd, &mut cancel).await {
-        Ok(id) => id,
-        Err(StartupFailure::Cancelled) => {
-            // Only the cleanup fact survives a cancelled start.
-            let error = match codex.teardown().await {
-                Ok(()) => plain_error(ABORTED_BEFORE_PUBLICATION),
-                Err(line) => failure(&line),
-            };
-            return reject(&events, error, true);
+    fn precheck(spec: &RunSpec) -> Result<(), StartError> {
+        if spec.task.trim().is_empty() {
+            return Err(plain_error(EMPTY_TASK));
         }
-        Err(StartupFailure::Failed(line)) => {
-            let mut message = format!("{PREFIX}{line}");
-            if codex.defects.leak_raw_error {
-                message = codex.stderr.leak(message).await;
-            }
-            let error = match codex.teardown().await {
-                Ok(()) => StartError {
-                    name: ERROR_NAME.into(),
-                    message,
-                },
-                Err(teardown) => StartError {
-                    name: "AggregateError".into(),
-                    message: format!("{message}; {PREFIX}{teardown}"),
-                },
-            };
-            return reject(&events, error, false);
-        }
-    };
+        Ok(())
+    }
 
-    let _ = events.send(ProviderEvent::Published {
-        child_session_key: fresh_uuid(),
-        dispatch_at: rfc3339_now(),
-    });
-    let result = codex.turn(&thread_id, &spec.task, &mut cancel).await;
-    let _ = events.send(ProviderEvent::Result(result));
-    let disposed = codex.dispose().await;
-    let _ = events.send(ProviderEvent::Disposed(disposed));
+    fn aborted_before_start() -> StartError {
+        plain_error(ABORTED_BEFORE_STARTUP)
+    }
+
+    fn bad_cwd() -> StartError {
+        plain_error(NO_WORKING_DIRECTORY)
+    }
+
+    fn spawn_failed(error: &SpawnError, log: &Log) -> StartError {
+        // Spawn belongs to the initialize stage; no process, so no exit facts.
+        log(format!("Codex app-server {error}"));
+        failure(&unknown_line(Stage::Initialize, None))
+    }
+
+    fn connect(config: CodexConfig, defects: Defects, log: Log, spawned: Spawned) -> CodexRun {
+        let mut turn_state = TurnState::new(config.permission_mode);
+        turn_state.early_facts_last = defects.early_facts_last;
+        let state = Arc::new(Mutex::new(turn_state));
+        let changed = Arc::new(Notify::new());
+        let handler = Arc::new(CodexHandler {
+            state: state.clone(),
+            changed: changed.clone(),
+            log: log.clone(),
+        });
+        let stderr = forward_stderr(spawned.stderr, log.clone());
+        let rpc = JsonRpc::with_ids(
+            spawned.stdout,
+            spawned.stdin,
+            handler,
+            IdStyle::Prefixed("req_"),
+        );
+        CodexRun {
+            config,
+            defects,
+            log,
+            child: spawned.child,
+            rpc,
+            state,
+            changed,
+            stderr,
+            interrupt_sent: false,
+        }
+    }
+
+    async fn handshake(
+        &mut self,
+        spec: &RunSpec,
+        cancel: &mut watch::Receiver<bool>,
+    ) -> Result<String, StartFailure<ProductLine>> {
+        self.startup(&spec.runtime.cwd, cancel).await
+    }
+
+    async fn cancelled_start(&mut self) -> StartError {
+        // Only the cleanup fact survives a cancelled start.
+        match self.teardown().await {
+            Ok(()) => plain_error(ABORTED_BEFORE_PUBLICATION),
+            Err(line) => failure(&line),
+        }
+    }
+
+    async fn failed_start(
+        &mut self,
+        line: ProductLine,
+        _events: &mpsc::UnboundedSender<ProviderEvent>,
+    ) -> Option<StartError> {
+        let mut message = format!("{PREFIX}{line}");
+        if self.defects.leak_raw_error {
+            message = self.stderr.leak(message).await;
+        }
+        Some(match self.teardown().await {
+            Ok(()) => StartError {
+                name: ERROR_NAME.into(),
+                message,
+            },
+            Err(teardown) => StartError {
+                name: "AggregateError".into(),
+                message: format!("{message}; {PREFIX}{teardown}"),
+            },
+        })
+    }
+
+    async fn run_task(
+        &mut self,
+        spec: &RunSpec,
+        thread_id: &String,
+        cancel: &mut watch::Receiver<bool>,
+    ) -> SubagentResult {
+        self.turn(thread_id, &spec.task, cancel).await
+    }
+
+    async fn dispose(&mut self) -> Result<(), StartError> {
+        if self.defects.skip_teardown {
+            (self.log)("skip-teardown defect: dispose leaves the app-server running".into());
+            return Ok(());
+        }
+        self.interrupt().await;
+        self.teardown().await.map_err(|line| failure(&line))
+    }
 }
 
 impl CodexRun {
@@ -276,12 +276,16 @@ impl CodexRun {
     }
 
     /// A startup failure at `stage`: `unknown` plus any observed exit facts.
-    async fn startup_failure(&self, stage: Stage, error: Option<RpcError>) -> StartupFailure {
+    async fn startup_failure(
+        &self,
+        stage: Stage,
+        error: Option<RpcError>,
+    ) -> StartFailure<ProductLine> {
         let exit = match error {
             Some(RpcError::WireLost(_)) => self.exit_after_loss().await,
             _ => self.child.exited(),
         };
-        StartupFailure::Failed(unknown_line(stage, exit))
+        StartFailure::Failed(unknown_line(stage, exit))
     }
 
     /// `initialize` → `initialized` → ephemeral `thread/start`; the thread id.
@@ -289,7 +293,7 @@ impl CodexRun {
         &mut self,
         cwd: &str,
         cancel: &mut watch::Receiver<bool>,
-    ) -> Result<String, StartupFailure> {
+    ) -> Result<String, StartFailure<ProductLine>> {
         let params = json!({
             "clientInfo": {"name": "deepseek-harness", "title": "DeepSeek Harness", "version": "0.0.1"},
             "capabilities": {
@@ -298,7 +302,7 @@ impl CodexRun {
             },
         });
         match race(self.request("initialize", params), cancel).await {
-            Step::Cancelled => return Err(StartupFailure::Cancelled),
+            Step::Cancelled => return Err(StartFailure::Cancelled),
             Step::Done(Ok(Value::Object(_))) => {}
             Step::Done(Ok(v)) => {
                 (self.log)(format!("invalid initialize response: {v}"));
@@ -321,7 +325,7 @@ impl CodexRun {
             p.extend(fields);
         }
         let thread_id = match race(self.request("thread/start", params), cancel).await {
-            Step::Cancelled => return Err(StartupFailure::Cancelled),
+            Step::Cancelled => return Err(StartFailure::Cancelled),
             Step::Done(Ok(v)) => {
                 let thread = &v["thread"];
                 match thread.get("id").and_then(Value::as_str) {
@@ -555,14 +559,5 @@ impl CodexRun {
         } else {
             Err(unknown_line(Stage::Teardown, self.child.exited()))
         }
-    }
-
-    async fn dispose(&mut self) -> Result<(), StartError> {
-        if self.defects.skip_teardown {
-            (self.log)("skip-teardown defect: dispose leaves the app-server running".into());
-            return Ok(());
-        }
-        self.interrupt().await;
-        self.teardown().await.map_err(|line| failure(&line))
     }
 }

@@ -10,7 +10,6 @@ mod config;
 mod mapping;
 mod session;
 
-use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
 use conform_protocol::subject::StartError;
@@ -20,14 +19,15 @@ use tokio::time::{Instant, sleep_until, timeout};
 
 use crate::cli::Defects;
 use crate::diagnostic::{Category, FailureLine, Stage, limit_diagnostic};
+use crate::driver::{Driver, StartFailure};
 use crate::host::SubagentResult;
 use crate::jsonrpc::{ErrorObject, Handler, IdStyle, JsonRpc, Reply, RpcError};
-use crate::process::ManagedChild;
+use crate::process::{ManagedChild, SpawnError, Spawned};
 use crate::provider::{
     ABORT_ERROR_NAME, EXIT_DRAIN, Log, ProviderEvent, RunSpec, StderrTail, Step, cancelled,
-    close_and_settle, forward_stderr, race, reject, request_until_exit, spawn_runtime,
+    close_and_settle, forward_stderr, race, request_until_exit,
 };
-use crate::util::{fresh_hex32, fresh_uuid, rfc3339_now};
+use crate::util::fresh_hex32;
 
 use config::DshConfig;
 use mapping::{
@@ -87,13 +87,8 @@ enum Outcome {
     Cancelled,
 }
 
-enum HandshakeFailure {
-    Cancelled,
-    Failed(SdkError),
-}
-
 /// One live SDK runtime and its facts.
-struct DshRun {
+pub(crate) struct DshRun {
     config: DshConfig,
     defects: Defects,
     log: Log,
@@ -104,121 +99,128 @@ struct DshRun {
     stderr: Arc<StderrTail>,
 }
 
-/// Drive one run from spawn to dispose, reporting to `events`.
-pub async fn run(
-    spec: RunSpec,
-    defects: Defects,
-    log: Log,
-    mut cancel: watch::Receiver<bool>,
-    events: mpsc::UnboundedSender<ProviderEvent>,
-) {
-    let configuration = || {
-        failure(&FailureLine::dsh(
-            Stage::Initialize,
-            Category::Configuration,
-        ))
-    };
-    let config = match DshConfig::from_map(&spec.config) {
-        Ok(c) => c,
-        Err(e) => {
+impl Driver for DshRun {
+    const CHILD: &'static str = "DSH SDK runtime";
+    type Config = DshConfig;
+    type Session = ();
+    type Failure = SdkError;
+
+    fn configure(spec: &RunSpec, log: &Log) -> Result<DshConfig, StartError> {
+        DshConfig::from_map(&spec.config).map_err(|e| {
             log(e.to_string());
-            return reject(&events, configuration(), false);
-        }
-    };
-    if *cancel.borrow() {
-        return reject(&events, aborted_error(), true);
+            configuration()
+        })
     }
-    let cwd = PathBuf::from(&spec.runtime.cwd);
-    if !cwd.is_absolute() || !cwd.is_dir() {
-        log(format!(
-            "DSH SDK runtime cwd is not an absolute existing directory: {cwd:?}"
-        ));
-        return reject(&events, configuration(), false);
-    }
-    let spawned = match spawn_runtime(&spec.runtime, Path::new(&cwd), &log) {
-        Ok(s) => s,
-        Err(e) => {
-            // The SDK client's TransportClosedError "runtime failed to start".
-            log(format!("DSH SDK runtime failed to start: {e}"));
-            return reject(
-                &events,
-                failure(&SdkError::TransportClosed.line(Stage::Initialize)),
-                false,
-            );
-        }
-    };
-    log(format!(
-        "DSH SDK runtime spawned, process group {}",
-        spawned.child.pgid()
-    ));
-    let collector = Arc::new(Mutex::new(None));
-    let changed = Arc::new(Notify::new());
-    let handler = Arc::new(DshHandler {
-        collector: collector.clone(),
-        changed: changed.clone(),
-        log: log.clone(),
-    });
-    let stderr = forward_stderr(spawned.stderr, log.clone());
-    let rpc = JsonRpc::with_ids(
-        spawned.stdout,
-        spawned.stdin,
-        handler,
-        IdStyle::Prefixed("req_"),
-    );
-    let mut dsh = DshRun {
-        config,
-        defects,
-        log,
-        child: spawned.child,
-        rpc,
-        collector,
-        changed,
-        stderr,
-    };
 
-    match dsh.handshake(&spec.runtime.cwd, &mut cancel).await {
-        Ok(()) => {}
-        Err(HandshakeFailure::Cancelled) => {
-            // Only the cleanup fact survives a cancelled start.
-            let error = match dsh.teardown().await {
-                Ok(()) => aborted_error(),
-                Err(()) => failure(&shutdown_line()),
-            };
-            return reject(&events, error, true);
+    fn aborted_before_start() -> StartError {
+        aborted_error()
+    }
+
+    fn bad_cwd() -> StartError {
+        configuration()
+    }
+
+    fn spawn_failed(error: &SpawnError, log: &Log) -> StartError {
+        // The SDK client's TransportClosedError "runtime failed to start".
+        log(format!("DSH SDK runtime failed to start: {error}"));
+        failure(&SdkError::TransportClosed.line(Stage::Initialize))
+    }
+
+    fn connect(config: DshConfig, defects: Defects, log: Log, spawned: Spawned) -> DshRun {
+        let collector = Arc::new(Mutex::new(None));
+        let changed = Arc::new(Notify::new());
+        let handler = Arc::new(DshHandler {
+            collector: collector.clone(),
+            changed: changed.clone(),
+            log: log.clone(),
+        });
+        let stderr = forward_stderr(spawned.stderr, log.clone());
+        let rpc = JsonRpc::with_ids(
+            spawned.stdout,
+            spawned.stdin,
+            handler,
+            IdStyle::Prefixed("req_"),
+        );
+        DshRun {
+            config,
+            defects,
+            log,
+            child: spawned.child,
+            rpc,
+            collector,
+            changed,
+            stderr,
         }
-        Err(HandshakeFailure::Failed(class)) => {
-            let cleanup = dsh.teardown().await;
-            let mut message = format!("{PREFIX}{}", class.line(Stage::Initialize));
-            if dsh.defects.stderr_in_start_error {
-                let tail = dsh.stderr.lines().await;
-                if !tail.is_empty() {
-                    message = format!("{message}\nstderr tail:\n{}", tail.join("\n"));
-                }
-            } else if dsh.defects.leak_raw_error {
-                message = dsh.stderr.leak(message).await;
+    }
+
+    async fn handshake(
+        &mut self,
+        spec: &RunSpec,
+        cancel: &mut watch::Receiver<bool>,
+    ) -> Result<(), StartFailure<SdkError>> {
+        self.initialize(&spec.runtime.cwd, cancel).await
+    }
+
+    async fn cancelled_start(&mut self) -> StartError {
+        // Only the cleanup fact survives a cancelled start.
+        match self.teardown().await {
+            Ok(()) => aborted_error(),
+            Err(()) => failure(&shutdown_line()),
+        }
+    }
+
+    async fn failed_start(
+        &mut self,
+        class: SdkError,
+        _events: &mpsc::UnboundedSender<ProviderEvent>,
+    ) -> Option<StartError> {
+        let cleanup = self.teardown().await;
+        let mut message = format!("{PREFIX}{}", class.line(Stage::Initialize));
+        if self.defects.stderr_in_start_error {
+            let tail = self.stderr.lines().await;
+            if !tail.is_empty() {
+                message = format!("{message}\nstderr tail:\n{}", tail.join("\n"));
             }
-            let error = match cleanup {
-                Ok(()) => StartError {
-                    name: ERROR_NAME.into(),
-                    message,
-                },
-                Err(()) => StartError {
-                    name: "AggregateError".into(),
-                    message: format!("{message}; {PREFIX}{}", shutdown_line()),
-                },
-            };
-            return reject(&events, error, false);
+        } else if self.defects.leak_raw_error {
+            message = self.stderr.leak(message).await;
         }
+        Some(match cleanup {
+            Ok(()) => StartError {
+                name: ERROR_NAME.into(),
+                message,
+            },
+            Err(()) => StartError {
+                name: "AggregateError".into(),
+                message: format!("{message}; {PREFIX}{}", shutdown_line()),
+            },
+        })
     }
 
-    let _ = events.send(ProviderEvent::Published {
-        child_session_key: fresh_uuid(),
-        dispatch_at: rfc3339_now(),
-    });
-    let result = dsh.prompt(&spec.task, &mut cancel).await;
-    let _ = events.send(ProviderEvent::Result(result));
-    let disposed = dsh.dispose().await;
-    let _ = events.send(ProviderEvent::Disposed(disposed));
+    async fn run_task(
+        &mut self,
+        spec: &RunSpec,
+        _session: &(),
+        cancel: &mut watch::Receiver<bool>,
+    ) -> SubagentResult {
+        self.prompt(&spec.task, cancel).await
+    }
+
+    async fn dispose(&mut self) -> Result<(), StartError> {
+        if self.defects.skip_teardown {
+            (self.log)("skip-teardown defect: dispose leaves the runtime running".into());
+            return Ok(());
+        }
+        self.teardown()
+            .await
+            .map_err(|()| failure(&shutdown_line()))
+    }
+}
+
+fn configuration() -> StartError {
+    failure(&FailureLine::dsh(
+        Stage::Initialize,
+        Category::Configuration,
+    ))
 }
 
 impl DshRun {
@@ -228,11 +230,11 @@ impl DshRun {
         request_until_exit(&self.rpc, &self.child, method, params, "runtime exited").await
     }
 
-    async fn handshake(
+    async fn initialize(
         &mut self,
         cwd: &str,
         cancel: &mut watch::Receiver<bool>,
-    ) -> Result<(), HandshakeFailure> {
+    ) -> Result<(), StartFailure<SdkError>> {
         // Seeded defect `dsh-subject-cwd`: the subject's own directory, not the runtime's.
         let own = std::env::current_dir().map(|d| d.to_string_lossy().into_owned());
         let cwd = match own {
@@ -248,15 +250,15 @@ impl DshRun {
             params["maxTokens"] = json!(max);
         }
         match race(self.request("initialize", params), cancel).await {
-            Step::Cancelled => Err(HandshakeFailure::Cancelled),
+            Step::Cancelled => Err(StartFailure::Cancelled),
             Step::Done(Ok(v)) if valid_server_info(&v) => Ok(()),
             Step::Done(Ok(v)) => {
                 (self.log)(format!("initialize returned no server identity: {v}"));
-                Err(HandshakeFailure::Failed(SdkError::Protocol))
+                Err(StartFailure::Failed(SdkError::Protocol))
             }
             Step::Done(Err(e)) => {
                 (self.log)(format!("initialize failed: {e}"));
-                Err(HandshakeFailure::Failed(SdkError::from(&e)))
+                Err(StartFailure::Failed(SdkError::from(&e)))
             }
         }
     }
@@ -423,15 +425,5 @@ impl DshRun {
             ok = false;
         }
         if ok { Ok(()) } else { Err(()) }
-    }
-
-    async fn dispose(&mut self) -> Result<(), StartError> {
-        if self.defects.skip_teardown {
-            (self.log)("skip-teardown defect: dispose leaves the runtime running".into());
-            return Ok(());
-        }
-        self.teardown()
-            .await
-            .map_err(|()| failure(&shutdown_line()))
     }
 }

@@ -1,0 +1,144 @@
+//! The one skeleton every out-of-process provider follows, written once: read the
+//! configuration, check the start, spawn the runtime in its working directory, handshake,
+//! publish, run the task, dispose — reporting each step to the host as a [`ProviderEvent`].
+//! A provider implements [`Driver`]: what each step means for its protocol and how each
+//! failure is shown.
+
+use std::path::{Path, PathBuf};
+
+use conform_protocol::subject::StartError;
+use tokio::sync::{mpsc, watch};
+
+use crate::cli::Defects;
+use crate::host::SubagentResult;
+use crate::process::{SpawnError, Spawned};
+use crate::provider::{Log, ProviderEvent, RunSpec, reject, spawn_runtime};
+use crate::util::{fresh_uuid, rfc3339_now};
+
+/// How a handshake did not reach a published run.
+pub(crate) enum StartFailure<F> {
+    /// Local cancellation arrived first.
+    Cancelled,
+    /// The runtime failed it; `F` says how, in the provider's own terms.
+    Failed(F),
+}
+
+/// One provider's part of the skeleton. Only the crate implements it: its futures stay `Send`
+/// because every implementation is concrete where it is spawned.
+#[allow(async_fn_in_trait)]
+pub(crate) trait Driver: Sized + Send {
+    /// How the host's logs name the child (`ACP child`, `Codex app-server`).
+    const CHILD: &'static str;
+    type Config: Send;
+    /// What the handshake hands to the task (a session or thread id).
+    type Session: Send;
+    type Failure: Send;
+
+    /// Reads the provider's configuration; an invalid one is logged and rejected.
+    fn configure(spec: &RunSpec, log: &Log) -> Result<Self::Config, StartError>;
+
+    /// Checks the start before anything is spawned (Codex: a blank task).
+    fn precheck(_spec: &RunSpec) -> Result<(), StartError> {
+        Ok(())
+    }
+
+    /// The rejection of a start cancelled before the child was spawned.
+    fn aborted_before_start() -> StartError;
+
+    /// The rejection of a working directory that is not an absolute existing directory.
+    fn bad_cwd() -> StartError;
+
+    /// The rejection of a runtime that could not be spawned (logged here).
+    fn spawn_failed(error: &SpawnError, log: &Log) -> StartError;
+
+    /// Wires the spawned child to the provider's protocol.
+    fn connect(config: Self::Config, defects: Defects, log: Log, spawned: Spawned) -> Self;
+
+    /// Runs the protocol's handshake up to the point where the run can be published.
+    async fn handshake(
+        &mut self,
+        spec: &RunSpec,
+        cancel: &mut watch::Receiver<bool>,
+    ) -> Result<Self::Session, StartFailure<Self::Failure>>;
+
+    /// Rolls back a start cancelled during the handshake; the rejection to report.
+    async fn cancelled_start(&mut self) -> StartError;
+
+    /// Rolls back a failed handshake; the rejection to report (`None` when it was already
+    /// reported, as a seeded defect does).
+    async fn failed_start(
+        &mut self,
+        failure: Self::Failure,
+        events: &mpsc::UnboundedSender<ProviderEvent>,
+    ) -> Option<StartError>;
+
+    /// Runs the task on the published session to its one result.
+    async fn run_task(
+        &mut self,
+        spec: &RunSpec,
+        session: &Self::Session,
+        cancel: &mut watch::Receiver<bool>,
+    ) -> SubagentResult;
+
+    /// Ends the child (its teardown ladder) after the result.
+    async fn dispose(&mut self) -> Result<(), StartError>;
+}
+
+/// Drives one run of provider `D` from its configuration to a settled dispose.
+pub(crate) async fn drive<D: Driver>(
+    spec: RunSpec,
+    defects: Defects,
+    log: Log,
+    mut cancel: watch::Receiver<bool>,
+    events: mpsc::UnboundedSender<ProviderEvent>,
+) {
+    let config = match D::configure(&spec, &log) {
+        Ok(c) => c,
+        Err(e) => return reject(&events, e, false),
+    };
+    if let Err(e) = D::precheck(&spec) {
+        return reject(&events, e, false);
+    }
+    if *cancel.borrow() {
+        return reject(&events, D::aborted_before_start(), true);
+    }
+    let cwd = PathBuf::from(&spec.runtime.cwd);
+    if !cwd.is_absolute() || !cwd.is_dir() {
+        log(format!(
+            "{} cwd is not an absolute existing directory: {cwd:?}",
+            D::CHILD
+        ));
+        return reject(&events, D::bad_cwd(), false);
+    }
+    let spawned = match spawn_runtime(&spec.runtime, Path::new(&cwd), &log) {
+        Ok(s) => s,
+        Err(e) => return reject(&events, D::spawn_failed(&e, &log), false),
+    };
+    log(format!(
+        "{} spawned, process group {}",
+        D::CHILD,
+        spawned.child.pgid()
+    ));
+    let mut run = D::connect(config, defects, log, spawned);
+    let session = match run.handshake(&spec, &mut cancel).await {
+        Ok(s) => s,
+        Err(StartFailure::Cancelled) => {
+            let error = run.cancelled_start().await;
+            return reject(&events, error, true);
+        }
+        Err(StartFailure::Failed(failure)) => {
+            if let Some(error) = run.failed_start(failure, &events).await {
+                reject(&events, error, false);
+            }
+            return;
+        }
+    };
+    let _ = events.send(ProviderEvent::Published {
+        child_session_key: fresh_uuid(),
+        dispatch_at: rfc3339_now(),
+    });
+    let result = run.run_task(&spec, &session, &mut cancel).await;
+    let _ = events.send(ProviderEvent::Result(result));
+    let disposed = run.dispose().await;
+    let _ = events.send(ProviderEvent::Disposed(disposed));
+}
