@@ -7,6 +7,7 @@ use std::time::Duration;
 use clap::Parser;
 use conform::cli::DriftArgs;
 use conform::cli::{Cli, Command, default_dir};
+use conform::suite::exit;
 use conform::{drift, report, scenario, suite, terminal};
 
 /// Writes `text` to stdout. A reader that went away (`conform list | head -1`) is not an
@@ -21,7 +22,7 @@ fn out(text: &str) -> Result<(), ExitCode> {
         Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => Ok(()),
         Err(e) => {
             eprintln!("error: cannot write to stdout: {e}");
-            Err(ExitCode::from(2))
+            Err(code(exit::ERROR))
         }
     }
 }
@@ -51,7 +52,7 @@ impl ReportFile {
             }),
             Err(e) => {
                 eprintln!("error: cannot write {}: {e}", path.display());
-                Err(ExitCode::from(2))
+                Err(code(exit::ERROR))
             }
         }
     }
@@ -68,7 +69,7 @@ impl ReportFile {
         .and_then(|()| self.file.flush());
         written.map_err(|e| {
             eprintln!("error: cannot write {}: {e}", self.path.display());
-            ExitCode::from(2)
+            code(exit::ERROR)
         })
     }
 
@@ -89,9 +90,7 @@ fn main() -> ExitCode {
         ),
         Command::PeerProxy { args } => conform_fakes::peer::main_with_args(args),
         Command::MockModel { args } => conform_fakes::model::main_with_args(args),
-        Command::Reference { args } => {
-            ExitCode::from(conform_reference::main_with_args(args) as u8)
-        }
+        Command::Reference { args } => code(conform_reference::main_with_args(args)),
         Command::Drift(args) => drift(args),
         Command::Peers(args) => {
             let opts = conform::differential::DiffOptions {
@@ -107,14 +106,14 @@ fn main() -> ExitCode {
                 Ok(r) => r,
                 Err(e) => {
                     eprintln!("error: cannot start the async runtime: {e}");
-                    return ExitCode::from(2);
+                    return code(exit::ERROR);
                 }
             };
             match runtime.block_on(conform::differential::diff(opts)) {
-                Ok(code) => ExitCode::from(code as u8),
+                Ok(c) => code(c),
                 Err(e) => {
                     eprintln!("error: {e}");
-                    ExitCode::from(2)
+                    code(exit::ERROR)
                 }
             }
         }
@@ -156,7 +155,7 @@ fn main() -> ExitCode {
                 }
                 Err(e) => {
                     eprintln!("error: {e}");
-                    ExitCode::from(2)
+                    code(exit::ERROR)
                 }
             }
         }
@@ -165,7 +164,7 @@ fn main() -> ExitCode {
                 Ok(r) => r,
                 Err(e) => {
                     eprintln!("error: cannot start the async runtime: {e}");
-                    return ExitCode::from(2);
+                    return code(exit::ERROR);
                 }
             };
             let mut product_versions = std::collections::BTreeMap::new();
@@ -177,12 +176,12 @@ fn main() -> ExitCode {
                         }
                         Err(e) => {
                             eprintln!("error: --product-version {pv}: {e}");
-                            return ExitCode::from(2);
+                            return code(exit::ERROR);
                         }
                     },
                     _ => {
                         eprintln!("error: --product-version takes PROVIDER=VERSION, got `{pv}`");
-                        return ExitCode::from(2);
+                        return code(exit::ERROR);
                     }
                 }
             }
@@ -195,7 +194,7 @@ fn main() -> ExitCode {
                     "does not exist (`--accept` creates it)"
                 };
                 eprintln!("error: the snapshot folder {} {why}", snapshots.display());
-                return ExitCode::from(2);
+                return code(exit::ERROR);
             }
             let json_file = match args.json.as_deref().map(ReportFile::open).transpose() {
                 Ok(f) => f,
@@ -234,7 +233,7 @@ fn main() -> ExitCode {
                         f.discard();
                     }
                     eprintln!("error: {e}");
-                    return ExitCode::from(2);
+                    return code(exit::ERROR);
                 }
             };
             // Subject text is shown on a terminal: escaped. The JSON and JUnit reports are exact.
@@ -253,7 +252,7 @@ fn main() -> ExitCode {
                     Ok(x) => x,
                     Err(e) => {
                         eprintln!("error: cannot render the JUnit report: {e}");
-                        return ExitCode::from(2);
+                        return code(exit::ERROR);
                     }
                 };
                 if let Err(code) = file.write(xml.as_bytes()) {
@@ -261,7 +260,7 @@ fn main() -> ExitCode {
                 }
             }
             match shown {
-                Ok(()) => ExitCode::from(report.exit_code() as u8),
+                Ok(()) => code(report.exit_code()),
                 Err(code) => code,
             }
         }
@@ -275,7 +274,7 @@ fn drift(args: DriftArgs) -> ExitCode {
             Some(p) => p,
             None => {
                 eprintln!("error: conform knows no Codex vocabulary for version {v}");
-                return ExitCode::from(2);
+                return code(exit::ERROR);
             }
         },
     };
@@ -285,7 +284,7 @@ fn drift(args: DriftArgs) -> ExitCode {
                 Ok(w) => w,
                 Err(e) => {
                     eprintln!("error: {e}");
-                    return ExitCode::from(2);
+                    return code(exit::ERROR);
                 }
             };
             (
@@ -309,13 +308,13 @@ fn drift(args: DriftArgs) -> ExitCode {
         Ok(actual) => {
             let d = drift::compare(&pinned.into(), &actual);
             match out(&drift::render(pinned.version, &label, &actual, &d)) {
-                Ok(()) => ExitCode::from(u8::from(!d.is_empty())),
+                Ok(()) => code(if d.is_empty() { exit::PASS } else { exit::FAIL }),
                 Err(code) => code,
             }
         }
         Err(e) => {
             eprintln!("error: {e}");
-            ExitCode::from(2)
+            code(exit::ERROR)
         }
     }
 }
@@ -335,4 +334,9 @@ fn checks_table() -> String {
             )
         })
         .collect()
+}
+
+/// A process exit code from one of conform's named codes (`suite::exit`).
+fn code(c: i32) -> ExitCode {
+    ExitCode::from(u8::try_from(c).unwrap_or(u8::MAX))
 }

@@ -75,14 +75,59 @@ pub enum Outcome {
     Accepted,
 }
 
-/// Whether a differing or missing snapshot leaves a `.snap.new` beside it, following insta's
-/// convention: not with `INSTA_UPDATE=no`, nor on CI unless `INSTA_UPDATE` asks for it.
-fn writes_pending() -> bool {
-    match std::env::var("INSTA_UPDATE").as_deref() {
-        Ok("no") => false,
-        Ok(_) => true,
-        Err(_) => std::env::var_os("CI").is_none(),
-    }
+/// What becomes of a differing or missing snapshot when `--accept` was not given.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Update {
+    /// Written as the stored snapshot (accepted).
+    InPlace,
+    /// Left beside it as a pending `.snap.new`, for `cargo insta review`.
+    Pending,
+    /// Nothing is written.
+    Nothing,
+}
+
+/// insta's own rules (insta 1.49 `snapshot_update_behavior` and `is_ci`), so `conform` and
+/// `cargo insta` agree: `INSTA_UPDATE` is `auto` (the default: pending, but nothing on CI),
+/// `always`/`1`/`force` (accept), `unseen` (accept a new snapshot, pending for a changed
+/// one), `new` (pending) or `no`; `CI` counts unless it is empty, `0` or `false` (unset: Azure's
+/// `TF_BUILD` counts).
+fn update_rule(
+    insta_update: Option<&str>,
+    ci: Option<&str>,
+    tf_build: bool,
+    missing: bool,
+) -> Result<Update, String> {
+    let is_ci = match ci {
+        Some("false" | "0" | "") => false,
+        None => tf_build,
+        Some(_) => true,
+    };
+    Ok(match insta_update.unwrap_or("auto") {
+        "auto" | "" if is_ci => Update::Nothing,
+        "auto" | "" => Update::Pending,
+        "always" | "1" | "force" => Update::InPlace,
+        "unseen" if missing => Update::InPlace,
+        "unseen" | "new" => Update::Pending,
+        "no" => Update::Nothing,
+        other => {
+            return Err(format!(
+                "INSTA_UPDATE={other:?} is not one of auto, always, unseen, new, no, force"
+            ));
+        }
+    })
+}
+
+/// [`update_rule`] for this process's environment.
+fn update_from_env(missing: bool) -> std::io::Result<Update> {
+    let insta_update = std::env::var("INSTA_UPDATE").ok();
+    let ci = std::env::var("CI").ok();
+    update_rule(
+        insta_update.as_deref(),
+        ci.as_deref(),
+        std::env::var_os("TF_BUILD").is_some(),
+        missing,
+    )
+    .map_err(|e| std::io::Error::new(std::io::ErrorKind::InvalidInput, e))
 }
 
 /// Reads a stored snapshot: `Ok(None)` when there is none, an error naming the file and why
@@ -173,7 +218,12 @@ pub fn check(
         scenario.id
     );
     let body = format!("{header}{}\n", actual.trim_end());
-    if accept {
+    let update = if accept {
+        Update::InPlace
+    } else {
+        update_from_env(stored_text.is_none())?
+    };
+    if update == Update::InPlace {
         std::fs::create_dir_all(dir)?;
         std::fs::write(&path, body).map_err(|e| {
             std::io::Error::new(e.kind(), format!("cannot write {}: {e}", path.display()))
@@ -181,7 +231,7 @@ pub fn check(
         let _ = std::fs::remove_file(&new_path);
         return Ok(Outcome::Accepted);
     }
-    let (new, write_error) = if writes_pending() {
+    let (new, write_error) = if update == Update::Pending {
         match std::fs::write(&new_path, body) {
             Ok(()) => (Some(new_path.clone()), None),
             Err(e) => (None, Some(e)),
@@ -218,6 +268,26 @@ pub fn check(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn pending_and_accepted_snapshots_follow_insta() {
+        use Update::*;
+        let rule = |u, ci, tf, missing| update_rule(u, ci, tf, missing).unwrap();
+        assert_eq!(rule(None, None, false, false), Pending);
+        assert_eq!(rule(None, Some("true"), false, false), Nothing);
+        // `CI=false` and `CI=0` are not CI; Azure's TF_BUILD is.
+        assert_eq!(rule(None, Some("false"), false, false), Pending);
+        assert_eq!(rule(Some("auto"), Some("0"), true, false), Pending);
+        assert_eq!(rule(None, None, true, false), Nothing);
+        // `always` accepts, even on CI; `unseen` accepts only a new snapshot.
+        assert_eq!(rule(Some("always"), Some("1"), false, false), InPlace);
+        assert_eq!(rule(Some("force"), None, false, true), InPlace);
+        assert_eq!(rule(Some("unseen"), None, false, true), InPlace);
+        assert_eq!(rule(Some("unseen"), None, false, false), Pending);
+        assert_eq!(rule(Some("new"), Some("true"), false, false), Pending);
+        assert_eq!(rule(Some("no"), None, false, true), Nothing);
+        assert!(update_rule(Some("yes"), None, false, false).is_err());
+    }
 
     fn stored(contents: Option<&[u8]>) -> std::io::Result<Option<String>> {
         let dir = tempfile::tempdir().unwrap();

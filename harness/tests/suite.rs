@@ -123,6 +123,52 @@ fn a_wrong_snapshot_fails_with_a_readable_diff() {
 }
 
 #[test]
+fn accept_records_what_the_run_showed_and_insta_update_always_does_the_same() {
+    let dir = tempfile::tempdir().unwrap();
+    let snapshots = dir.path().to_str().unwrap();
+    let case = [
+        "--filter",
+        "acp/stop/max-turn-requests",
+        "--snapshots",
+        snapshots,
+    ];
+    let name = "acp__stop__max-turn-requests@foreground.snap";
+    let committed = std::fs::read_to_string(workspace().join("snapshots").join(name)).unwrap();
+    // --accept into an empty folder: both modes recorded, exactly as committed, and it passes.
+    let (code, out, _) = run(&[&case[..], &["--accept"]].concat());
+    assert_eq!(code, Some(0), "{out}");
+    assert!(out.contains("accepted new snapshot"), "{out}");
+    let recorded = std::fs::read_to_string(dir.path().join(name)).unwrap();
+    assert_eq!(recorded, committed);
+    assert!(
+        dir.path()
+            .join(name.replace("foreground", "background"))
+            .exists()
+    );
+    // Then a plain run matches what was recorded.
+    let (code, out, _) = run(&case);
+    assert_eq!(code, Some(0), "{out}");
+    // INSTA_UPDATE=always overwrites a wrong stored snapshot as insta does, leaving no .snap.new.
+    std::fs::write(
+        dir.path().join(name),
+        committed.replace("remote-limit", "remote-limits"),
+    )
+    .unwrap();
+    let out = conform()
+        .env("INSTA_UPDATE", "always")
+        .arg("run")
+        .args(case)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", stdout(&out));
+    assert_eq!(
+        std::fs::read_to_string(dir.path().join(name)).unwrap(),
+        committed
+    );
+    assert!(!dir.path().join(name.replace(".snap", ".snap.new")).exists());
+}
+
+#[test]
 fn a_subject_that_crashes_mid_run_fails_that_run_and_the_suite_goes_on() {
     let subject = defective(&["crash-after-dispatch"]);
     let (code, out, _) = run(&["--filter", "acp/stop/", "--subject", &subject, "-j", "1"]);

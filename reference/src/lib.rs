@@ -1,5 +1,5 @@
 //! `conform-reference`: the reference subject. Speaks `conform-subject/1` on stdin/stdout and
-//! hosts one provider run (ACP, DSH SDK or Codex) per `start` (see `cli::help_text`).
+//! hosts one provider run (ACP, DSH SDK or Codex) per `start` (see `conform-reference --help`).
 
 mod acp;
 mod cli;
@@ -26,28 +26,25 @@ use tokio::io::AsyncBufReadExt;
 use tokio::sync::mpsc;
 use tokio::task::JoinHandle;
 
-use crate::cli::{Command, Defects};
+use crate::cli::Defects;
 use crate::run::{Control, StartParams};
 use crate::writer::Out;
 
 /// Runs the reference subject with these arguments (without the program name) and returns
 /// the process exit code. Shared by the `conform-reference` binary and `conform reference`.
 pub fn main_with_args(args: Vec<String>) -> i32 {
-    let defects = match cli::parse(args) {
-        Ok(Command::Run(d)) => d,
-        Ok(Command::Help) => {
-            print!("{}", cli::help_text());
-            return 0;
-        }
-        Ok(Command::Version) => {
-            println!("conform-reference {}", env!("CARGO_PKG_VERSION"));
-            return 0;
-        }
-        Err(e) => {
-            eprintln!("conform-reference: {e}");
-            return 2;
-        }
-    };
+    use clap::Parser;
+    let cli =
+        match cli::Cli::try_parse_from(std::iter::once("conform-reference".to_owned()).chain(args))
+        {
+            Ok(c) => c,
+            Err(e) => {
+                // --help and --version land here too (exit 0); usage errors exit 2.
+                let _ = e.print();
+                return e.exit_code();
+            }
+        };
+    let defects = cli::Defects::from_list(&cli.defects);
     let code = match tokio::runtime::Runtime::new()
         .context("starting the tokio runtime")
         .and_then(|rt| rt.block_on(serve(defects)))
