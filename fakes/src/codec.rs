@@ -4,7 +4,7 @@
 //! The default methods implement JSON-RPC 2.0 framing, which every supported protocol shares
 //! (with or without the `jsonrpc` member).
 
-use conform_protocol::script::{RpcError, Step};
+use conform_protocol::script::{RpcError, Step, sugar_owner};
 use conform_protocol::vocab::Provider;
 use serde_json::{Map, Value, json};
 
@@ -64,15 +64,9 @@ pub trait Codec: Send {
         Ok(())
     }
 
-    /// The sugar action keys this codec expands (one of the `*_SUGAR` lists of the script
-    /// format).
-    fn sugar_keys(&self) -> &'static [&'static str] {
-        &[]
-    }
-
     /// Rejects sugar this protocol does not have (checked before the script runs).
     fn check_step(&self, action: &str) -> Result<(), String> {
-        if is_sugar(action) && !self.sugar_keys().contains(&action) {
+        if sugar_owner(action).is_some_and(|owner| owner != self.provider()) {
             return Err(format!(
                 "`{action}` is not available for protocol {}",
                 self.provider()
@@ -80,6 +74,11 @@ pub trait Codec: Send {
         }
         Ok(())
     }
+
+    /// Whether `frame`, sent by the fake, is valid for this protocol (at the product version
+    /// set by [`Codec::set_product_version`]); `answers`: the request a response answers. The
+    /// error says what is wrong and where.
+    fn validate_frame(&self, frame: &Value, answers: Option<&str>) -> Result<(), String>;
 
     /// Expands a sugar step; `Ok(None)` when the step is not sugar.
     fn sugar(&mut self, step: &Step) -> Result<Option<Sugar>, String>;
@@ -198,12 +197,6 @@ pub trait Codec: Send {
 }
 
 /// Is `action` protocol sugar (of any protocol)?
-fn is_sugar(action: &str) -> bool {
-    use conform_protocol::script::{ACP_SUGAR, CODEX_SUGAR, DSH_SDK_SUGAR};
-    [ACP_SUGAR, DSH_SDK_SUGAR, CODEX_SUGAR]
-        .iter()
-        .any(|keys| keys.contains(&action))
-}
 
 /// JSON-RPC classification by members: `method` (+`id` → request), or `id` with
 /// `result`/`error` → response.

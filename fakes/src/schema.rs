@@ -28,16 +28,9 @@ pub fn unmarked_invalid_frames<'a>(
     product_version: Option<&str>,
     lines: &'a [FakeLine],
 ) -> Option<Vec<(&'a FakeLine, String)>> {
-    let codex_version = match provider {
-        Provider::Acp | Provider::DshSdk => None,
-        Provider::Codex => Some(crate::codex::product_version(product_version).ok()?),
-    };
-    let validate = |frame: &Value, answers: Option<&str>| match (provider, codex_version) {
-        (Provider::Codex, Some(version)) => crate::codex::validate_frame(frame, answers, version),
-        (Provider::Acp, _) => crate::acp::validate_frame(frame, answers),
-        (Provider::DshSdk, _) => crate::dsh_sdk::validate_frame(frame, answers),
-        (Provider::Codex, None) => unreachable!("a Codex version was found above"),
-    };
+    let mut codec = crate::codec::for_provider(provider);
+    codec.set_product_version(product_version).ok()?;
+    let validate = |frame: &Value, answers: Option<&str>| codec.validate_frame(frame, answers);
     Some(
         lines
             .iter()

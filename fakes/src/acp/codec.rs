@@ -109,10 +109,6 @@ impl Codec for AcpCodec {
         Provider::Acp
     }
 
-    fn sugar_keys(&self) -> &'static [&'static str] {
-        conform_protocol::script::ACP_SUGAR
-    }
-
     fn sugar(&mut self, step: &Step) -> Result<Option<Sugar>, String> {
         let text_chunk = |t: &str| ContentChunk::new(ContentBlock::Text(TextContent::new(t)));
         Ok(Some(if let Some(text) = &step.chunk {
@@ -139,6 +135,10 @@ impl Codec for AcpCodec {
         } else {
             return Ok(None);
         }))
+    }
+
+    fn validate_frame(&self, frame: &Value, answers: Option<&str>) -> Result<(), String> {
+        super::validate_frame(frame, answers)
     }
 
     fn untrusted_text(&self, step: &Step, out: &mut Vec<String>) {

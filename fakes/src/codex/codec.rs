@@ -204,8 +204,8 @@ impl Codec for CodexCodec {
         Ok(())
     }
 
-    fn sugar_keys(&self) -> &'static [&'static str] {
-        conform_protocol::script::CODEX_SUGAR
+    fn validate_frame(&self, frame: &Value, answers: Option<&str>) -> Result<(), String> {
+        super::validate_frame(frame, answers, self.version)
     }
 
     fn sugar(&mut self, step: &Step) -> Result<Option<Sugar>, String> {

@@ -113,10 +113,6 @@ impl Codec for DshSdkCodec {
         Provider::DshSdk
     }
 
-    fn sugar_keys(&self) -> &'static [&'static str] {
-        conform_protocol::script::DSH_SDK_SUGAR
-    }
-
     fn sugar(&mut self, step: &Step) -> Result<Option<Sugar>, String> {
         let Some(action) = sugar_action(step) else {
             return Ok(None);
@@ -186,6 +182,10 @@ impl Codec for DshSdkCodec {
         } else {
             unreachable!("sugar_action found a DSH SDK key")
         }))
+    }
+
+    fn validate_frame(&self, frame: &Value, answers: Option<&str>) -> Result<(), String> {
+        super::validate_frame(frame, answers)
     }
 
     fn untrusted_text(&self, step: &Step, out: &mut Vec<String>) {

@@ -78,271 +78,185 @@ pub struct Grandchild {
     pub setsid: bool,
 }
 
-/// One step. Exactly one action key is set.
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
-#[serde(deny_unknown_fields)]
-pub struct Step {
-    // ---- scenario-level (expanded by the harness; never reaches a fake) ----
-    /// Splice the steps of `scenarios/preludes/<name>.toml` here.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub include: Option<String>,
+/// Declares [`Step`] from one table: every action (its key and, for protocol sugar, the
+/// provider whose codec expands it) and every modifier. The step's fields, [`ACTION_KEYS`],
+/// [`Step::actions`] and [`sugar_owner`] all come from it, so none can fall out of step with
+/// another.
+macro_rules! step {
+    (
+        actions {$(
+            $(#[$ameta:meta])* $action:ident = $key:literal for $owner:expr => $aty:ty,
+        )+}
+        modifiers {$(
+            $(#[$mmeta:meta])* $modifier:ident: $mty:ty,
+        )+}
+    ) => {
+        /// One step. Exactly one action key is set.
+        #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+        #[serde(deny_unknown_fields)]
+        pub struct Step {
+            $(
+                $(#[$ameta])*
+                #[serde(default, skip_serializing_if = "Option::is_none")]
+                pub $action: Option<$aty>,
+            )+
+            $(
+                $(#[$mmeta])*
+                #[serde(default, skip_serializing_if = "Option::is_none")]
+                pub $modifier: Option<$mty>,
+            )+
+        }
 
-    // ---- wire actions (every protocol) ----
-    /// Wait for a request or notification with this method from the subject. Anything else
-    /// the subject sends meanwhile is its protocol violation (requests get a JSON-RPC error),
-    /// except what the protocol tolerates (ACP `session/cancel`).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub expect: Option<String>,
-    /// Answer the latest open request (or the one named by `to`) with this result (`null`
-    /// included: `{ "$json" = "null" }`).
-    #[serde(
-        default,
-        deserialize_with = "present",
-        skip_serializing_if = "Option::is_none"
-    )]
-    pub reply: Option<Value>,
-    /// Answer the latest open request (or the one named by `to`) with this error.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub error: Option<RpcError>,
-    /// Send a notification with this method (`params` beside it).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub notify: Option<String>,
-    /// Send a request with this method (`params` beside it) and wait for the answer.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub request: Option<String>,
-    /// Write this line to stdout verbatim (a newline is added).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub raw: Option<String>,
+        /// Every action key with the provider whose sugar it is (`None`: every protocol's),
+        /// in the order they are documented.
+        pub const ACTIONS: &[(&str, Option<Provider>)] = &[$(($key, $owner),)+];
 
-    // ---- ACP sugar ----
-    /// `session/update` `agent_message_chunk` with this text.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub chunk: Option<String>,
-    /// `session/update` `agent_thought_chunk` with this text.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub thought: Option<String>,
-    /// `session/update` with this `update` object.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub update: Option<Value>,
-    /// `session/request_permission`; waits for the answer.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub permission: Option<Permission>,
-    /// Answer the open `session/prompt` with this stop reason.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub stop: Option<String>,
-
-    // ---- DSH SDK sugar (addressed to the prompt's session, or to `session`) ----
-    /// `session.event` `agent/inbox/spliced`: the prompt receipt inserting a user message with
-    /// this id (the `messageId` the `session/prompt` reply must carry).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub receipt: Option<String>,
-    /// `session.status` with this status (`running` or `idle`).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub status: Option<String>,
-    /// `session.event` `assistant/chunk` with a `text-delta` of this text (a frame the real
-    /// runtime 0.2.1rc2 never sends; kept for clients of other builds).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub delta: Option<String>,
-    /// `session.event` `assistant/attempt`: a model attempt that failed after streaming this
-    /// text (`""`: before any text), as the real runtime reports a failure mid-stream.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub attempt: Option<String>,
-    /// `session.event` `assistant/message` whose content is one text block with this text,
-    /// with the stream it came from as the real runtime records it (an empty string sends
-    /// empty, usage-only content).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub message: Option<String>,
-    /// `session.event` `turn/end` with this reason: a kind (`"completed"`) or a whole reason
-    /// object (`{ kind = "aborted", reason = "disposed" }`).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub turn_end: Option<Value>,
-    /// `session.event` with this event object, sent as written (`type`, `data`; `seq` and
-    /// `time` are filled in when absent).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub event: Option<Value>,
-
-    // ---- Codex app-server sugar (addressed to the thread and turn of the fake's own
-    // `thread/start` and `turn/start` replies, or to `thread` / `turn`) ----
-    /// `turn/started` for the turn.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub turn_started: Option<bool>,
-    /// `item/completed` with an `agentMessage` item: `{ text = "…", phase = "final_answer" }`
-    /// (no `phase` key: `phase: null`). Values are sent as written.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub agent_message: Option<Value>,
-    /// `turn/completed`: `{ status = "failed", error = { message = "…", codexErrorInfo = … } }`
-    /// (no `error`: `error: null`).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub turn_completed: Option<Value>,
-    /// A server request with this method (approvals, user input, elicitation); `params` are
-    /// merged over `{threadId, turnId, itemId}`; waits for the answer (`answer` checks it).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub ask: Option<String>,
-
-    // ---- process behaviour ----
-    /// Write this text to stderr (a newline is added).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub stderr: Option<String>,
-    /// Report a named checkpoint to the harness.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub checkpoint: Option<String>,
-    /// Block until the harness releases this name.
-    #[serde(rename = "await", default, skip_serializing_if = "Option::is_none")]
-    pub await_: Option<String>,
-    /// Block until stdin reaches EOF.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub wait_eof: Option<bool>,
-    /// Sleep. Only for what is genuinely about time (a grace period expiring).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub delay_ms: Option<u64>,
-    /// Close stdout (the process stays alive).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub close_stdout: Option<bool>,
-    /// Exit now with this code.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub exit: Option<i32>,
-    /// Die by this signal, raised on itself (`SIGABRT`, `SIGKILL`, …; core dumps disabled).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub signal: Option<String>,
-    /// From now on, ignore SIGTERM.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub ignore_sigterm: Option<bool>,
-    /// From now on, do not exit at stdin EOF.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub ignore_eof: Option<bool>,
-    /// Spawn a grandchild with its own behaviour.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub spawn: Option<Grandchild>,
-
-    // ---- modifiers ----
-    /// With `expect`: a subset the received params must contain. With `notify`/`request`: the
-    /// params to send.
-    #[serde(
-        default,
-        deserialize_with = "present",
-        skip_serializing_if = "Option::is_none"
-    )]
-    pub params: Option<Value>,
-    /// With `expect`: the received params must be exactly `params` (no member the script does
-    /// not name, at any depth; no `params` at all when the step names none).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub exact: Option<bool>,
-    /// With `request` or `permission`: the result the subject must answer (exact).
-    #[serde(
-        default,
-        deserialize_with = "present",
-        skip_serializing_if = "Option::is_none"
-    )]
-    pub answer: Option<Value>,
-    /// With `reply`, `error` or `stop`: the method of the open request to answer.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub to: Option<String>,
-    /// With DSH SDK sugar: the session id to address instead of the prompt's session.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub session: Option<String>,
-    /// With Codex sugar: the thread id to address instead of the fake's own thread.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub thread: Option<String>,
-    /// With Codex sugar: the turn id to address instead of the fake's own turn.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub turn: Option<String>,
-    /// This step sends something invalid on purpose; says why. Frames it sends are exempt from
-    /// the protocol schema test and marked in the transcript.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub violation: Option<String>,
+        impl Step {
+            /// The action keys this step sets (a valid step sets exactly one).
+            pub fn actions(&self) -> Vec<&'static str> {
+                let mut set = Vec::new();
+                $(
+                    if self.$action.is_some() {
+                        set.push($key);
+                    }
+                )+
+                set
+            }
+        }
+    };
 }
 
-/// The action keys, in the order they are documented.
-pub const ACTION_KEYS: &[&str] = &[
-    "include",
-    "expect",
-    "reply",
-    "error",
-    "notify",
-    "request",
-    "raw",
-    "chunk",
-    "thought",
-    "update",
-    "permission",
-    "stop",
-    "receipt",
-    "status",
-    "delta",
-    "attempt",
-    "message",
-    "turn_end",
-    "event",
-    "turn_started",
-    "agent_message",
-    "turn_completed",
-    "ask",
-    "stderr",
-    "checkpoint",
-    "await",
-    "wait_eof",
-    "delay_ms",
-    "close_stdout",
-    "exit",
-    "signal",
-    "ignore_sigterm",
-    "ignore_eof",
-    "spawn",
-];
+step! {
+    actions {
+        /// Splice the steps of `scenarios/preludes/<name>.toml` here.
+        include = "include" for None => String,
+        /// Wait for a request or notification with this method from the subject. Anything else
+        /// the subject sends meanwhile is its protocol violation (requests get a JSON-RPC error),
+        /// except what the protocol tolerates (ACP `session/cancel`).
+        expect = "expect" for None => String,
+        /// Answer the latest open request (or the one named by `to`) with this result (`null`
+        /// included: `{ "$json" = "null" }`).
+        #[serde(deserialize_with = "present")]
+        reply = "reply" for None => Value,
+        /// Answer the latest open request (or the one named by `to`) with this error.
+        error = "error" for None => RpcError,
+        /// Send a notification with this method (`params` beside it).
+        notify = "notify" for None => String,
+        /// Send a request with this method (`params` beside it) and wait for the answer.
+        request = "request" for None => String,
+        /// Write this line to stdout verbatim (a newline is added).
+        raw = "raw" for None => String,
+        /// `session/update` `agent_message_chunk` with this text.
+        chunk = "chunk" for Some(Provider::Acp) => String,
+        /// `session/update` `agent_thought_chunk` with this text.
+        thought = "thought" for Some(Provider::Acp) => String,
+        /// `session/update` with this `update` object.
+        update = "update" for Some(Provider::Acp) => Value,
+        /// `session/request_permission`; waits for the answer.
+        permission = "permission" for Some(Provider::Acp) => Permission,
+        /// Answer the open `session/prompt` with this stop reason.
+        stop = "stop" for Some(Provider::Acp) => String,
+        /// `session.event` `agent/inbox/spliced`: the prompt receipt inserting a user message with
+        /// this id (the `messageId` the `session/prompt` reply must carry).
+        receipt = "receipt" for Some(Provider::DshSdk) => String,
+        /// `session.status` with this status (`running` or `idle`).
+        status = "status" for Some(Provider::DshSdk) => String,
+        /// `session.event` `assistant/chunk` with a `text-delta` of this text (a frame the real
+        /// runtime 0.2.1rc2 never sends; kept for clients of other builds).
+        delta = "delta" for Some(Provider::DshSdk) => String,
+        /// `session.event` `assistant/attempt`: a model attempt that failed after streaming this
+        /// text (`""`: before any text), as the real runtime reports a failure mid-stream.
+        attempt = "attempt" for Some(Provider::DshSdk) => String,
+        /// `session.event` `assistant/message` whose content is one text block with this text,
+        /// with the stream it came from as the real runtime records it (an empty string sends
+        /// empty, usage-only content).
+        message = "message" for Some(Provider::DshSdk) => String,
+        /// `session.event` `turn/end` with this reason: a kind (`"completed"`) or a whole reason
+        /// object (`{ kind = "aborted", reason = "disposed" }`).
+        turn_end = "turn_end" for Some(Provider::DshSdk) => Value,
+        /// `session.event` with this event object, sent as written (`type`, `data`; `seq` and
+        /// `time` are filled in when absent).
+        event = "event" for Some(Provider::DshSdk) => Value,
+        /// `turn/started` for the turn.
+        turn_started = "turn_started" for Some(Provider::Codex) => bool,
+        /// `item/completed` with an `agentMessage` item: `{ text = "…", phase = "final_answer" }`
+        /// (no `phase` key: `phase: null`). Values are sent as written.
+        agent_message = "agent_message" for Some(Provider::Codex) => Value,
+        /// `turn/completed`: `{ status = "failed", error = { message = "…", codexErrorInfo = … } }`
+        /// (no `error`: `error: null`).
+        turn_completed = "turn_completed" for Some(Provider::Codex) => Value,
+        /// A server request with this method (approvals, user input, elicitation); `params` are
+        /// merged over `{threadId, turnId, itemId}`; waits for the answer (`answer` checks it).
+        ask = "ask" for Some(Provider::Codex) => String,
+        /// Write this text to stderr (a newline is added).
+        stderr = "stderr" for None => String,
+        /// Report a named checkpoint to the harness.
+        checkpoint = "checkpoint" for None => String,
+        /// Block until the harness releases this name.
+        #[serde(rename = "await")]
+        await_ = "await" for None => String,
+        /// Block until stdin reaches EOF.
+        wait_eof = "wait_eof" for None => bool,
+        /// Sleep. Only for what is genuinely about time (a grace period expiring).
+        delay_ms = "delay_ms" for None => u64,
+        /// Close stdout (the process stays alive).
+        close_stdout = "close_stdout" for None => bool,
+        /// Exit now with this code.
+        exit = "exit" for None => i32,
+        /// Die by this signal, raised on itself (`SIGABRT`, `SIGKILL`, …; core dumps disabled).
+        signal = "signal" for None => String,
+        /// From now on, ignore SIGTERM.
+        ignore_sigterm = "ignore_sigterm" for None => bool,
+        /// From now on, do not exit at stdin EOF.
+        ignore_eof = "ignore_eof" for None => bool,
+        /// Spawn a grandchild with its own behaviour.
+        spawn = "spawn" for None => Grandchild,
+    }
+    modifiers {
+        /// With `expect`: a subset the received params must contain. With `notify`/`request`: the
+        /// params to send.
+        #[serde(deserialize_with = "present")]
+        params: Value,
+        /// With `expect`: the received params must be exactly `params` (no member the script does
+        /// not name, at any depth; no `params` at all when the step names none).
+        exact: bool,
+        /// With `request` or `permission`: the result the subject must answer (exact).
+        #[serde(deserialize_with = "present")]
+        answer: Value,
+        /// With `reply`, `error` or `stop`: the method of the open request to answer.
+        to: String,
+        /// With DSH SDK sugar: the session id to address instead of the prompt's session.
+        session: String,
+        /// With Codex sugar: the thread id to address instead of the fake's own thread.
+        thread: String,
+        /// With Codex sugar: the turn id to address instead of the fake's own turn.
+        turn: String,
+        /// This step sends something invalid on purpose; says why. Frames it sends are exempt from
+        /// the protocol schema test and marked in the transcript.
+        violation: String,
+    }
+}
 
-/// The protocol sugar action keys, by protocol (each fake codec expands only its own).
-pub const ACP_SUGAR: &[&str] = &["chunk", "thought", "update", "permission", "stop"];
-pub const DSH_SDK_SUGAR: &[&str] = &[
-    "receipt", "status", "delta", "attempt", "message", "turn_end", "event",
-];
-pub const CODEX_SUGAR: &[&str] = &["turn_started", "agent_message", "turn_completed", "ask"];
+/// Every action key, in the order they are documented.
+pub const ACTION_KEYS: &[&str] = &{
+    let mut keys = [""; ACTIONS.len()];
+    let mut i = 0;
+    while i < ACTIONS.len() {
+        keys[i] = ACTIONS[i].0;
+        i += 1;
+    }
+    keys
+};
+
+/// The provider whose codec expands this sugar action (`None`: not sugar, or not an action).
+pub fn sugar_owner(action: &str) -> Option<Provider> {
+    ACTIONS
+        .iter()
+        .find(|(k, _)| *k == action)
+        .and_then(|(_, p)| *p)
+}
 
 impl Step {
-    /// The action keys this step sets (a valid step sets exactly one).
-    pub fn actions(&self) -> Vec<&'static str> {
-        let set = [
-            self.include.is_some(),
-            self.expect.is_some(),
-            self.reply.is_some(),
-            self.error.is_some(),
-            self.notify.is_some(),
-            self.request.is_some(),
-            self.raw.is_some(),
-            self.chunk.is_some(),
-            self.thought.is_some(),
-            self.update.is_some(),
-            self.permission.is_some(),
-            self.stop.is_some(),
-            self.receipt.is_some(),
-            self.status.is_some(),
-            self.delta.is_some(),
-            self.attempt.is_some(),
-            self.message.is_some(),
-            self.turn_end.is_some(),
-            self.event.is_some(),
-            self.turn_started.is_some(),
-            self.agent_message.is_some(),
-            self.turn_completed.is_some(),
-            self.ask.is_some(),
-            self.stderr.is_some(),
-            self.checkpoint.is_some(),
-            self.await_.is_some(),
-            self.wait_eof.is_some(),
-            self.delay_ms.is_some(),
-            self.close_stdout.is_some(),
-            self.exit.is_some(),
-            self.signal.is_some(),
-            self.ignore_sigterm.is_some(),
-            self.ignore_eof.is_some(),
-            self.spawn.is_some(),
-        ];
-        ACTION_KEYS
-            .iter()
-            .zip(set)
-            .filter_map(|(k, on)| on.then_some(*k))
-            .collect()
-    }
-
     /// Checks the step's shape: one action, and modifiers only where they mean something.
     pub fn check(&self) -> Result<&'static str, String> {
         let actions = self.actions();
@@ -373,19 +287,13 @@ impl Step {
         if self.to.is_some() && !matches!(action, "reply" | "error" | "stop") {
             return Err(format!("`to` does not apply to `{action}`"));
         }
-        if self.session.is_some()
-            && !matches!(
-                action,
-                "receipt" | "status" | "delta" | "attempt" | "message" | "turn_end" | "event"
-            )
-        {
+        // Sugar modifiers go with their protocol's sugar: `session` with the DSH SDK's,
+        // `thread` and `turn` with Codex's.
+        let owner = sugar_owner(action);
+        if self.session.is_some() && owner != Some(Provider::DshSdk) {
             return Err(format!("`session` does not apply to `{action}`"));
         }
-        let codex = matches!(
-            action,
-            "turn_started" | "agent_message" | "turn_completed" | "ask"
-        );
-        if (self.thread.is_some() || self.turn.is_some()) && !codex {
+        if (self.thread.is_some() || self.turn.is_some()) && owner != Some(Provider::Codex) {
             return Err(format!("`thread` and `turn` do not apply to `{action}`"));
         }
         Ok(action)
@@ -407,21 +315,11 @@ pub const JSON_LITERAL_KEY: &str = "$json";
 /// Replaces every `{ "$json" = "…" }` table inside the step's JSON payloads by the value it
 /// spells. Scenario files are TOML, which has no `null`; wire payloads need it.
 pub fn resolve_json_literals(step: &mut Step) -> Result<(), String> {
-    let payloads = [
-        step.reply.as_mut(),
-        step.params.as_mut(),
-        step.answer.as_mut(),
-        step.update.as_mut(),
-        step.event.as_mut(),
-        step.turn_end.as_mut(),
-        step.agent_message.as_mut(),
-        step.turn_completed.as_mut(),
-        step.error.as_mut().and_then(|e| e.data.as_mut()),
-        step.permission.as_mut().and_then(|p| p.raw_input.as_mut()),
-    ];
-    for value in payloads.into_iter().flatten() {
-        resolve(value)?;
-    }
+    // Over the whole step, so no payload (a new sugar's included) can be missed: only JSON
+    // payloads can hold a table, so only they can hold a literal.
+    let mut value = serde_json::to_value(&*step).map_err(|e| e.to_string())?;
+    resolve(&mut value)?;
+    *step = serde_json::from_value(value).map_err(|e| e.to_string())?;
     Ok(())
 }
 
@@ -457,6 +355,58 @@ mod tests {
         }
         let none: Step = serde_json::from_value(json!({})).unwrap();
         assert!(none.reply.is_none() && none.answer.is_none() && none.params.is_none());
+    }
+
+    #[test]
+    fn every_action_key_is_the_field_serde_reads() {
+        // The key each row of the table declares must be the one a scenario writes.
+        let samples = [
+            json!("x"),
+            json!(true),
+            json!(1),
+            json!({}),
+            json!({"code": 1, "message": "m"}),
+        ];
+        for (key, _) in ACTIONS {
+            let step = samples
+                .iter()
+                .find_map(|v| serde_json::from_value::<Step>(json!({ *key: v })).ok())
+                .unwrap_or_else(|| panic!("no sample value deserializes as `{key}`"));
+            assert_eq!(step.actions(), [*key]);
+            assert_eq!(step.check(), Ok(*key));
+        }
+        assert_eq!(ACTION_KEYS.len(), ACTIONS.len());
+        assert_eq!(sugar_owner("chunk"), Some(Provider::Acp));
+        assert_eq!(sugar_owner("expect"), None);
+    }
+
+    #[test]
+    fn sugar_modifiers_go_with_their_protocols_sugar() {
+        let codex = Step {
+            ask: Some("item/tool/requestUserInput".into()),
+            session: Some("s".into()),
+            ..Step::default()
+        };
+        assert_eq!(
+            codex.check(),
+            Err("`session` does not apply to `ask`".into())
+        );
+        let dsh = Step {
+            message: Some("m".into()),
+            turn: Some("t".into()),
+            ..Step::default()
+        };
+        assert!(
+            dsh.check()
+                .unwrap_err()
+                .contains("do not apply to `message`")
+        );
+        let ok = Step {
+            message: Some("m".into()),
+            session: Some("other".into()),
+            ..Step::default()
+        };
+        assert_eq!(ok.check(), Ok("message"));
     }
 
     #[test]
