@@ -196,8 +196,6 @@ pub trait Codec: Send {
     }
 }
 
-/// Is `action` protocol sugar (of any protocol)?
-
 /// JSON-RPC classification by members: `method` (+`id` → request), or `id` with
 /// `result`/`error` → response.
 pub fn classify_jsonrpc(frame: &Value) -> Msg<'_> {
