@@ -97,7 +97,7 @@ pub struct Observed {
     /// The product version the fake spoke (`None`: the protocol's default).
     pub product_version: Option<String>,
     /// Background delivery: the subject's dispatch receipt and the completion receipt the
-    /// harness wrote when a completion reached the parent (see `delivery.md`).
+    /// harness wrote when a completion reached the parent (`docs/subject-protocol.md`, delivery).
     pub dispatch_receipt: Option<DispatchReceipt>,
     pub completion_receipt: Option<CompletionReceipt>,
 }

@@ -1,6 +1,6 @@
 //! The host side, as pure functions: how one `SubagentResult` (or a start/dispose failure)
 //! becomes the foreground tool text, a background Job outcome, its status line, the completion
-//! notice and the `job_output` text (dsh-facts §2–3, presentation.md).
+//! notice and the `job_output` text (the texts `snapshots/` pins; `docs/subject-protocol.md`).
 
 use conform_protocol::subject::StartError;
 use serde_json::{Value, json};

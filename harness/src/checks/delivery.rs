@@ -1,6 +1,6 @@
 //! `delivery.*`: a background job's completion reaches the parent exactly once, names its job,
-//! and never follows a kill; and the delivery watchdog's status (`../shared/spec/delivery.md`,
-//! seed 003's runbook) for the report.
+//! and never follows a kill; and the delivery watchdog's status (seed 003's runbook, as
+//! `docs/subject-protocol.md` states it) for the report.
 
 use conform_protocol::side::FakeEvent;
 use conform_protocol::subject::Mode;
@@ -76,7 +76,7 @@ pub fn blackhole(mode: Mode, obs: &Observed) -> bool {
 }
 
 /// The delivery watchdog's status for a background run, from the receipts and the fake's
-/// own record that it finished (`delivery.md`). A job killed through `job_kill` is closed by
+/// own record that it finished. A job killed through `job_kill` is closed by
 /// the kill (no completion is pushed), so it counts as delivered.
 pub fn watchdog_status(obs: &Observed) -> &'static str {
     let child_done = obs

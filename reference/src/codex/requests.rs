@@ -1,5 +1,5 @@
 //! Unattended answers to the app-server's requests and the permission facts they leave, as
-//! pure functions (dsh-facts §6.2 and §6.6). Facts carry only the mode, a closed-set request
+//! pure functions (pinned by `scenarios/codex/approval/`). Facts carry only the mode, a closed-set request
 //! name, the decision and a fixed reason: never the command, paths, tool input or MCP payload.
 
 use std::fmt;

@@ -1,4 +1,5 @@
-//! One run's view of the app-server's traffic (dsh-facts §6.2), as a pure state machine fed in
+//! One run's view of the app-server's traffic (as the host reads it; pinned by `scenarios/codex/`),
+//! as a pure state machine fed in
 //! wire order by the JSON-RPC reader.
 //!
 //! Before `turn/start` is answered, frames of the run's thread that name a turn are held: the
