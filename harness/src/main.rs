@@ -121,7 +121,7 @@ fn main() -> ExitCode {
             let schema = if which == "scenario" {
                 scenario::json_schema()
             } else {
-                serde_json::from_str(conform::subject::SCHEMA_TEXT).expect("schema is JSON")
+                conform_protocol::subject::json_schema()
             };
             let text = serde_json::to_string_pretty(&schema).expect("serialises");
             match out(&format!("{text}\n")) {

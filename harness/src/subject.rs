@@ -19,9 +19,6 @@ use tokio::sync::{mpsc, oneshot, watch};
 
 use crate::events::{Routed, Router, RunEvent};
 
-/// The JSON Schema every subject line is validated against (also shipped in `docs/`).
-pub const SCHEMA_TEXT: &str = include_str!("../../docs/subject-protocol.schema.json");
-
 /// The longest line a subject may write on stdout. A legal message is a few kilobytes (texts
 /// are bounded to 4096 bytes; output blocks are short); a longer line is a failure showing its
 /// head and size, and is never held whole.
@@ -44,8 +41,10 @@ const REAP_BUDGET: Duration = Duration::from_secs(5);
 const STDOUT_CLOSED_GRACE: Duration = Duration::from_secs(2);
 
 static VALIDATOR: LazyLock<jsonschema::Validator> = LazyLock::new(|| {
-    let schema: Value = serde_json::from_str(SCHEMA_TEXT).expect("subject schema is JSON");
-    jsonschema::validator_for(&schema).expect("subject schema is a valid JSON Schema")
+    // Generated from the protocol's types; `docs/subject-protocol.schema.json` is the same
+    // schema, committed for adapter authors (a test keeps it current).
+    jsonschema::validator_for(&conform_protocol::subject::json_schema())
+        .expect("subject schema is a valid JSON Schema")
 });
 
 /// Checks a parsed line against the subject protocol; returns the message.

@@ -3,6 +3,7 @@
 //! `docs/subject-protocol.md`; every line a subject sends is validated against
 //! `docs/subject-protocol.schema.json` before it is parsed into these types.
 
+use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
@@ -55,77 +56,148 @@ pub enum ToSubject {
     Shutdown,
 }
 
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
 pub struct SubjectInfo {
     pub name: String,
     pub version: String,
 }
 
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
 pub struct StartError {
-    /// Error class name, e.g. `AcpRunFailure`.
+    /// Error class name, e.g. AcpRunFailure.
+    #[schemars(length(min = 1))]
     pub name: String,
     /// Model-visible message.
     pub message: String,
 }
 
-/// Subject → harness.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-#[serde(tag = "type", rename_all = "snake_case")]
+// Subject → harness.
+/// Every line a subject writes on stdout must be one JSON object valid against this schema.
+/// Unknown message types and unknown fields are rejected so that typos fail loudly.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(tag = "type", rename_all = "snake_case", deny_unknown_fields)]
+#[schemars(title = "conform-subject/1: a line from the subject to the harness")]
 pub enum FromSubject {
     Hello {
+        #[schemars(extend("const" = "conform-subject/1"))]
         protocol: String,
         subject: SubjectInfo,
+        /// The providers the subject hosts: conform's, or a name the protocol reserves for a
+        /// provider to come (the harness runs no case for it).
+        #[schemars(schema_with = "provider_names")]
         providers: Vec<String>,
+        #[schemars(extend("uniqueItems" = true))]
         modes: Vec<Mode>,
     },
-    /// The dispatch receipt: the run was published (handshake done).
+    /// The dispatch receipt: the run was published after the provider's handshake.
     Dispatched {
+        /// The run id the harness chose in `start`.
+        #[schemars(length(min = 1))]
         run: String,
         #[serde(rename = "childSessionKey")]
+        #[schemars(length(min = 1))]
         child_session_key: String,
+        /// RFC 3339 time.
         #[serde(rename = "dispatchAt")]
+        #[schemars(extend("format" = "date-time"))]
         dispatch_at: String,
+        /// RFC 3339 time.
         #[serde(rename = "expectedBy")]
+        #[schemars(extend("format" = "date-time"))]
         expected_by: String,
     },
     StartRejected {
+        /// The run id the harness chose in `start`.
+        #[schemars(length(min = 1))]
         run: String,
         error: StartError,
     },
-    /// The raw `SubagentResult`.
+    /// The raw SubagentResult.
     Result {
+        /// The run id the harness chose in `start`.
+        #[schemars(length(min = 1))]
         run: String,
         #[serde(rename = "stopReason")]
+        #[schemars(length(min = 1))]
         stop_reason: String,
+        #[schemars(with = "Vec<OutputBlock>")]
         output: Vec<Value>,
+        /// Absent when the result carries none.
         #[serde(default, skip_serializing_if = "Option::is_none")]
+        #[schemars(with = "String")]
         diagnostic: Option<String>,
     },
     ToolResult {
+        /// The run id the harness chose in `start`.
+        #[schemars(length(min = 1))]
         run: String,
         #[serde(rename = "isError")]
         is_error: bool,
         text: String,
     },
-    /// A background completion notice: the completion receipt.
+    /// A background completion notice delivered into the parent conversation: the completion
+    /// receipt.
     Notice {
+        /// The run id the harness chose in `start`.
+        #[schemars(length(min = 1))]
         run: String,
+        #[schemars(length(min = 1))]
         job: String,
         text: String,
     },
     JobOutput {
+        /// The run id the harness chose in `start`.
+        #[schemars(length(min = 1))]
         run: String,
         text: String,
     },
-    /// `dispose()` finished: the provider claims the child's process tree is released.
+    /// dispose() finished: the provider claims the child's process tree is released.
     Settled {
+        /// The run id the harness chose in `start`.
+        #[schemars(length(min = 1))]
         run: String,
     },
+    /// Host-only text; raw errors may appear here and only here.
     HostLog {
+        /// The run id the harness chose in `start`.
+        #[schemars(length(min = 1))]
         run: String,
         text: String,
     },
+}
+
+/// One output block of a result: an object with a string `type` (other members as the provider
+/// writes them).
+#[derive(JsonSchema)]
+#[allow(dead_code)] // a schema shape only
+struct OutputBlock {
+    r#type: String,
+}
+
+/// The provider names a `hello` may offer: conform's providers and the names the protocol
+/// reserves for providers to come, each once.
+fn provider_names(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
+    let mut names: Vec<&str> = crate::vocab::Provider::ALL
+        .iter()
+        .map(|p| p.as_str())
+        .collect();
+    names.extend(RESERVED_PROVIDERS);
+    schemars::json_schema!({
+        "type": "array",
+        "items": { "enum": names },
+        "uniqueItems": true
+    })
+}
+
+/// Provider names a subject may offer before conform has cases for them (seed 001's second
+/// product provider).
+pub const RESERVED_PROVIDERS: &[&str] = &["claude-code"];
+
+/// The JSON Schema of every line a subject sends (`docs/subject-protocol.schema.json`).
+pub fn json_schema() -> Value {
+    serde_json::to_value(schemars::schema_for!(FromSubject)).expect("schema serialises")
 }
 
 impl FromSubject {
@@ -142,5 +214,20 @@ impl FromSubject {
             | FromSubject::Settled { run }
             | FromSubject::HostLog { run, .. } => Some(run),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn the_committed_subject_schema_is_current() {
+        let committed: serde_json::Value =
+            serde_json::from_str(include_str!("../../../docs/subject-protocol.schema.json"))
+                .expect("docs/subject-protocol.schema.json is JSON");
+        assert_eq!(
+            committed,
+            super::json_schema(),
+            "docs/subject-protocol.schema.json is stale: `conform schema subject > docs/subject-protocol.schema.json`"
+        );
     }
 }
