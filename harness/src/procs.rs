@@ -3,7 +3,7 @@
 //! cannot `wait` them; a pidfd becomes readable when the process exits, which is awaitable.
 
 use std::io;
-use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
+use std::os::fd::OwnedFd;
 use std::time::Duration;
 
 use tokio::io::unix::AsyncFd;
@@ -36,13 +36,12 @@ pub fn alive(pid: i32, start_time: u64) -> bool {
 }
 
 pub fn pidfd_open(pid: i32) -> io::Result<OwnedFd> {
-    // SAFETY: plain syscall; on success it returns a new fd we own.
-    let fd = unsafe { libc::syscall(libc::SYS_pidfd_open, pid, 0) };
-    if fd < 0 {
-        return Err(io::Error::last_os_error());
-    }
-    // SAFETY: the kernel just handed us this fd.
-    Ok(unsafe { OwnedFd::from_raw_fd(fd as RawFd) })
+    let pid = rustix::process::Pid::from_raw(pid)
+        .ok_or_else(|| io::Error::new(io::ErrorKind::InvalidInput, "pid 0"))?;
+    Ok(rustix::process::pidfd_open(
+        pid,
+        rustix::process::PidfdFlags::empty(),
+    )?)
 }
 
 /// Waits until the process behind `pidfd` exits, at most `budget`. True if it exited.
@@ -61,28 +60,17 @@ pub async fn wait_exit(pidfd: &OwnedFd, budget: Duration) -> bool {
 
 /// SIGKILL through the pidfd (no pid-reuse race).
 pub fn kill(pidfd: &OwnedFd) {
-    // SAFETY: plain syscall on an fd we own.
-    unsafe {
-        libc::syscall(
-            libc::SYS_pidfd_send_signal,
-            pidfd.as_raw_fd(),
-            libc::SIGKILL,
-            std::ptr::null::<libc::siginfo_t>(),
-            0,
-        );
-    }
+    // Already gone is fine: the point is that it is.
+    let _ = rustix::process::pidfd_send_signal(pidfd, rustix::process::Signal::KILL);
 }
 
 /// Makes this process the reaper of every orphan among its descendants
 /// (`PR_SET_CHILD_SUBREAPER`): what escapes the subject's process group — a `setsid` child, a
 /// double fork — is reparented here instead of to init, so the end-of-suite sweep finds it.
 pub fn become_subreaper() -> io::Result<()> {
-    // SAFETY: plain prctl with integer arguments.
-    let rc = unsafe { libc::prctl(libc::PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) };
-    if rc != 0 {
-        return Err(io::Error::last_os_error());
-    }
-    Ok(())
+    Ok(rustix::process::set_child_subreaper(Some(
+        rustix::process::getpid(),
+    ))?)
 }
 
 /// Every process below `root` in the process tree, from `/proc`, parents before children.
