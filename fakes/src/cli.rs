@@ -23,47 +23,60 @@ use crate::signals::{SignalPolicy, Signals};
 /// Exit code for the fake's own failures.
 pub const FAULT_EXIT: i32 = 2;
 
-#[derive(Debug, Default, PartialEq)]
+#[derive(Debug, Default, PartialEq, clap::Parser)]
+#[command(
+    name = "fake",
+    no_binary_name = true,
+    disable_help_flag = true,
+    disable_version_flag = true
+)]
 pub struct Args {
+    /// The script to run (JSON).
+    #[arg(long)]
     pub script: Option<String>,
+    /// The harness's side-channel socket.
+    #[arg(long)]
     pub side: Option<String>,
+    /// The run id to register under.
+    #[arg(long)]
     pub run: Option<String>,
+    /// Run as a grandchild: register, then live until killed.
+    #[arg(long)]
     pub grandchild: bool,
+    #[arg(long)]
     pub trap_sigterm: bool,
+    #[arg(long)]
     pub setsid: bool,
     /// Grandchild: the fd to write one byte to once registered.
+    #[arg(long)]
     pub ready_fd: Option<i32>,
-    /// The first problem met while parsing. Parsing goes on past it so `--side` is still
-    /// known and the problem can be reported there.
+    /// The problem met while parsing, if any: it is reported on the side channel, so `--side`
+    /// is still looked for in arguments clap rejected.
+    #[arg(skip)]
     pub error: Option<String>,
 }
 
 impl Args {
     pub fn parse(args: impl IntoIterator<Item = String>) -> Args {
-        let mut out = Args::default();
-        let mut problems = Vec::new();
-        let mut it = args.into_iter();
-        while let Some(arg) = it.next() {
-            let mut value = |name: &str| {
-                let v = it.next();
-                if v.is_none() {
-                    problems.push(format!("{name} needs a value"));
+        use clap::Parser;
+        let args: Vec<String> = args.into_iter().collect();
+        match Args::try_parse_from(&args) {
+            Ok(a) => a,
+            Err(e) => {
+                let side = args
+                    .iter()
+                    .position(|a| a == "--side")
+                    .and_then(|i| args.get(i + 1))
+                    .cloned();
+                let why = e.to_string();
+                let first = why.lines().next().unwrap_or_default();
+                Args {
+                    side,
+                    error: Some(first.trim_start_matches("error: ").to_owned()),
+                    ..Args::default()
                 }
-                v
-            };
-            match arg.as_str() {
-                "--script" => out.script = value("--script"),
-                "--side" => out.side = value("--side"),
-                "--run" => out.run = value("--run"),
-                "--grandchild" => out.grandchild = true,
-                "--trap-sigterm" => out.trap_sigterm = true,
-                "--setsid" => out.setsid = true,
-                "--ready-fd" => out.ready_fd = value("--ready-fd").and_then(|v| v.parse().ok()),
-                other => problems.push(format!("unknown argument {other:?}")),
             }
         }
-        out.error = problems.into_iter().next();
-        out
     }
 
     /// Whether the arguments are complete and known (`--side` is checked first, by the caller).

@@ -373,23 +373,21 @@ fn whole_answer(format: Format, behaviour: Behaviour, turn: u64) -> Value {
 /// `conform mock-model`: binds loopback (`--port`, default any free port), prints
 /// `listening on http://127.0.0.1:PORT` on stdout, and serves until stdin closes.
 pub fn main_with_args(args: Vec<String>) -> std::process::ExitCode {
-    let mut port = 0u16;
-    let mut it = args.iter();
-    while let Some(a) = it.next() {
-        match a.as_str() {
-            "--port" => match it.next().and_then(|p| p.parse().ok()) {
-                Some(p) => port = p,
-                None => {
-                    eprintln!("mock-model: --port takes a number");
-                    return std::process::ExitCode::from(2);
-                }
-            },
-            other => {
-                eprintln!("mock-model: unknown argument {other}");
-                return std::process::ExitCode::from(2);
-            }
-        }
+    /// The scripted model endpoint, on loopback.
+    #[derive(clap::Parser)]
+    #[command(name = "mock-model", no_binary_name = true)]
+    struct Args {
+        /// The port to listen on (0: any free one; the chosen port is printed).
+        #[arg(long, default_value_t = 0)]
+        port: u16,
     }
+    let port = match <Args as clap::Parser>::try_parse_from(args) {
+        Ok(a) => a.port,
+        Err(e) => {
+            let _ = e.print();
+            return std::process::ExitCode::from(u8::try_from(e.exit_code()).unwrap_or(2));
+        }
+    };
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()

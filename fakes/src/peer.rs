@@ -31,35 +31,30 @@ type Pending = Arc<Mutex<HashMap<String, String>>>;
 
 /// `conform peer-proxy --side SOCK --run RUN --protocol NAME -- <argv…>`.
 pub fn main_with_args(args: Vec<String>) -> std::process::ExitCode {
-    let Some(split) = args.iter().position(|a| a == "--") else {
-        eprintln!("peer-proxy: usage: --side SOCK --run RUN --protocol NAME -- <command…>");
-        return std::process::ExitCode::from(2);
-    };
-    let (flags, argv) = (&args[..split], &args[split + 1..]);
-    let flag = |name: &str| {
-        flags
-            .iter()
-            .position(|a| a == name)
-            .and_then(|i| flags.get(i + 1))
-            .cloned()
-    };
-    let (Some(side_path), Some(run), Some(protocol)) =
-        (flag("--side"), flag("--run"), flag("--protocol"))
-    else {
-        eprintln!("peer-proxy: --side, --run and --protocol are required");
-        return std::process::ExitCode::from(2);
-    };
-    let codec = match protocol.parse() {
-        Ok(provider) => crate::codec::for_provider(provider),
+    /// Puts a real runtime where a fake would be, recording its wire on the side channel.
+    #[derive(clap::Parser)]
+    #[command(name = "peer-proxy", no_binary_name = true)]
+    struct Args {
+        #[arg(long)]
+        side: String,
+        #[arg(long)]
+        run: String,
+        /// The provider whose protocol the runtime speaks.
+        #[arg(long)]
+        protocol: conform_protocol::vocab::Provider,
+        /// The real runtime's command line.
+        #[arg(last = true, required = true)]
+        command: Vec<String>,
+    }
+    let args = match <Args as clap::Parser>::try_parse_from(args) {
+        Ok(a) => a,
         Err(e) => {
-            eprintln!("peer-proxy: --protocol: {e}");
-            return std::process::ExitCode::from(2);
+            let _ = e.print();
+            return std::process::ExitCode::from(u8::try_from(e.exit_code()).unwrap_or(2));
         }
     };
-    if argv.is_empty() {
-        eprintln!("peer-proxy: no command after --");
-        return std::process::ExitCode::from(2);
-    }
+    let (side_path, run, argv) = (args.side, args.run, &args.command[..]);
+    let codec = crate::codec::for_provider(args.protocol);
     // Termination signals are taken by one thread (and forwarded), never by default action:
     // the proxy must outlive the real runtime to report its exit. Blocked before any thread.
     let mut set = nix::sys::signal::SigSet::empty();
