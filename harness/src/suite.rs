@@ -396,7 +396,13 @@ fn judge(
     let mut snapshot_note = None;
     let ran_to_end = obs.subject_gone.is_none() && obs.timed_out.is_none();
     let harness_fault = findings.iter().any(|f| f.blame() == Blame::Harness);
-    if ran_to_end && !harness_fault {
+    // A snapshot never blesses a leak: texts that fail redaction are neither compared, nor
+    // accepted, nor left pending (the finding already shows where the leak is).
+    let leaked = findings.iter().any(|f| f.check == Check::ContractRedaction);
+    if leaked && accept {
+        snapshot_note = Some("not recorded: the texts leak untrusted text".to_owned());
+    }
+    if ran_to_end && !harness_fault && !leaked {
         let actual = snapshot::render(&obs);
         match snapshot::check(snapshots, s, mode, &actual, accept) {
             Ok(Outcome::Matches) => {}

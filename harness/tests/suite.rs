@@ -402,6 +402,69 @@ fn a_raw_error_in_model_visible_text_is_caught() {
 }
 
 #[test]
+fn untrusted_text_copied_from_any_channel_is_caught() {
+    // Each seeded defect copies one untrusted channel into model-visible text.
+    let cases: &[(&str, &str, &str)] = &[
+        (
+            "copy-unknown-stop-reason",
+            "acp/stop/unknown",
+            "[contract.redaction] the diagnostic contains untrusted text \"teleported_elsewhere\"",
+        ),
+        (
+            "error-data-in-diagnostic",
+            "acp/stage/prompt-error-response",
+            "[contract.redaction] the diagnostic contains untrusted text \"upstream said SECRET_UPSTREAM_DETAIL\"",
+        ),
+        (
+            "title-in-permission-line",
+            "acp/permission/allow-read-max-tokens",
+            "[contract.redaction] the diagnostic contains untrusted text \"Run rm -rf /srv/private-project\"",
+        ),
+        (
+            "task-in-start-error",
+            "acp/stage/initialize-relative-cwd",
+            "[contract.redaction] the start rejection contains untrusted text \"Carry out the scripted task.\"",
+        ),
+        (
+            // A failed Codex turn's message: collected from `turn_completed` only since the
+            // codec names its untrusted text.
+            "leak-turn-error",
+            "codex/redaction/untrusted-channels",
+            "[contract.redaction] the diagnostic contains untrusted text \"401 for sk-SECRET-turn\"",
+        ),
+    ];
+    for (defect, filter, expected) in cases {
+        caught(&[defect], filter, &[], &[expected]);
+    }
+}
+
+#[test]
+fn a_leaking_run_is_never_recorded_as_a_snapshot() {
+    let dir = tempfile::tempdir().unwrap();
+    let snapshots = dir.path().to_str().unwrap();
+    let subject = defective(&["leak-turn-error"]);
+    let (code, out, _) = run(&[
+        "--filter",
+        "codex/redaction/untrusted-channels",
+        "--subject",
+        &subject,
+        "--snapshots",
+        snapshots,
+        "--accept",
+    ]);
+    assert_eq!(code, Some(1), "{out}");
+    assert!(
+        out.contains("not recorded: the texts leak untrusted text"),
+        "{out}"
+    );
+    assert_eq!(
+        std::fs::read_dir(dir.path()).unwrap().count(),
+        0,
+        "nothing written"
+    );
+}
+
+#[test]
 fn a_wrong_dsh_turn_mapping_is_caught() {
     caught(
         &["blocked-as-error"],

@@ -123,6 +123,9 @@ struct RunState {
     settled: bool,
     output: String,
     permission: Option<PermissionFact>,
+    /// The title of the tool call the latest permission fact is about (only the
+    /// `title-in-permission-line` defect ever shows it).
+    permission_title: Option<String>,
 }
 
 struct AcpHandler {
@@ -148,6 +151,10 @@ impl Handler for AcpHandler {
                 request: tool_kind(params.get("toolCall").and_then(|t| t.get("kind"))),
                 allowed,
             });
+            st.permission_title = params
+                .pointer("/toolCall/title")
+                .and_then(Value::as_str)
+                .map(str::to_owned);
         }
         Reply::Result(answer)
     }
@@ -413,10 +420,14 @@ impl AcpRun {
         );
         let step = race(prompt, cancel).await;
         // Settle the facts at this point: later chunks and permissions do not count.
-        let (output, permission) = {
+        let (output, permission, title) = {
             let mut st = self.state.lock().expect("run state");
             st.settled = true;
-            (std::mem::take(&mut st.output), st.permission)
+            (
+                std::mem::take(&mut st.output),
+                st.permission,
+                st.permission_title.take(),
+            )
         };
         let (stop_reason, diagnostic) = match step {
             Step::Cancelled => {
@@ -439,15 +450,36 @@ impl AcpRun {
                 let line = self.wire_lost(Stage::Process, Stage::Prompt).await;
                 ("error", Some(with_permission(&line, permission.as_ref())))
             }
-            Step::Done(Ok(v)) => map_stop_reason(
-                v.get("stopReason"),
-                permission.as_ref(),
-                self.defects.max_tokens_as_error,
-            ),
-            Step::Done(Err(RpcError::Remote { code, message, .. })) => {
+            Step::Done(Ok(v)) => {
+                let (stop, diagnostic) = map_stop_reason(
+                    v.get("stopReason"),
+                    permission.as_ref(),
+                    self.defects.max_tokens_as_error,
+                );
+                // Seeded defect: an unknown stop reason copied into the diagnostic.
+                match v.get("stopReason").and_then(Value::as_str) {
+                    Some(raw) if self.defects.copy_unknown_stop_reason && stop == "error" => (
+                        stop,
+                        diagnostic.map(|d| format!("{d} (stop reason: {raw})")),
+                    ),
+                    _ => (stop, diagnostic),
+                }
+            }
+            Step::Done(Err(RpcError::Remote {
+                code,
+                message,
+                data,
+            })) => {
                 (self.log)(format!("session/prompt error response {code}: {message}"));
                 let line = FailureLine::acp(Stage::Prompt, Category::Unknown);
-                ("error", Some(with_permission(&line, permission.as_ref())))
+                let mut d = with_permission(&line, permission.as_ref());
+                // Seeded defect: the error payload's `data` copied into the diagnostic.
+                if self.defects.error_data_in_diagnostic
+                    && let Some(data) = data
+                {
+                    d = format!("{d} {data}");
+                }
+                ("error", Some(d))
             }
             Step::Done(Err(e)) => {
                 (self.log)(format!("session/prompt failed: {e}"));
@@ -456,6 +488,13 @@ impl AcpRun {
             }
         };
         let mut diagnostic = diagnostic;
+        // Seeded defect: the tool call's title placed in the permission line.
+        if self.defects.title_in_permission_line
+            && let Some(title) = title
+        {
+            diagnostic = diagnostic
+                .map(|d| d.replace("; decision: ", &format!("; tool: {title}; decision: ")));
+        }
         if self.defects.leak_raw_error && stop_reason != "completed" {
             diagnostic = Some(match diagnostic {
                 Some(d) => self.leak(d).await,

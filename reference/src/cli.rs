@@ -76,6 +76,16 @@ pub enum Defect {
     SkipTurnInterrupt,
     /// Answer no output as one empty text block (`[{"type":"text","text":""}]`) instead of `[]`.
     EmptyTextBlock,
+    /// ACP: copy an unknown stop reason into the diagnostic (`(stop reason: <raw>)`).
+    CopyUnknownStopReason,
+    /// ACP: copy a `session/prompt` error response's `data` into the diagnostic.
+    ErrorDataInDiagnostic,
+    /// ACP: name the tool call's title in the permission line.
+    TitleInPermissionLine,
+    /// Append the task text to every start rejection message that is not a cancellation.
+    TaskInStartError,
+    /// Codex: append a failed turn's error message to the diagnostic.
+    LeakTurnError,
 }
 
 /// Deliberate misbehaviours for the harness's self-tests. All off by default.
@@ -110,6 +120,11 @@ pub struct Defects {
     pub dsh_subject_cwd: bool,
     pub skip_turn_interrupt: bool,
     pub empty_text_block: bool,
+    pub copy_unknown_stop_reason: bool,
+    pub error_data_in_diagnostic: bool,
+    pub title_in_permission_line: bool,
+    pub task_in_start_error: bool,
+    pub leak_turn_error: bool,
 }
 
 impl Defects {
@@ -146,6 +161,11 @@ impl Defects {
                 Defect::DshSubjectCwd => d.dsh_subject_cwd = true,
                 Defect::SkipTurnInterrupt => d.skip_turn_interrupt = true,
                 Defect::EmptyTextBlock => d.empty_text_block = true,
+                Defect::CopyUnknownStopReason => d.copy_unknown_stop_reason = true,
+                Defect::ErrorDataInDiagnostic => d.error_data_in_diagnostic = true,
+                Defect::TitleInPermissionLine => d.title_in_permission_line = true,
+                Defect::TaskInStartError => d.task_in_start_error = true,
+                Defect::LeakTurnError => d.leak_turn_error = true,
             }
         }
         d

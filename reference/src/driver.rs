@@ -92,12 +92,20 @@ pub(crate) async fn drive<D: Driver>(
     mut cancel: watch::Receiver<bool>,
     events: mpsc::UnboundedSender<ProviderEvent>,
 ) {
+    // A rejected start (not a cancellation) shows only the provider's own fixed text.
+    let refuse = |mut error: StartError| {
+        if defects.task_in_start_error {
+            // Seeded defect: the task echoed into the start error.
+            error.message = format!("{}: {}", error.message, spec.task);
+        }
+        reject(&events, error, false)
+    };
     let config = match D::configure(&spec, &log) {
         Ok(c) => c,
-        Err(e) => return reject(&events, e, false),
+        Err(e) => return refuse(e),
     };
     if let Err(e) = D::precheck(&spec) {
-        return reject(&events, e, false);
+        return refuse(e);
     }
     if *cancel.borrow() {
         return reject(&events, D::aborted_before_start(), true);
@@ -108,11 +116,11 @@ pub(crate) async fn drive<D: Driver>(
             "{} cwd is not an absolute existing directory: {cwd:?}",
             D::CHILD
         ));
-        return reject(&events, D::bad_cwd(), false);
+        return refuse(D::bad_cwd());
     }
     let spawned = match spawn_runtime(&spec.runtime, Path::new(&cwd), &log) {
         Ok(s) => s,
-        Err(e) => return reject(&events, D::spawn_failed(&e, &log), false),
+        Err(e) => return refuse(D::spawn_failed(&e, &log)),
     };
     log(format!(
         "{} spawned, process group {}",
@@ -128,7 +136,7 @@ pub(crate) async fn drive<D: Driver>(
         }
         Err(StartFailure::Failed(failure)) => {
             if let Some(error) = run.failed_start(failure, &events).await {
-                reject(&events, error, false);
+                refuse(error);
             }
             return;
         }

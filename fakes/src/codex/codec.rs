@@ -8,7 +8,7 @@ use conform_protocol::vocab::Provider;
 use serde_json::{Map, Value, json};
 
 use super::{DEFAULT_PRODUCT_VERSION, method};
-use crate::codec::{Codec, Sugar};
+use crate::codec::{Codec, Sugar, string_leaves};
 
 /// `emittedAtMs` of the first notification the fake sends; each further one is 1 ms later
 /// (deterministic, and a plausible Unix time in milliseconds: 2025-11-29T08:00:00Z).
@@ -357,6 +357,45 @@ impl Codec for CodexCodec {
         } else {
             unreachable!("sugar_action found a Codex key")
         }))
+    }
+
+    fn untrusted_text(&self, step: &Step, out: &mut Vec<String>) {
+        // A failed turn's error: its message and details are the upstream's own text; an
+        // error-info code or key no known product version defines is too (known ones are the
+        // vocabulary a diagnostic names).
+        if let Some(error) = step.turn_completed.as_ref().and_then(|t| t.get("error")) {
+            for key in ["message", "additionalDetails"] {
+                if let Some(v) = error.get(key) {
+                    string_leaves(v, out);
+                }
+            }
+            let known = |s: &str| {
+                conform_protocol::codex::KNOWN
+                    .iter()
+                    .any(|v| v.has_string(s) || v.object(s).is_some())
+            };
+            match error.get("codexErrorInfo") {
+                Some(Value::String(code)) if !known(code) => out.push(code.clone()),
+                Some(Value::Object(o)) => {
+                    out.extend(o.keys().filter(|k| !known(k)).cloned());
+                }
+                _ => {}
+            }
+        }
+        // A server request's payload (commands, tool names and arguments, MCP servers and
+        // messages, questions) is the runtime's, except the decisions it offers.
+        if step.ask.is_some()
+            && let Some(Value::Object(params)) = &step.params
+        {
+            for (k, v) in params {
+                if !matches!(
+                    k.as_str(),
+                    "availableDecisions" | "threadId" | "turnId" | "itemId"
+                ) {
+                    string_leaves(v, out);
+                }
+            }
+        }
     }
 
     fn tolerated(&self, m: &str, is_request: bool) -> bool {

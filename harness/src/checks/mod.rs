@@ -10,14 +10,16 @@ mod expect;
 mod health;
 mod presentation;
 mod process;
+mod redaction;
 mod subject;
 pub mod timing;
 
 pub use catalog::{Blame, Check, Finding};
-pub use contract::{MAX_DIAGNOSTIC_BYTES, model_visible, untrusted_strings};
+pub use contract::MAX_DIAGNOSTIC_BYTES;
 pub use delivery::watchdog_status;
 pub use expect::{teardown_rung, upstream_mapping};
 pub use presentation::job_status;
+pub use redaction::{model_visible, untrusted_strings};
 pub use subject::judge_late;
 
 use conform_protocol::subject::Mode;

@@ -501,6 +501,13 @@ impl CodexRun {
             };
         }
         let mut diagnostic = line.map(|l| diagnostic(&l, fact.as_ref()));
+        // Seeded defect: the failed turn's own error message appended to the diagnostic.
+        if self.defects.leak_turn_error
+            && let Outcome::Settled(Settled::Terminal(t)) = &outcome
+            && let Some(message) = t.pointer("/error/message").and_then(Value::as_str)
+        {
+            diagnostic = diagnostic.map(|d| format!("{d}: {message}"));
+        }
         if self.defects.leak_raw_error && stop_reason != "completed" {
             diagnostic = Some(limit_diagnostic(
                 &self.stderr.leak(diagnostic.unwrap_or_default()).await,
