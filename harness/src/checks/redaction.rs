@@ -213,14 +213,16 @@ mod tests {
         let mut s =
             crate::scenario::load(&root, &root.join("acp/stop/max-turn-requests.toml")).unwrap();
         s.file.secrets = vec![format!("token-for-{}", s.id)];
-        let mut obs = Observed::default();
-        obs.notices = vec![(
-            "j".into(),
-            format!(
-                "background job j (subagent: {}) finished [status: failed, token-for-{}]",
-                s.id, s.id
-            ),
-        )];
+        let mut obs = Observed {
+            notices: vec![(
+                "j".into(),
+                format!(
+                    "background job j (subagent: {}) finished [status: failed, token-for-{}]",
+                    s.id, s.id
+                ),
+            )],
+            ..Observed::default()
+        };
         let mut f = Vec::new();
         judge(&s, &obs, &mut f);
         assert_eq!(f.len(), 1, "{f:?}");
