@@ -116,6 +116,11 @@ pub trait Codec: Send {
     /// channels (stderr, raw lines, error payloads, reply payloads) are the harness's.
     fn untrusted_text(&self, _step: &Step, _out: &mut Vec<String>) {}
 
+    /// Visits every free-text channel of a sugar step of this protocol, mutably, with the
+    /// channel's name: the places where a runtime writes untrusted text that can change
+    /// without changing what the step means (the redaction property writes secrets there).
+    fn free_text(&self, _step: &mut Step, _visit: &mut dyn FnMut(&'static str, &mut String)) {}
+
     /// Learns from an answer the fake sent (e.g. the session id it handed out).
     fn answered(&mut self, _method: &str, _outcome: &Result<Value, RpcError>) {}
 
@@ -257,5 +262,23 @@ pub fn string_leaves(v: &Value, out: &mut Vec<String>) {
         Value::Array(a) => a.iter().for_each(|x| string_leaves(x, out)),
         Value::Object(o) => o.values().for_each(|x| string_leaves(x, out)),
         _ => {}
+    }
+}
+
+/// Every string inside a JSON value, mutably (object keys excluded).
+pub fn string_leaves_mut(v: &mut Value, visit: &mut dyn FnMut(&mut String)) {
+    match v {
+        Value::String(s) => visit(s),
+        Value::Array(a) => a.iter_mut().for_each(|x| string_leaves_mut(x, visit)),
+        Value::Object(o) => o.values_mut().for_each(|x| string_leaves_mut(x, visit)),
+        _ => {}
+    }
+}
+
+/// The string at `pointer` inside `v`, if it is one.
+pub fn string_at<'a>(v: &'a mut Value, pointer: &str) -> Option<&'a mut String> {
+    match v.pointer_mut(pointer)? {
+        Value::String(s) => Some(s),
+        _ => None,
     }
 }

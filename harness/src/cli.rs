@@ -25,6 +25,10 @@ pub struct Cli {
 pub enum Command {
     /// Run scenarios against a subject and report.
     Run(RunArgs),
+    /// The redaction property: generated secrets in every untrusted channel of the selected
+    /// scenarios; no model-visible text may show one, and every text must equal its snapshot.
+    /// Exit 0: no case failed; 1: a case failed (shrunk counterexample shown); 2: could not run.
+    Redaction(RedactionArgs),
     /// List the scenarios that would run (or, with --checks, every check).
     List(ListArgs),
     /// Compare a real product's protocol vocabulary with the one conform is pinned to.
@@ -116,6 +120,25 @@ pub struct ListArgs {
     /// requirement comes from.
     #[arg(long, conflicts_with_all = ["scenarios", "filter"])]
     pub checks: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct RedactionArgs {
+    #[command(flatten)]
+    pub select: SelectArgs,
+    /// The subject command line (run with `sh -c`). Default: the reference subject.
+    #[arg(long)]
+    pub subject: Option<String>,
+    /// How many generated cases (each one run of one scenario in one mode).
+    #[arg(long, default_value_t = 256, value_parser = clap::builder::RangedU64ValueParser::<usize>::new().range(1..))]
+    pub cases: usize,
+    /// The seed of the generator: the same seed replays the same cases.
+    #[arg(long, default_value_t = 0)]
+    pub seed: u64,
+    /// Runs in flight at once; at least 1.
+    #[arg(long, short = 'j', default_value_t = 8,
+          value_parser = clap::builder::RangedU64ValueParser::<usize>::new().range(1..))]
+    pub jobs: usize,
 }
 
 #[derive(Debug, Args)]

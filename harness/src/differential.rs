@@ -519,6 +519,7 @@ async fn ledgers(
         hello_timeout: std::time::Duration::from_secs(20),
         allow_skips: true,
         peers,
+        pending_snapshots: true,
     })
     .await
     .map_err(|e| e.to_string())?;

@@ -13,6 +13,7 @@ pub mod lifecycle;
 pub mod peers;
 pub mod pool;
 pub mod procs;
+pub mod redaction;
 pub mod report;
 pub mod run;
 pub mod scenario;

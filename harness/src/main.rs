@@ -92,6 +92,7 @@ fn main() -> ExitCode {
         Command::MockModel { args } => conform_fakes::model::main_with_args(args),
         Command::Reference { args } => code(conform_reference::main_with_args(args)),
         Command::Drift(args) => drift(args),
+        Command::Redaction(args) => redaction(args),
         Command::Peers(args) => {
             let opts = conform::differential::DiffOptions {
                 scenarios: default_dir("scenarios"),
@@ -224,6 +225,7 @@ fn main() -> ExitCode {
                 product_versions,
                 hello_timeout: Duration::from_millis(args.hello_timeout_ms),
                 allow_skips: args.allow_skips,
+                pending_snapshots: true,
                 peers: args.peers,
             };
             let report = match runtime.block_on(suite::run(opts)) {
@@ -339,4 +341,52 @@ fn checks_table() -> String {
 /// A process exit code from one of conform's named codes (`suite::exit`).
 fn code(c: i32) -> ExitCode {
     ExitCode::from(u8::try_from(c).unwrap_or(u8::MAX))
+}
+
+/// `conform redaction`: the redaction property against a subject.
+fn redaction(args: conform::cli::RedactionArgs) -> ExitCode {
+    let opts = suite::Options {
+        scenarios: args
+            .select
+            .scenarios
+            .unwrap_or_else(|| default_dir("scenarios")),
+        filters: args.select.filter,
+        subject: args.subject,
+        snapshots: default_dir("snapshots"),
+        accept: false,
+        jobs: args.jobs,
+        deadline: Duration::from_secs(20),
+        progress: std::io::stderr().is_terminal(),
+        product_versions: Default::default(),
+        hello_timeout: Duration::from_secs(20),
+        allow_skips: false,
+        peers: None,
+        pending_snapshots: false,
+    };
+    let plan = conform::redaction::Plan {
+        cases: args.cases,
+        seed: args.seed,
+    };
+    let runtime = match tokio::runtime::Runtime::new() {
+        Ok(r) => r,
+        Err(e) => {
+            eprintln!("error: cannot start the async runtime: {e}");
+            return code(exit::ERROR);
+        }
+    };
+    let started = std::time::Instant::now();
+    match runtime.block_on(conform::redaction::run(&opts, &plan)) {
+        Ok(outcome) => {
+            let text = conform::redaction::render(&outcome, &plan, started.elapsed());
+            match out(&text) {
+                Ok(()) if outcome.failures.is_empty() => code(exit::PASS),
+                Ok(()) => code(exit::FAIL),
+                Err(c) => c,
+            }
+        }
+        Err(e) => {
+            eprintln!("error: {e}");
+            code(exit::ERROR)
+        }
+    }
 }

@@ -201,6 +201,7 @@ pub fn check(
     mode: Mode,
     actual: &str,
     accept: bool,
+    pending: bool,
 ) -> std::io::Result<Outcome> {
     let path = dir.join(file_name(scenario, mode));
     let new_path = path.with_extension("snap.new");
@@ -221,7 +222,10 @@ pub fn check(
     let update = if accept {
         Update::InPlace
     } else {
-        update_from_env(stored_text.is_none())?
+        match update_from_env(stored_text.is_none())? {
+            Update::Pending if !pending => Update::Nothing,
+            rule => rule,
+        }
     };
     if update == Update::InPlace {
         std::fs::create_dir_all(dir)?;

@@ -130,6 +130,9 @@ pub struct Options {
     pub allow_skips: bool,
     /// The real peers' folder (`--peers`): peer scenarios run only with it.
     pub peers: Option<PathBuf>,
+    /// A differing snapshot may leave a pending `.snap.new` (insta's rules decide); off for
+    /// generated variants of a scenario, which must match its stored snapshot as they are.
+    pub pending_snapshots: bool,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -158,11 +161,19 @@ pub fn select(dir: &std::path::Path, filters: &[String]) -> Result<Vec<Scenario>
 }
 
 pub async fn run(opts: Options) -> Result<SuiteReport, SuiteError> {
-    let started = Instant::now();
     let scenarios: Vec<Arc<Scenario>> = select(&opts.scenarios, &opts.filters)?
         .into_iter()
         .map(Arc::new)
         .collect();
+    run_scenarios(&opts, scenarios).await
+}
+
+/// Runs these scenarios (already loaded, perhaps rewritten) in each of their modes.
+pub async fn run_scenarios(
+    opts: &Options,
+    scenarios: Vec<Arc<Scenario>>,
+) -> Result<SuiteReport, SuiteError> {
+    let started = Instant::now();
     // What escapes the subject's process group is reparented here and swept at the end.
     let _ = procs::become_subreaper();
     let work = tempfile::Builder::new().prefix("conform-").tempdir()?;
@@ -281,6 +292,7 @@ pub async fn run(opts: Options) -> Result<SuiteReport, SuiteError> {
         let bar = bar.clone();
         let snapshots = opts.snapshots.clone();
         let accept = opts.accept;
+        let pending = opts.pending_snapshots;
         set.spawn(async move {
             let _permit = limit.acquire_owned().await.expect("semaphore open");
             bar.set_message(format!("{} ({mode})", s.id));
@@ -288,7 +300,8 @@ pub async fn run(opts: Options) -> Result<SuiteReport, SuiteError> {
             // Judging is CPU work (the first schema check compiles a whole bundle, snapshots
             // are files): off the runtime's workers, so other runs' events keep being read and
             // timed when they arrive.
-            let report = tokio::task::block_in_place(|| judge(&s, mode, obs, &snapshots, accept));
+            let report =
+                tokio::task::block_in_place(|| judge(&s, mode, obs, &snapshots, accept, pending));
             bar.inc(1);
             (index, report)
         });
@@ -377,6 +390,7 @@ fn judge(
     obs: Observed,
     snapshots: &std::path::Path,
     accept: bool,
+    pending: bool,
 ) -> CaseReport {
     if let Some(reason) = &obs.not_run {
         // The subject could not be started: the suite says why, once.
@@ -404,7 +418,7 @@ fn judge(
     }
     if ran_to_end && !harness_fault && !leaked {
         let actual = snapshot::render(&obs);
-        match snapshot::check(snapshots, s, mode, &actual, accept) {
+        match snapshot::check(snapshots, s, mode, &actual, accept, pending) {
             Ok(Outcome::Matches) => {}
             Ok(Outcome::Accepted) => {
                 snapshot_note = Some(format!("accepted new snapshot:\n{actual}"));

@@ -12,7 +12,16 @@ use serde::de::DeserializeOwned;
 use serde_json::{Value, json};
 
 use super::method;
-use crate::codec::{Codec, Sugar, string_leaves};
+use crate::codec::{Codec, Sugar, string_at, string_leaves, string_leaves_mut};
+
+/// The stop reasons ACP defines (an unknown one is the agent's own text).
+const KNOWN_STOPS: &[&str] = &[
+    "end_turn",
+    "max_tokens",
+    "max_turn_requests",
+    "refusal",
+    "cancelled",
+];
 
 /// Session id used before (or without) a `reply` to `session/new`.
 pub const DEFAULT_SESSION_ID: &str = "sess-1";
@@ -142,14 +151,6 @@ impl Codec for AcpCodec {
     }
 
     fn untrusted_text(&self, step: &Step, out: &mut Vec<String>) {
-        /// The stop reasons ACP defines (an unknown one is the agent's own text).
-        const KNOWN_STOPS: &[&str] = &[
-            "end_turn",
-            "max_tokens",
-            "max_turn_requests",
-            "refusal",
-            "cancelled",
-        ];
         /// The closed values a `session/update` carries besides free text.
         const UPDATE_VOCABULARY: &[&str] = &[
             "pending",
@@ -182,6 +183,53 @@ impl Codec for AcpCodec {
                 all.into_iter()
                     .filter(|s| !UPDATE_VOCABULARY.contains(&s.as_str())),
             );
+        }
+    }
+
+    fn free_text(&self, step: &mut Step, visit: &mut dyn FnMut(&'static str, &mut String)) {
+        if let Some(t) = &mut step.thought {
+            visit("acp thought", t);
+        }
+        if let Some(stop) = &mut step.stop
+            && !KNOWN_STOPS.contains(&stop.as_str())
+        {
+            visit("acp unknown stop reason", stop);
+        }
+        if let Some(p) = &mut step.permission {
+            if let Some(t) = &mut p.title {
+                visit("acp permission title", t);
+            }
+            if let Some(raw) = &mut p.raw_input {
+                string_leaves_mut(raw, &mut |s| visit("acp permission raw input", s));
+            }
+            for o in p.options.iter_mut().flatten() {
+                if let Some(n) = &mut o.name {
+                    visit("acp permission option name", n);
+                }
+            }
+        }
+        if let Some(u) = &mut step.update {
+            for (pointer, channel) in [
+                ("/title", "acp tool call title"),
+                ("/content/text", "acp update text"),
+            ] {
+                // An agent message chunk's text is output, not untrusted.
+                let is_output =
+                    u.get("sessionUpdate").and_then(Value::as_str) == Some("agent_message_chunk");
+                if !is_output && let Some(s) = string_at(u, pointer) {
+                    visit(channel, s);
+                }
+            }
+            if let Some(raw) = u.get_mut("rawInput") {
+                string_leaves_mut(raw, &mut |s| visit("acp tool call raw input", s));
+            }
+            if let Some(Value::Array(locations)) = u.get_mut("locations") {
+                for l in locations {
+                    if let Some(p) = string_at(l, "/path") {
+                        visit("acp tool call location", p);
+                    }
+                }
+            }
         }
     }
 

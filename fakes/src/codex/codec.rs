@@ -8,7 +8,7 @@ use conform_protocol::vocab::Provider;
 use serde_json::{Map, Value, json};
 
 use super::{DEFAULT_PRODUCT_VERSION, method};
-use crate::codec::{Codec, Sugar, string_leaves};
+use crate::codec::{Codec, Sugar, string_at, string_leaves, string_leaves_mut};
 
 /// `emittedAtMs` of the first notification the fake sends; each further one is 1 ms later
 /// (deterministic, and a plausible Unix time in milliseconds: 2025-11-29T08:00:00Z).
@@ -394,6 +394,41 @@ impl Codec for CodexCodec {
                 ) {
                     string_leaves(v, out);
                 }
+            }
+        }
+    }
+
+    fn free_text(&self, step: &mut Step, visit: &mut dyn FnMut(&'static str, &mut String)) {
+        if let Some(t) = &mut step.turn_completed {
+            for (pointer, channel) in [
+                ("/error/message", "codex turn error message"),
+                ("/error/additionalDetails", "codex turn error details"),
+            ] {
+                if let Some(s) = string_at(t, pointer) {
+                    visit(channel, s);
+                }
+            }
+        }
+        if step.ask.is_some()
+            && let Some(Value::Object(params)) = &mut step.params
+        {
+            for (k, v) in params.iter_mut() {
+                if !matches!(
+                    k.as_str(),
+                    "availableDecisions" | "threadId" | "turnId" | "itemId"
+                ) {
+                    string_leaves_mut(v, &mut |s| visit("codex server request payload", s));
+                }
+            }
+        }
+        // Commentary, and messages addressed to another thread or turn, are not this run's
+        // answer.
+        if let Some(m) = &mut step.agent_message {
+            let not_the_answer = m.get("phase").and_then(Value::as_str) == Some("commentary")
+                || step.thread.is_some()
+                || step.turn.is_some();
+            if not_the_answer && let Some(s) = string_at(m, "/text") {
+                visit("codex agent message that is not the answer", s);
             }
         }
     }

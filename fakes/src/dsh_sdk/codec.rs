@@ -226,6 +226,43 @@ impl Codec for DshSdkCodec {
         }
     }
 
+    fn free_text(&self, step: &mut Step, visit: &mut dyn FnMut(&'static str, &mut String)) {
+        // Failure messages, wherever a raw event or a turn end carries one.
+        fn messages(
+            v: &mut Value,
+            channel: &'static str,
+            visit: &mut dyn FnMut(&'static str, &mut String),
+        ) {
+            match v {
+                Value::Object(o) => {
+                    for (k, x) in o.iter_mut() {
+                        match x {
+                            Value::String(s) if k == "message" => visit(channel, s),
+                            _ => messages(x, channel, visit),
+                        }
+                    }
+                }
+                Value::Array(a) => a.iter_mut().for_each(|x| messages(x, channel, visit)),
+                _ => {}
+            }
+        }
+        if let Some(e) = &mut step.event {
+            messages(e, "dsh-sdk event failure message", visit);
+        }
+        if let Some(t) = &mut step.turn_end {
+            messages(t, "dsh-sdk turn-end error message", visit);
+        }
+        // Assistant text addressed to another session is not this run's output.
+        if step.session.is_some() {
+            for t in [&mut step.message, &mut step.delta, &mut step.attempt]
+                .into_iter()
+                .flatten()
+            {
+                visit("dsh-sdk text for another session", t);
+            }
+        }
+    }
+
     fn tolerated(&self, method: &str, is_request: bool) -> bool {
         // `shutdown` is the protocol's own close and legal at any time: the real runtime
         // (0.2.1rc2, observed) answers `{}` even before or during `initialize`, then exits 0. A

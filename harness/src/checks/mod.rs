@@ -47,6 +47,11 @@ pub fn judge(scenario: &Scenario, mode: Mode, obs: &Observed) -> Vec<Finding> {
     f
 }
 
+/// A text for a report: quoted, and cut after 300 characters.
+pub fn shown(s: &str) -> String {
+    show(Some(s))
+}
+
 /// A value for a finding: quoted, and cut after 300 characters so a runaway text stays readable.
 fn show(s: Option<&str>) -> String {
     const KEEP: usize = 300;

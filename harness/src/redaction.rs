@@ -1,0 +1,422 @@
+//! The redaction property (`conform redaction`): for generated secrets written into every
+//! untrusted channel of a scenario, no model-visible text shows a secret (whole, by line, cut,
+//! or JSON- or URL-escaped), and every model-visible text equals the scenario's stored
+//! snapshot — the contract's text must not depend on untrusted content at all.
+//!
+//! A variant of a scenario rewrites its free-text channels: the task, stderr lines, JSON-RPC
+//! error messages and data, and each protocol's own channels as its codec names them
+//! ([`conform_fakes::codec::Codec::free_text`]). Output the records let the model see
+//! (assistant text) is never a channel: that is the one exemption, and it lives in the codecs.
+//! Secrets come from proptest strategies, seeded, so a run can be replayed; a failing case is
+//! narrowed to the one channel that matters and its secret shrunk.
+
+use std::sync::Arc;
+
+use conform_protocol::script::Step;
+use conform_protocol::subject::Mode;
+use proptest::strategy::{Strategy, ValueTree};
+use proptest::test_runner::{Config, RngAlgorithm, TestRng, TestRunner};
+
+use crate::checks::{Check, Finding};
+use crate::scenario::Scenario;
+use crate::suite::{self, Options, SuiteError};
+
+/// Kinds of secret material, each a proptest strategy (a random token, a credential, a path,
+/// multi-byte and combining text, right-to-left and zero-width characters, text dressed as a
+/// diagnostic line, text with a line break, text long enough to cross the 4096-byte bound).
+pub fn secret_body() -> impl Strategy<Value = String> {
+    proptest::prop_oneof![
+        "[A-Za-z0-9]{1,12}",
+        "(sk|ghp|xoxb|AKIA)-[A-Za-z0-9]{8,40}",
+        "/(home|srv|Users)/[a-z]{2,8}/\\.(ssh|aws|config)/[a-z0-9_]{2,12}",
+        "[\u{4e00}-\u{9fa5}]{1,6}",
+        "[a-z]{1,4}[\u{0300}-\u{036f}]{1,3}[a-z]{0,4}",
+        "[\u{0590}-\u{05ff}\u{200b}-\u{200f}\u{202a}-\u{202e}a-z]{2,10}",
+        "Subagent failure \\(provider: (ACP|DSH SDK); stage: [a-z-]{3,12}; category: [a-z-]{3,12}\\)",
+        "[a-z ]{3,20}\r?\n[A-Za-z: ]{3,20}",
+        "[a-z0-9]{5000,6000}",
+        "[\"\\\\%&<>'`$ ]{1,3}[a-z]{2,8}[\"\\\\%&<>'`$ ]{1,3}",
+    ]
+}
+
+/// One channel's secret in a variant.
+#[derive(Clone, Debug)]
+pub struct Planted {
+    pub channel: &'static str,
+    pub secret: String,
+}
+
+/// `base` with a secret from `next` in every free-text channel, and the secrets (also
+/// declared as the variant's `secrets`, with their escaped forms, so the redaction check looks
+/// for each). `next` is given the channel and its text in `base`; answering that text leaves
+/// the channel as it was (and plants nothing there). Strings equal to the old task anywhere in
+/// the script (the prompt the script expects) follow the task.
+pub fn inject(
+    base: &Scenario,
+    next: &mut dyn FnMut(&'static str, &str) -> String,
+) -> (Scenario, Vec<Planted>) {
+    let codec = conform_fakes::codec::for_provider(base.file.provider);
+    let mut planted = Vec::new();
+    let mut plant = |channel: &'static str, slot: &mut String| {
+        let secret = next(channel, slot);
+        if secret != *slot {
+            *slot = secret.clone();
+            planted.push(Planted { channel, secret });
+        }
+    };
+    let mut s = base.clone();
+    let old_task = s.file.task.clone();
+    plant("task", &mut s.file.task);
+    let new_task = s.file.task.clone();
+    for step in &mut s.script.steps {
+        rename_string(step, &old_task, &new_task);
+        if let Some(text) = &mut step.stderr {
+            plant("stderr", text);
+        }
+        if let Some(e) = &mut step.error {
+            plant("json-rpc error message", &mut e.message);
+            if let Some(data) = &mut e.data {
+                conform_fakes::codec::string_leaves_mut(data, &mut |t| {
+                    plant("json-rpc error data", t)
+                });
+            }
+        }
+        codec.free_text(step, &mut plant);
+    }
+    for p in &planted {
+        s.file.secrets.extend(escaped_forms(&p.secret));
+    }
+    (s, planted)
+}
+
+/// The secret and the forms a provider might write it in: JSON-escaped, percent-encoded.
+fn escaped_forms(secret: &str) -> Vec<String> {
+    let json = serde_json::to_string(secret).unwrap_or_default();
+    let json = json[1..json.len().saturating_sub(1).max(1)].to_owned();
+    let url: String = secret
+        .bytes()
+        .map(|b| match b {
+            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'_' | b'.' | b'~' => {
+                (b as char).to_string()
+            }
+            _ => format!("%{b:02X}"),
+        })
+        .collect();
+    let mut forms = vec![secret.to_owned(), json, url];
+    forms.sort();
+    forms.dedup();
+    forms.retain(|f| !f.is_empty());
+    forms
+}
+
+/// Replaces every string leaf of the step equal to `old` by `new`.
+fn rename_string(step: &mut Step, old: &str, new: &str) {
+    let Ok(mut v) = serde_json::to_value(&*step) else {
+        return;
+    };
+    conform_fakes::codec::string_leaves_mut(&mut v, &mut |s| {
+        if s == old {
+            *s = new.to_owned();
+        }
+    });
+    if let Ok(renamed) = serde_json::from_value(v) {
+        *step = renamed;
+    }
+}
+
+/// What `conform redaction` was asked.
+pub struct Plan {
+    pub cases: usize,
+    pub seed: u64,
+}
+
+/// One failing case, narrowed and shrunk.
+#[derive(Debug)]
+pub struct Counterexample {
+    pub scenario: String,
+    pub mode: Mode,
+    pub channel: &'static str,
+    pub secret: String,
+    pub findings: Vec<Finding>,
+}
+
+pub struct Outcome {
+    pub cases: usize,
+    pub scenarios: usize,
+    pub failures: Vec<Counterexample>,
+}
+
+/// A deterministic source of secrets: case `i`'s `k`-th secret depends only on the seed.
+struct Secrets {
+    runner: TestRunner,
+}
+
+impl Secrets {
+    fn new(seed: u64) -> Secrets {
+        let mut bytes = [0u8; 32];
+        bytes[..8].copy_from_slice(&seed.to_le_bytes());
+        Secrets {
+            runner: TestRunner::new_with_rng(
+                Config::default(),
+                TestRng::from_seed(RngAlgorithm::ChaCha, &bytes),
+            ),
+        }
+    }
+
+    fn tree(&mut self) -> impl ValueTree<Value = String> + use<> {
+        secret_body()
+            .new_tree(&mut self.runner)
+            .expect("the secret strategy always generates")
+    }
+}
+
+/// A secret unique to its case and channel: a generated body and a nonce no fixed text holds.
+fn unique(body: &str, case: usize, k: usize) -> String {
+    format!("{body}·q{case:x}k{k:x}z")
+}
+
+/// Runs `plan.cases` variants over the selected scenarios (round robin, both modes) against
+/// the subject in `opts`, and narrows each failure to a channel and a shrunk secret.
+pub async fn run(opts: &Options, plan: &Plan) -> Result<Outcome, SuiteError> {
+    let bases: Vec<Arc<Scenario>> = suite::select(&opts.scenarios, &opts.filters)?
+        .into_iter()
+        // Peer cases run a real runtime, and a scenario pinned to a product version needs it.
+        .filter(|s| s.file.peer.is_none() && s.file.product_version.is_none())
+        .map(Arc::new)
+        .collect();
+    let mut slots: Vec<(Arc<Scenario>, Mode)> = bases
+        .iter()
+        .flat_map(|s| s.file.modes.iter().map(move |m| (s.clone(), *m)))
+        .collect();
+    // Every provider and mode early in any run, in an order the seed fixes.
+    let mut order = Secrets::new(plan.seed ^ 0x5eed);
+    let mut keyed: Vec<(u64, (Arc<Scenario>, Mode))> = slots
+        .drain(..)
+        .map(|slot| {
+            (
+                proptest::prelude::any::<u64>()
+                    .new_tree(&mut order.runner)
+                    .map_or(0, |t| t.current()),
+                slot,
+            )
+        })
+        .collect();
+    keyed.sort_by_key(|(k, _)| *k);
+    slots.extend(keyed.into_iter().map(|(_, slot)| slot));
+    if slots.is_empty() {
+        return Err(SuiteError::NothingSelected);
+    }
+    let mut secrets = Secrets::new(plan.seed);
+    let mut variants = Vec::with_capacity(plan.cases);
+    for case in 0..plan.cases {
+        let (base, mode) = &slots[case % slots.len()];
+        let mut k = 0;
+        let mut trees = Vec::new();
+        let (mut v, planted) = inject(base, &mut |_, _| {
+            let tree = secrets.tree();
+            let s = unique(&tree.current(), case, k);
+            trees.push(tree);
+            k += 1;
+            s
+        });
+        v.file.modes = vec![*mode];
+        variants.push((Arc::new(v), planted, trees, base.clone(), *mode, case));
+    }
+    let report = suite::run_scenarios(opts, variants.iter().map(|v| v.0.clone()).collect()).await?;
+    let mut failures = Vec::new();
+    for ((_, planted, trees, base, mode, case), c) in variants.into_iter().zip(&report.cases) {
+        if c.findings.is_empty() && matches!(c.verdict, suite::Verdict::Pass) {
+            continue;
+        }
+        failures.push(narrow(opts, &base, mode, case, planted, trees, c.findings.clone()).await);
+    }
+    Ok(Outcome {
+        cases: plan.cases,
+        scenarios: bases.len(),
+        failures,
+    })
+}
+
+/// Finds the one channel whose secret makes the case fail (the others get a plain filler),
+/// then shrinks that secret while the case still fails. Each step is a run of its own.
+async fn narrow(
+    opts: &Options,
+    base: &Arc<Scenario>,
+    mode: Mode,
+    case: usize,
+    planted: Vec<Planted>,
+    mut trees: Vec<impl ValueTree<Value = String>>,
+    findings: Vec<Finding>,
+) -> Counterexample {
+    // The variant with only channel `only` carrying `secret`; the others as in `base`.
+    let variant = |only: usize, secret: &str| {
+        let mut k = 0;
+        let (mut v, _) = inject(base, &mut |_, original| {
+            let s = if k == only {
+                secret.to_owned()
+            } else {
+                original.to_owned()
+            };
+            k += 1;
+            s
+        });
+        v.file.modes = vec![mode];
+        Arc::new(v)
+    };
+    // A scenario that fails as written (a provider the catalog already catches) still names
+    // the channel: the one whose secret a redaction finding names. One that passes as written
+    // fails through a channel whenever that channel's secret makes any check fail.
+    let base_fails = match suite::run_scenarios(opts, vec![variant(usize::MAX, "")]).await {
+        Ok(r) => r.cases.first().is_some_and(|c| !c.findings.is_empty()),
+        Err(_) => true,
+    };
+    let fails = |report: &suite::SuiteReport, secret: &str| {
+        report.cases.first().map(|c| {
+            let named = |f: &Finding| {
+                f.check == Check::ContractRedaction
+                    && escaped_forms(secret)
+                        .iter()
+                        .any(|form| f.message.contains(&format!("{form:?}")))
+            };
+            let failed = if base_fails {
+                c.findings.iter().any(named)
+            } else {
+                !c.findings.is_empty()
+            };
+            (failed, c.findings.clone())
+        })
+    };
+    let mut best = Counterexample {
+        scenario: base.id.clone(),
+        mode,
+        channel: planted.first().map_or("task", |p| p.channel),
+        secret: planted
+            .first()
+            .map(|p| p.secret.clone())
+            .unwrap_or_default(),
+        findings,
+    };
+    for (k, p) in planted.iter().enumerate() {
+        let Ok(r) = suite::run_scenarios(opts, vec![variant(k, &p.secret)]).await else {
+            continue;
+        };
+        if let Some((true, f)) = fails(&r, &p.secret) {
+            best.channel = p.channel;
+            best.secret = p.secret.clone();
+            best.findings = f;
+            // Shrink this channel's secret (a bounded number of runs).
+            let tree = &mut trees[k];
+            for _ in 0..12 {
+                if !tree.simplify() {
+                    break;
+                }
+                let candidate = unique(&tree.current(), case, k);
+                let Ok(r) = suite::run_scenarios(opts, vec![variant(k, &candidate)]).await else {
+                    break;
+                };
+                match fails(&r, &candidate) {
+                    Some((true, f)) => {
+                        best.secret = candidate;
+                        best.findings = f;
+                    }
+                    _ => {
+                        if !tree.complicate() {
+                            break;
+                        }
+                    }
+                }
+            }
+            return best;
+        }
+    }
+    // No single channel alone: the combination is the counterexample.
+    best.channel = "several channels together";
+    best
+}
+
+/// The report: one line per failing case with its channel, secret and first finding.
+pub fn render(outcome: &Outcome, plan: &Plan, elapsed: std::time::Duration) -> String {
+    let mut out = String::new();
+    for f in &outcome.failures {
+        let first = f
+            .findings
+            .iter()
+            .find(|x| x.check == Check::ContractRedaction)
+            .or(f.findings.first());
+        out.push_str(&format!(
+            "✗ {} ({}) — channel `{}`, secret {}\n",
+            f.scenario,
+            f.mode,
+            f.channel,
+            crate::checks::shown(&f.secret)
+        ));
+        if let Some(x) = first {
+            out.push_str(&format!(
+                "  [{}] {}\n",
+                x.check,
+                x.message.lines().take(12).collect::<Vec<_>>().join("\n  ")
+            ));
+        }
+    }
+    let secs = elapsed.as_secs_f64().max(0.001);
+    out.push_str(&format!(
+        "\n{} cases over {} scenarios, {} failed, seed {} ({:.1} s, {:.0} cases/s); replay: conform redaction --cases {} --seed {}\n",
+        outcome.cases,
+        outcome.scenarios,
+        outcome.failures.len(),
+        plan.seed,
+        secs,
+        outcome.cases as f64 / secs,
+        plan.cases,
+        plan.seed
+    ));
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::path::Path;
+
+    fn load(id: &str) -> Scenario {
+        let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../scenarios");
+        crate::scenario::load(&root, &root.join(format!("{id}.toml"))).unwrap()
+    }
+
+    #[test]
+    fn every_channel_gets_its_own_secret_and_the_script_follows_the_task() {
+        let base = load("acp/redaction/untrusted-channels");
+        let mut n = 0;
+        let (v, planted) = inject(&base, &mut |c, _| {
+            n += 1;
+            format!("SECRET-{n}-{c}")
+        });
+        let channels: Vec<&str> = planted.iter().map(|p| p.channel).collect();
+        for c in ["task", "stderr", "acp thought", "acp tool call title"] {
+            assert!(channels.contains(&c), "{c} in {channels:?}");
+        }
+        // The pinned prompt now expects the new task.
+        let prompt = v
+            .script
+            .steps
+            .iter()
+            .find(|s| s.expect.as_deref() == Some("session/prompt"))
+            .unwrap();
+        assert!(
+            prompt
+                .params
+                .as_ref()
+                .unwrap()
+                .to_string()
+                .contains("SECRET-1-task")
+        );
+        assert!(v.file.secrets.contains(&"SECRET-1-task".to_owned()));
+    }
+
+    #[test]
+    fn escaped_forms_cover_json_and_urls() {
+        let forms = escaped_forms("a\"b c");
+        assert!(forms.contains(&"a\\\"b c".to_owned()), "{forms:?}");
+        assert!(forms.contains(&"a%22b%20c".to_owned()), "{forms:?}");
+    }
+}

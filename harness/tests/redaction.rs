@@ -1,0 +1,82 @@
+//! The redaction property end to end: generated secrets in every untrusted channel, against the
+//! reference (no case may fail) and against seeded defects that copy one channel each (each
+//! caught, narrowed to its channel, with a shrunk secret).
+
+mod common;
+use common::{conform, stdout};
+
+fn redaction(args: &[&str]) -> (Option<i32>, String) {
+    let _slot = common::Slot::take();
+    let out = conform().arg("redaction").args(args).output().unwrap();
+    (out.status.code(), stdout(&out))
+}
+
+#[test]
+fn the_reference_keeps_every_generated_secret_out_of_every_text() {
+    // A modest count for `cargo test`; `conform redaction --cases 10000` is the full run.
+    let (code, out) = redaction(&["--cases", "160", "--seed", "7"]);
+    assert_eq!(code, Some(0), "{out}");
+    assert!(out.contains("160 cases over"), "{out}");
+    assert!(out.contains(" 0 failed, seed 7"), "{out}");
+}
+
+#[test]
+fn each_channel_copied_by_a_seeded_defect_is_caught_with_its_channel_named() {
+    let exe = assert_cmd::cargo::cargo_bin("conform");
+    let cases = [
+        (
+            "leak-raw-error",
+            "acp/stage/process-exit-after-chunk",
+            "stderr",
+        ),
+        (
+            "error-data-in-diagnostic",
+            "acp/stage/prompt-error-response",
+            "json-rpc error data",
+        ),
+        (
+            "copy-unknown-stop-reason",
+            "acp/stop/unknown",
+            "acp unknown stop reason",
+        ),
+        (
+            "title-in-permission-line",
+            "acp/permission/allow-read-max-tokens",
+            "acp permission title",
+        ),
+        (
+            "task-in-start-error",
+            "acp/stage/initialize-relative-cwd",
+            "task",
+        ),
+        (
+            "leak-turn-error",
+            "codex/redaction/untrusted-channels",
+            "codex turn error message",
+        ),
+    ];
+    for (defect, scenario, channel) in cases {
+        let subject = format!("'{}' reference --defect {defect}", exe.display());
+        let (code, out) = redaction(&[
+            "--cases",
+            "2",
+            "--seed",
+            "11",
+            "--filter",
+            scenario,
+            "--subject",
+            &subject,
+        ]);
+        assert_eq!(code, Some(1), "{defect}: {out}");
+        assert!(
+            out.contains(&format!("✗ {scenario} ("))
+                && out.contains(&format!("channel `{channel}`")),
+            "{defect}: {out}"
+        );
+        assert!(out.contains("[contract.redaction]"), "{defect}: {out}");
+        assert!(
+            out.contains("replay: conform redaction --cases 2 --seed 11"),
+            "{defect}: {out}"
+        );
+    }
+}
