@@ -4,7 +4,7 @@
 //! snapshot — the contract's text must not depend on untrusted content at all.
 //!
 //! A variant of a scenario rewrites its free-text channels: the task, stderr lines, JSON-RPC
-//! error messages and data, and each protocol's own channels as its codec names them
+//! error messages and data, and each protocol's own channels (ids included) as its codec names them
 //! ([`conform_fakes::codec::Codec::free_text`]). Output the records let the model see
 //! (assistant text) is never a channel: that is the one exemption, and it lives in the codecs.
 //! Secrets come from proptest strategies, seeded, so a run can be replayed; a failing case is
@@ -23,7 +23,8 @@ use crate::suite::{self, Options, SuiteError};
 
 /// Kinds of secret material, each a proptest strategy (a random token, a credential, a path,
 /// multi-byte and combining text, right-to-left and zero-width characters, text dressed as a
-/// diagnostic line, text with a line break, text long enough to cross the 4096-byte bound).
+/// diagnostic line, text with a line break, text long enough to cross the 4096-byte bound,
+/// characters JSON, URLs and shells escape, terminal colour escapes).
 pub fn secret_body() -> impl Strategy<Value = String> {
     proptest::prop_oneof![
         "[A-Za-z0-9]{1,12}",
@@ -36,6 +37,7 @@ pub fn secret_body() -> impl Strategy<Value = String> {
         "[a-z ]{3,20}\r?\n[A-Za-z: ]{3,20}",
         "[a-z0-9]{5000,6000}",
         "[\"\\\\%&<>'`$ ]{1,3}[a-z]{2,8}[\"\\\\%&<>'`$ ]{1,3}",
+        "\u{1b}\\[[0-9]{1,2}m[a-z]{2,8}\u{1b}\\[0m",
     ]
 }
 
@@ -49,27 +51,26 @@ pub struct Planted {
 /// `base` with a secret from `next` in every free-text channel, and the secrets (also
 /// declared as the variant's `secrets`, with their escaped forms, so the redaction check looks
 /// for each). `next` is given the channel and its text in `base`; answering that text leaves
-/// the channel as it was (and plants nothing there). Strings equal to the old task anywhere in
-/// the script (the prompt the script expects) follow the task.
+/// the channel as it was (and plants nothing there). Every other string of the script equal to
+/// a replaced one follows it (the task in the pinned prompt, an id in later requests).
 pub fn inject(
     base: &Scenario,
     next: &mut dyn FnMut(&'static str, &str) -> String,
 ) -> (Scenario, Vec<Planted>) {
     let codec = conform_fakes::codec::for_provider(base.file.provider);
     let mut planted = Vec::new();
+    let mut renames: Vec<(String, String)> = Vec::new();
     let mut plant = |channel: &'static str, slot: &mut String| {
         let secret = next(channel, slot);
         if secret != *slot {
+            renames.push((slot.clone(), secret.clone()));
             *slot = secret.clone();
             planted.push(Planted { channel, secret });
         }
     };
     let mut s = base.clone();
-    let old_task = s.file.task.clone();
     plant("task", &mut s.file.task);
-    let new_task = s.file.task.clone();
     for step in &mut s.script.steps {
-        rename_string(step, &old_task, &new_task);
         if let Some(text) = &mut step.stderr {
             plant("stderr", text);
         }
@@ -82,6 +83,13 @@ pub fn inject(
             }
         }
         codec.free_text(step, &mut plant);
+    }
+    // What a planted value stood for elsewhere in the script follows it: the prompt the script
+    // expects carries the new task, a request names the new session or thread id.
+    for step in &mut s.script.steps {
+        for (old, new) in &renames {
+            rename_string(step, old, new);
+        }
     }
     for p in &planted {
         s.file.secrets.extend(escaped_forms(&p.secret));
@@ -273,7 +281,10 @@ async fn narrow(
     // the channel: the one whose secret a redaction finding names. One that passes as written
     // fails through a channel whenever that channel's secret makes any check fail.
     let base_fails = match suite::run_scenarios(opts, vec![variant(usize::MAX, "")]).await {
-        Ok(r) => r.cases.first().is_some_and(|c| c.findings.iter().any(counts)),
+        Ok(r) => r
+            .cases
+            .first()
+            .is_some_and(|c| c.findings.iter().any(counts)),
         Err(_) => true,
     };
     let fails = |report: &suite::SuiteReport, secret: &str| {

@@ -187,6 +187,12 @@ impl Codec for AcpCodec {
     }
 
     fn free_text(&self, step: &mut Step, visit: &mut dyn FnMut(&'static str, &mut String)) {
+        // The session id the agent chose (every later frame names it).
+        if let Some(r) = &mut step.reply
+            && let Some(id) = string_at(r, "/sessionId")
+        {
+            visit("acp session id", id);
+        }
         if let Some(t) = &mut step.thought {
             visit("acp thought", t);
         }

@@ -399,6 +399,17 @@ impl Codec for CodexCodec {
     }
 
     fn free_text(&self, step: &mut Step, visit: &mut dyn FnMut(&'static str, &mut String)) {
+        // The thread and turn ids the app-server chose (every later frame names them).
+        if let Some(r) = &mut step.reply {
+            for (pointer, channel) in [
+                ("/thread/id", "codex thread id"),
+                ("/turn/id", "codex turn id"),
+            ] {
+                if let Some(id) = string_at(r, pointer) {
+                    visit(channel, id);
+                }
+            }
+        }
         if let Some(t) = &mut step.turn_completed {
             for (pointer, channel) in [
                 ("/error/message", "codex turn error message"),
@@ -421,12 +432,10 @@ impl Codec for CodexCodec {
                 }
             }
         }
-        // Commentary, and messages addressed to another thread or turn, are not this run's
-        // answer.
+        // Commentary is not this run's answer. (A message with `thread` or `turn` may address the
+        // run's own turn before its id is known, so only commentary is a channel here.)
         if let Some(m) = &mut step.agent_message {
-            let not_the_answer = m.get("phase").and_then(Value::as_str) == Some("commentary")
-                || step.thread.is_some()
-                || step.turn.is_some();
+            let not_the_answer = m.get("phase").and_then(Value::as_str) == Some("commentary");
             if not_the_answer && let Some(s) = string_at(m, "/text") {
                 visit("codex agent message that is not the answer", s);
             }
