@@ -76,6 +76,11 @@ fn leak(secret: &str, text: &str, shown_by_contract: &impl Fn(&str) -> bool) -> 
     if let Some(line) = lines.iter().find(|l| found(l)) {
         return Some((*line).to_owned());
     }
+    // Windows are looked for outside the contract's own structured lines: a secret dressed as a
+    // diagnostic shares windows with the real one (whole and line matches above still see
+    // everything).
+    let unstructured = STRUCTURED_LINE.replace_all(text, "\u{0}");
+    let found = |piece: &str| unstructured.contains(piece) && !shown_by_contract(piece);
     for piece in lines {
         // A window at every half-window: any part of the piece at least one and a half windows
         // long holds a whole one.
@@ -92,6 +97,14 @@ fn leak(secret: &str, text: &str, shown_by_contract: &impl Fn(&str) -> bool) -> 
     }
     None
 }
+
+/// The shape of every fixed line the contract composes from closed values — `Subagent failure
+/// (provider: ACP; stage: prompt; …)`, `ACP unattended decision (policy: allow; …)`: capitalised
+/// words, then `(key: value; key: value…)`.
+static STRUCTURED_LINE: std::sync::LazyLock<regex::Regex> = std::sync::LazyLock::new(|| {
+    regex::Regex::new(r"[A-Z][A-Za-z ]* \([a-z ]+: [^;()\n]+(?:; [a-z ]+: [^;()\n]+)*\)")
+        .expect("a valid pattern")
+});
 
 /// The texts the scenario says the model sees: its expected start error, diagnostic and output.
 fn expected_texts(scenario: &Scenario) -> Vec<&str> {
@@ -189,6 +202,12 @@ mod tests {
             leak(multi, "… KeyError: SECRET_VALUE_IN_LINE_2 …", &none),
             Some("KeyError: SECRET_VALUE_IN_LINE_2".into())
         );
+        // A secret dressed as a diagnostic shares windows with the real one: not a leak; shown
+        // whole, it is.
+        let alike = "Subagent failure (provider: DSH SDK; stage: --a; category: and)·q2361k0z";
+        let real = "Error: subagent run failed\nDiagnostic: Subagent failure (provider: DSH SDK; stage: shutdown; category: unknown)";
+        assert_eq!(leak(alike, real, &none), None);
+        assert!(leak(alike, &format!("{real}\n{alike}"), &none).is_some());
         // Nothing shown, nothing found.
         assert_eq!(
             leak(secret, "Subagent failure (provider: ACP)", &none),
