@@ -35,6 +35,14 @@ pub fn validate(script: &Script, codec: &dyn Codec) -> Result<(), String> {
             ));
         }
         codec.check_step(action).map_err(at)?;
+        if let Some(what) = &step.echo_to_stderr
+            && what != "cwd"
+            && !what.starts_with("env:")
+        {
+            return Err(at(format!(
+                "`echo_to_stderr` is `cwd` or `env:NAME`, not {what:?}"
+            )));
+        }
         if let Some(sig) = &step.signal {
             process::parse_signal(sig).map_err(at)?;
         }
@@ -179,6 +187,19 @@ impl Engine {
     async fn process_step(&mut self, i: usize, step: &Step) {
         if let Some(text) = &step.stderr {
             eprintln!("{text}");
+        } else if let Some(text) = &step.stderr_part {
+            use std::io::Write;
+            let mut err = std::io::stderr().lock();
+            let _ = err.write_all(text.as_bytes());
+            let _ = err.flush();
+        } else if let Some(what) = &step.echo_to_stderr {
+            let echoed = match what.strip_prefix("env:") {
+                Some(name) => std::env::var(name).unwrap_or_default(),
+                None => std::env::current_dir()
+                    .map(|d| d.to_string_lossy().into_owned())
+                    .unwrap_or_default(),
+            };
+            eprintln!("{echoed}");
         } else if let Some(name) = &step.checkpoint {
             self.side.send(FakeEvent::Checkpoint { name: name.clone() });
         } else if let Some(name) = &step.await_ {

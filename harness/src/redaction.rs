@@ -41,6 +41,9 @@ pub fn secret_body() -> impl Strategy<Value = String> {
     ]
 }
 
+/// The environment variable a variant passes the runtime, holding a secret it echoes.
+const ECHO_ENV: &str = "CONFORM_ECHOED_SECRET";
+
 /// One channel's secret in a variant.
 #[derive(Clone, Debug)]
 pub struct Planted {
@@ -60,29 +63,66 @@ pub fn inject(
     let codec = conform_fakes::codec::for_provider(base.file.provider);
     let mut planted = Vec::new();
     let mut renames: Vec<(String, String)> = Vec::new();
-    let mut plant = |channel: &'static str, slot: &mut String| {
+    // `follow`: the value stood for something elsewhere in the script (not a channel the
+    // variant adds), so every other occurrence is renamed with it.
+    let mut plant = |channel: &'static str, slot: &mut String, follow: bool| {
         let secret = next(channel, slot);
         if secret != *slot {
-            renames.push((slot.clone(), secret.clone()));
+            if follow {
+                renames.push((slot.clone(), secret.clone()));
+            }
             *slot = secret.clone();
             planted.push(Planted { channel, secret });
         }
     };
     let mut s = base.clone();
-    plant("task", &mut s.file.task);
-    for step in &mut s.script.steps {
-        if let Some(text) = &mut step.stderr {
-            plant("stderr", text);
+    plant("task", &mut s.file.task, true);
+    // What the subject passes in, echoed by the runtime: its working directory (the check holds
+    // the run's folder untrusted) and an environment variable carrying a secret.
+    let mut env_secret = ECHO_ENV.to_owned();
+    plant("environment echoed on stderr", &mut env_secret, false);
+    if env_secret != ECHO_ENV {
+        s.file.subject.env.insert(ECHO_ENV.to_owned(), env_secret);
+    }
+    let echo = |what: &str| Step {
+        echo_to_stderr: Some(what.to_owned()),
+        ..Step::default()
+    };
+    let mut steps = vec![echo("cwd"), echo(&format!("env:{ECHO_ENV}"))];
+    for mut step in std::mem::take(&mut s.script.steps) {
+        if step.exit.is_some() {
+            // A last stderr line the process never ends.
+            let mut last = String::new();
+            plant("stderr without newline", &mut last, false);
+            steps.push(Step {
+                stderr_part: Some(last),
+                ..Step::default()
+            });
         }
+        if let Some(text) = &mut step.stderr {
+            plant("stderr", text, true);
+            // One line in two writes: a provider reading stderr must join them.
+            let chars: Vec<char> = text.chars().collect();
+            let (head, tail) = chars.split_at(chars.len() / 2);
+            steps.push(Step {
+                stderr_part: Some(head.iter().collect()),
+                ..Step::default()
+            });
+            step.stderr = Some(tail.iter().collect());
+        }
+        steps.push(step);
+    }
+    s.script.steps = steps;
+    for step in &mut s.script.steps {
         if let Some(e) = &mut step.error {
-            plant("json-rpc error message", &mut e.message);
+            plant("json-rpc error message", &mut e.message, true);
             if let Some(data) = &mut e.data {
                 conform_fakes::codec::string_leaves_mut(data, &mut |t| {
-                    plant("json-rpc error data", t)
+                    plant("json-rpc error data", t, true)
                 });
             }
         }
-        codec.free_text(step, &mut plant);
+        codec.free_text(step, &mut |c, t| plant(c, t, true));
     }
     // What a planted value stood for elsewhere in the script follows it: the prompt the script
     // expects carries the new task, a request names the new session or thread id.
@@ -371,7 +411,12 @@ pub fn render(outcome: &Outcome, plan: &Plan, elapsed: std::time::Duration) -> S
             out.push_str(&format!(
                 "  [{}] {}\n",
                 x.check,
-                x.message.lines().take(12).collect::<Vec<_>>().join("\n  ")
+                x.message
+                    .lines()
+                    .take(12)
+                    .map(|l| crate::checks::cut(l, 300))
+                    .collect::<Vec<_>>()
+                    .join("\n  ")
             ));
         }
     }

@@ -190,6 +190,12 @@ step! {
         ask = "ask" for Some(Provider::Codex) => String,
         /// Write this text to stderr (a newline is added).
         stderr = "stderr" for None => String,
+        /// Write this text to stderr as one write, without a newline (a line split across
+        /// writes, or a last line the process never ends).
+        stderr_part = "stderr_part" for None => String,
+        /// Write what the subject passed in to stderr as a line: `cwd` (the runtime's working
+        /// directory) or `env:NAME` (that environment variable's value).
+        echo_to_stderr = "echo_to_stderr" for None => String,
         /// Report a named checkpoint to the harness.
         checkpoint = "checkpoint" for None => String,
         /// Block until the harness releases this name.

@@ -47,6 +47,15 @@ pub fn judge(scenario: &Scenario, mode: Mode, obs: &Observed) -> Vec<Finding> {
     f
 }
 
+/// `text` cut after `keep` characters, saying how long it was.
+pub fn cut(text: &str, keep: usize) -> String {
+    if text.chars().count() <= keep {
+        return text.to_owned();
+    }
+    let head: String = text.chars().take(keep).collect();
+    format!("{head}… ({} bytes in all)", text.len())
+}
+
 /// A text for a report: quoted, and cut after 300 characters.
 pub fn shown(s: &str) -> String {
     show(Some(s))

@@ -44,7 +44,13 @@ pub fn judge(scenario: &Scenario, obs: &Observed, f: &mut Vec<Finding>) {
         .map(|(what, text)| (what, text.replace(&label, "")))
         .collect();
     let mut reported = std::collections::BTreeSet::new();
-    for secret in untrusted_strings(scenario) {
+    let mut secrets = untrusted_strings(scenario);
+    // The run's folder (the runtime's working directory is in it): a runtime may echo it, and
+    // it is the user's machine, never the model's business.
+    if !obs.run_dir.is_empty() {
+        secrets.push(obs.run_dir.clone());
+    }
+    for secret in secrets {
         for (what, text) in &texts {
             if let Some(hit) = leak(&secret, text, &shown_by_contract)
                 && reported.insert((*what, secret.clone()))
@@ -146,6 +152,7 @@ pub fn untrusted_strings(scenario: &Scenario) -> Vec<String> {
     let mut out: Vec<String> = vec![scenario.file.task.clone()];
     for step in &scenario.script.steps {
         out.extend(step.stderr.clone());
+        out.extend(step.stderr_part.clone());
         out.extend(step.raw.clone());
         if let Some(e) = &step.error {
             out.push(e.message.clone());
