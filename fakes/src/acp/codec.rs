@@ -229,6 +229,10 @@ impl Codec for AcpCodec {
             if let Some(raw) = u.get_mut("rawInput") {
                 string_leaves_mut(raw, &mut |s| visit("acp tool call raw input", s));
             }
+            // Extension data: whatever an agent puts there is its own.
+            if let Some(meta) = u.get_mut("_meta") {
+                string_leaves_mut(meta, &mut |s| visit("acp _meta", s));
+            }
             if let Some(Value::Array(locations)) = u.get_mut("locations") {
                 for l in locations {
                     if let Some(p) = string_at(l, "/path") {
