@@ -96,6 +96,8 @@ pub struct Observed {
     pub gone_at_ms: std::collections::BTreeMap<i32, u64>,
     /// The product version the fake spoke (`None`: the protocol's default).
     pub product_version: Option<String>,
+    /// The process group of the subject process the run ran in (a restarted subject is another).
+    pub subject_pgid: i32,
     /// Background delivery: the subject's dispatch receipt and the completion receipt the
     /// harness wrote when a completion reached the parent (`docs/subject-protocol.md`, delivery).
     pub dispatch_receipt: Option<DispatchReceipt>,
@@ -161,6 +163,7 @@ pub async fn run_case(ctx: &Ctx, scenario: &Scenario, mode: Mode) -> Observed {
         }
     };
     subject.adopt(&run);
+    obs.subject_pgid = subject.pgid();
     let deadline = scenario
         .file
         .deadline_ms

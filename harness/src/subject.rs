@@ -104,6 +104,11 @@ pub struct Subject {
 }
 
 impl Subject {
+    /// The subject's process group: which subject process a run ran in.
+    pub fn pgid(&self) -> i32 {
+        self.pgid
+    }
+
     /// Spawns the subject in its own process group and exchanges `hello` (waiting at most
     /// `hello_timeout`). On any failure the subject's process group is killed and reaped.
     pub async fn start(

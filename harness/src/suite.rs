@@ -325,6 +325,7 @@ pub async fn run_scenarios(
             report.verdict = Verdict::Fail;
         }
     }
+    unique_job_ids(&mut reports);
     let mut stragglers = Vec::new();
     for p in ctx.side.all() {
         if procs::alive(p.pid, p.start_time)
@@ -351,6 +352,36 @@ pub async fn run_scenarios(
         allow_skips: opts.allow_skips,
         elapsed: started.elapsed(),
     })
+}
+
+/// A job id the same subject process gave to two background runs fails the later one: its
+/// notices and job_output would be routed to the other job.
+fn unique_job_ids(reports: &mut [(usize, CaseReport)]) {
+    let mut seen: std::collections::HashMap<(i32, String), String> = Default::default();
+    for (_, report) in reports.iter_mut() {
+        let Some(obs) = &report.obs else { continue };
+        let Some(job) = obs
+            .tool_result
+            .as_ref()
+            .filter(|_| report.mode == Mode::Background)
+            .and_then(|(_, t)| t.strip_prefix("started background subagent job "))
+        else {
+            continue;
+        };
+        let key = (obs.subject_pgid, job.to_owned());
+        match seen.get(&key) {
+            Some(first) => {
+                report.findings.push(Finding::new(
+                    Check::DeliveryUniqueJobId,
+                    format!("job id `{job}` was already given to {first} by the same subject"),
+                ));
+                report.verdict = Verdict::Fail;
+            }
+            None => {
+                seen.insert(key, format!("{} ({})", report.scenario.id, report.mode));
+            }
+        }
+    }
 }
 
 /// The subject's faults that belong to no case.

@@ -465,6 +465,16 @@ fn a_leaking_run_is_never_recorded_as_a_snapshot() {
 }
 
 #[test]
+fn a_job_id_given_twice_by_one_subject_is_caught() {
+    caught(
+        &["reuse-job-id"],
+        "acp/stop/",
+        &["-j", "1"],
+        &["[delivery.unique-job-id] job id `subagent-1` was already given to"],
+    );
+}
+
+#[test]
 fn a_wrong_dsh_turn_mapping_is_caught() {
     caught(
         &["blocked-as-error"],

@@ -86,6 +86,8 @@ pub enum Defect {
     TaskInStartError,
     /// Codex: append a failed turn's error message to the diagnostic.
     LeakTurnError,
+    /// Give every background job the same id (`subagent-1`).
+    ReuseJobId,
 }
 
 /// Deliberate misbehaviours for the harness's self-tests. All off by default.
@@ -125,6 +127,7 @@ pub struct Defects {
     pub title_in_permission_line: bool,
     pub task_in_start_error: bool,
     pub leak_turn_error: bool,
+    pub reuse_job_id: bool,
 }
 
 impl Defects {
@@ -166,6 +169,7 @@ impl Defects {
                 Defect::TitleInPermissionLine => d.title_in_permission_line = true,
                 Defect::TaskInStartError => d.task_in_start_error = true,
                 Defect::LeakTurnError => d.leak_turn_error = true,
+                Defect::ReuseJobId => d.reuse_job_id = true,
             }
         }
         d

@@ -130,7 +130,9 @@ async fn serve(defects: Defects) -> anyhow::Result<i32> {
                 }
                 let job = (mode == Mode::Background).then(|| {
                     let id = format!("subagent-{next_job}");
-                    next_job += 1;
+                    if !defects.reuse_job_id {
+                        next_job += 1;
+                    }
                     id
                 });
                 let (tx, rx) = mpsc::unbounded_channel();

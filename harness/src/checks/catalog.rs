@@ -112,6 +112,8 @@ checks! {
         "A job killed through job_kill sends no completion notice.";
     DeliveryJobOutput = "delivery.job-output", "seed 000",
         "job_output answers for every background job.";
+    DeliveryUniqueJobId = "delivery.unique-job-id", "seed 003",
+        "Every background job a subject starts has its own id (notices and job_output are routed by it).";
     ProcessRollback = "process.rollback", "seed 000, seed 001",
         "A rejected start is reported only after the child's process tree settled.";
     ProcessSettled = "process.settled", "seed 000, seed 001",
