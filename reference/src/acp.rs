@@ -138,7 +138,7 @@ impl Handler for AcpHandler {
     fn on_request(&self, _id: &Value, method: &str, params: Value) -> Reply {
         if method != "session/request_permission" {
             (self.log)(format!("ACP child sent unsupported request {method}"));
-            return Reply::Error(ErrorObject::method_not_found());
+            return Reply::Error(ErrorObject::method_not_found(method));
         }
         let mut st = self.state.lock().expect("run state");
         if st.settled {

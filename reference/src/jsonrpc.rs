@@ -35,13 +35,17 @@ pub enum RpcError {
 pub struct ErrorObject {
     pub code: i64,
     pub message: String,
+    pub data: Option<Value>,
 }
 
 impl ErrorObject {
-    pub fn method_not_found() -> Self {
+    /// As the ACP SDK answers a method it has no handler for (observed on
+    /// `@agentclientprotocol/sdk` 0.25.1): `"Method not found": <m>`, the method in `data`.
+    pub fn method_not_found(method: &str) -> Self {
         ErrorObject {
             code: -32601,
-            message: "Method not found".into(),
+            message: format!("\"Method not found\": {method}"),
+            data: Some(serde_json::json!({ "method": method })),
         }
     }
 }
@@ -209,7 +213,11 @@ impl JsonRpc {
         let frame = match reply {
             Ok(result) => json!({"jsonrpc": "2.0", "id": id, "result": result}),
             Err(e) => {
-                json!({"jsonrpc": "2.0", "id": id, "error": {"code": e.code, "message": e.message}})
+                let mut error = json!({"code": e.code, "message": e.message});
+                if let Some(data) = e.data {
+                    error["data"] = data;
+                }
+                json!({"jsonrpc": "2.0", "id": id, "error": error})
             }
         };
         // A failed answer is recorded as a write failure; the caller sees it as wire loss later.
@@ -344,7 +352,7 @@ mod tests {
     impl Handler for Recorder {
         fn on_request(&self, _id: &Value, method: &str, _params: Value) -> Reply {
             self.0.lock().unwrap().push(format!("req {method}"));
-            Reply::Error(ErrorObject::method_not_found())
+            Reply::Error(ErrorObject::method_not_found(method))
         }
         fn on_notification(&self, method: &str, _params: Value) {
             self.0.lock().unwrap().push(format!("note {method}"));

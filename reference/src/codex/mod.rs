@@ -86,6 +86,7 @@ impl Handler for CodexHandler {
                 Reply::Error(ErrorObject {
                     code: -32603,
                     message,
+                    data: None,
                 })
             }
         }

@@ -64,6 +64,7 @@ impl Handler for DshHandler {
         Reply::Error(ErrorObject {
             code: -32601,
             message: format!("method not found: {method}"),
+            data: None,
         })
     }
 
