@@ -35,6 +35,13 @@ pub fn validate(script: &Script, codec: &dyn Codec) -> Result<(), String> {
             ));
         }
         codec.check_step(action).map_err(at)?;
+        if let Some(want) = &step.expect_env
+            && let Some((name, _)) = want.iter().find(|(_, v)| !v.is_string() && !v.is_null())
+        {
+            return Err(at(format!(
+                "`expect_env` values are strings or null, not `{name}`'s"
+            )));
+        }
         if let Some(what) = &step.echo_to_stderr
             && what != "cwd"
             && !what.starts_with("env:")
@@ -192,6 +199,21 @@ impl Engine {
             let mut err = std::io::stderr().lock();
             let _ = err.write_all(text.as_bytes());
             let _ = err.flush();
+        } else if let Some(want) = &step.expect_env {
+            let wrong: Vec<String> = want
+                .iter()
+                .filter_map(|(name, value)| {
+                    let got = std::env::var(name).ok();
+                    let expected = value.as_str().map(str::to_owned);
+                    (got != expected).then(|| format!("{name}: expected {expected:?}, got {got:?}"))
+                })
+                .collect();
+            if !wrong.is_empty() {
+                self.violation(format!(
+                    "the runtime's environment differs from the script: {}",
+                    wrong.join("; ")
+                ));
+            }
         } else if let Some(what) = &step.echo_to_stderr {
             let echoed = match what.strip_prefix("env:") {
                 Some(name) => std::env::var(name).unwrap_or_default(),

@@ -19,6 +19,14 @@ use tokio::sync::{mpsc, oneshot, watch};
 
 use crate::events::{Routed, Router, RunEvent};
 
+/// Variables the harness puts in the subject's environment: two a child must never inherit (a
+/// credential-shaped name, a `DSH_` name) and one it keeps.
+pub const PARENT_ENV: &[(&str, &str)] = &[
+    ("CONFORM_PARENT_API_TOKEN", "parent-token-never-for-a-child"),
+    ("DSH_PARENT_SETTING", "parent-setting-never-for-a-child"),
+    ("CONFORM_PARENT_PLAIN", "inherited"),
+];
+
 /// The longest line a subject may write on stdout. A legal message is a few kilobytes (texts
 /// are bounded to 4096 bytes; output blocks are short); a longer line is a failure showing its
 /// head and size, and is never held whole.
@@ -124,6 +132,9 @@ impl Subject {
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
             .process_group(0)
+            // What a host's own environment holds: the subject must not hand the credential-
+            // shaped and `DSH_*` ones to a child (`docs/subject-protocol.md`).
+            .envs(PARENT_ENV.iter().copied())
             .kill_on_drop(true)
             .spawn()
             .map_err(|source| SubjectError::Spawn {

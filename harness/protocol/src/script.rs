@@ -203,6 +203,10 @@ step! {
         await_ = "await" for None => String,
         /// Block until stdin reaches EOF.
         wait_eof = "wait_eof" for None => bool,
+        /// Check this process's environment: each name must have the given value, or be absent
+        /// where the value is `null` (`{ "$json" = "null" }`); a mismatch is the subject's
+        /// protocol violation.
+        expect_env = "expect_env" for None => serde_json::Map<String, Value>,
         /// Sleep. Only for what is genuinely about time (a grace period expiring).
         delay_ms = "delay_ms" for None => u64,
         /// Close stdout (the process stays alive).
