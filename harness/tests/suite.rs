@@ -475,6 +475,18 @@ fn a_job_id_given_twice_by_one_subject_is_caught() {
 }
 
 #[test]
+fn a_child_that_inherits_the_parents_credentials_is_caught() {
+    caught(
+        &["inherit-whole-env"],
+        "/env/scrubbed-parent-env",
+        &[],
+        &[
+            "[wire.violation] the runtime saw a protocol violation: the runtime's environment differs from the script: CONFORM_PARENT_API_TOKEN: expected None, got Some(\"parent-token-never-for-a-child\")",
+        ],
+    );
+}
+
+#[test]
 fn a_wrong_dsh_turn_mapping_is_caught() {
     caught(
         &["blocked-as-error"],

@@ -88,6 +88,8 @@ pub enum Defect {
     LeakTurnError,
     /// Give every background job the same id (`subagent-1`).
     ReuseJobId,
+    /// Hand the child the whole parent environment, credential-shaped and `DSH_*` names included.
+    InheritWholeEnv,
 }
 
 /// Deliberate misbehaviours for the harness's self-tests. All off by default.
@@ -128,6 +130,7 @@ pub struct Defects {
     pub task_in_start_error: bool,
     pub leak_turn_error: bool,
     pub reuse_job_id: bool,
+    pub inherit_whole_env: bool,
 }
 
 impl Defects {
@@ -170,6 +173,7 @@ impl Defects {
                 Defect::TaskInStartError => d.task_in_start_error = true,
                 Defect::LeakTurnError => d.leak_turn_error = true,
                 Defect::ReuseJobId => d.reuse_job_id = true,
+                Defect::InheritWholeEnv => d.inherit_whole_env = true,
             }
         }
         d

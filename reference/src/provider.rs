@@ -186,8 +186,13 @@ pub fn spawn_runtime(
     runtime: &Runtime,
     cwd: &std::path::Path,
     log: &Log,
+    defects: &crate::cli::Defects,
 ) -> Result<crate::process::Spawned, crate::process::SpawnError> {
-    let (env, ignored) = crate::process::child_env(std::env::vars(), &runtime.env);
+    let (mut env, ignored) = crate::process::child_env(std::env::vars(), &runtime.env);
+    if defects.inherit_whole_env {
+        // Seeded defect: the parent's credentials reach the child.
+        env.extend(std::env::vars().filter(|(k, _)| !runtime.env.contains_key(k)));
+    }
     if !ignored.is_empty() {
         log(format!(
             "ignored non-string runtime env entries: {ignored:?}"
