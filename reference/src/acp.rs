@@ -15,13 +15,12 @@ use crate::diagnostic::{
     Category, FailureLine, PermissionFact, Policy, Stage, limit_diagnostic, tool_kind,
     with_permission,
 };
-use crate::driver::{Driver, StartFailure};
+use crate::driver::{Driver, StartFailure, Wired, wire};
 use crate::host::{SubagentResult, text_output};
-use crate::jsonrpc::{ErrorObject, Handler, JsonRpc, Reply, RpcError};
+use crate::jsonrpc::{ErrorObject, Handler, IdStyle, JsonRpc, Reply, RpcError};
 use crate::process::{ManagedChild, SpawnError, Spawned};
 use crate::provider::{
-    ABORT_ERROR_NAME, Log, ProviderEvent, RunSpec, StderrTail, Step, close_and_settle,
-    forward_stderr, race, reject,
+    ABORT_ERROR_NAME, Log, ProviderEvent, RunSpec, StderrTail, Step, close_and_settle, race, reject,
 };
 
 pub const ERROR_NAME: &str = "AcpRunFailure";
@@ -244,13 +243,12 @@ impl Driver for AcpRun {
             policy: config.permission,
             log: log.clone(),
         });
-        let stderr = forward_stderr(spawned.stderr, log.clone());
-        let rpc = JsonRpc::new(spawned.stdout, spawned.stdin, handler);
+        let Wired { child, rpc, stderr } = wire(spawned, handler, IdStyle::Counter, &log);
         AcpRun {
             config,
             defects,
             log,
-            child: spawned.child,
+            child,
             rpc,
             state,
             stderr,

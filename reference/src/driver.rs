@@ -11,8 +11,13 @@ use tokio::sync::{mpsc, watch};
 
 use crate::cli::Defects;
 use crate::host::SubagentResult;
-use crate::process::{SpawnError, Spawned};
-use crate::provider::{Log, ProviderEvent, RunSpec, reject, spawn_runtime};
+use std::sync::Arc;
+
+use crate::jsonrpc::{Handler, IdStyle, JsonRpc};
+use crate::process::{ManagedChild, SpawnError, Spawned};
+use crate::provider::{
+    Log, ProviderEvent, RunSpec, StderrTail, forward_stderr, reject, spawn_runtime,
+};
 use crate::util::{fresh_uuid, rfc3339_now};
 
 /// How a handshake did not reach a published run.
@@ -118,7 +123,7 @@ pub(crate) async fn drive<D: Driver>(
         ));
         return refuse(D::bad_cwd());
     }
-    let spawned = match spawn_runtime(&spec.runtime, Path::new(&cwd), &log) {
+    let spawned = match spawn_runtime(&spec.runtime, Path::new(&cwd), &log, &defects) {
         Ok(s) => s,
         Err(e) => return refuse(D::spawn_failed(&e, &log)),
     };
@@ -149,4 +154,22 @@ pub(crate) async fn drive<D: Driver>(
     let _ = events.send(ProviderEvent::Result(result));
     let disposed = run.dispose().await;
     let _ = events.send(ProviderEvent::Disposed(disposed));
+}
+
+/// A spawned child wired up: its stderr forwarded to the host log (and kept as a tail), JSON-RPC
+/// over its stdio with `handler` answering what the child sends.
+pub(crate) struct Wired {
+    pub child: ManagedChild,
+    pub rpc: JsonRpc,
+    pub stderr: Arc<StderrTail>,
+}
+
+pub(crate) fn wire(spawned: Spawned, handler: Arc<dyn Handler>, ids: IdStyle, log: &Log) -> Wired {
+    let stderr = forward_stderr(spawned.stderr, log.clone());
+    let rpc = JsonRpc::with_ids(spawned.stdout, spawned.stdin, handler, ids);
+    Wired {
+        child: spawned.child,
+        rpc,
+        stderr,
+    }
 }

@@ -102,6 +102,7 @@ pub struct JsonRpc {
 
 impl JsonRpc {
     /// Start the reader task over `reader`; `writer` is the peer's stdin. Counter ids.
+    #[cfg(test)]
     pub fn new(
         reader: impl AsyncRead + Send + Unpin + 'static,
         writer: impl AsyncWrite + Send + Unpin + 'static,
@@ -110,7 +111,8 @@ impl JsonRpc {
         Self::with_ids(reader, writer, handler, IdStyle::Counter)
     }
 
-    /// Like [`JsonRpc::new`], with the given request id scheme.
+    /// Start the reader task over `reader`; `writer` is the peer's stdin; requests get ids in
+    /// the `ids` scheme.
     pub fn with_ids(
         reader: impl AsyncRead + Send + Unpin + 'static,
         writer: impl AsyncWrite + Send + Unpin + 'static,

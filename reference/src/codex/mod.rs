@@ -23,13 +23,13 @@ use tokio::time::{Instant, sleep_until};
 
 use crate::cli::Defects;
 use crate::diagnostic::{ExitFacts, ProductLine, limit_diagnostic};
-use crate::driver::{Driver, StartFailure};
+use crate::driver::{Driver, StartFailure, Wired, wire};
 use crate::host::SubagentResult;
 use crate::jsonrpc::{ErrorObject, Handler, IdStyle, JsonRpc, Reply, RpcError};
 use crate::process::{ManagedChild, SpawnError, Spawned};
 use crate::provider::{
     ABORT_ERROR_NAME, EXIT_DRAIN, Log, ProviderEvent, RunSpec, StderrTail, Step, cancelled,
-    close_and_settle, forward_stderr, race, request_until_exit,
+    close_and_settle, race, request_until_exit,
 };
 
 use config::CodexConfig;
@@ -188,18 +188,12 @@ impl Driver for CodexRun {
             changed: changed.clone(),
             log: log.clone(),
         });
-        let stderr = forward_stderr(spawned.stderr, log.clone());
-        let rpc = JsonRpc::with_ids(
-            spawned.stdout,
-            spawned.stdin,
-            handler,
-            IdStyle::Prefixed("req_"),
-        );
+        let Wired { child, rpc, stderr } = wire(spawned, handler, IdStyle::Prefixed("req_"), &log);
         CodexRun {
             config,
             defects,
             log,
-            child: spawned.child,
+            child,
             rpc,
             state,
             changed,
