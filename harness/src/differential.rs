@@ -507,19 +507,11 @@ async fn ledgers(
     product_versions: BTreeMap<Provider, String>,
 ) -> Result<BTreeMap<String, Ledger>, String> {
     let report = crate::suite::run(crate::suite::Options {
-        scenarios: opts.scenarios.clone(),
         filters: ids.to_vec(),
-        subject: None,
-        snapshots: opts.snapshots.clone(),
-        accept: false,
-        jobs: 4,
-        deadline: std::time::Duration::from_secs(20),
-        progress: false,
         product_versions,
-        hello_timeout: std::time::Duration::from_secs(20),
         allow_skips: true,
         peers,
-        pending_snapshots: true,
+        ..crate::suite::Options::new(opts.scenarios.clone(), opts.snapshots.clone())
     })
     .await
     .map_err(|e| e.to_string())?;

@@ -211,13 +211,8 @@ fn main() -> ExitCode {
                 }
             };
             let opts = suite::Options {
-                scenarios: args
-                    .select
-                    .scenarios
-                    .unwrap_or_else(|| default_dir("scenarios")),
                 filters: args.select.filter,
                 subject: args.subject,
-                snapshots,
                 accept: args.accept,
                 jobs: args.jobs,
                 deadline: Duration::from_millis(args.deadline_ms),
@@ -225,8 +220,13 @@ fn main() -> ExitCode {
                 product_versions,
                 hello_timeout: Duration::from_millis(args.hello_timeout_ms),
                 allow_skips: args.allow_skips,
-                pending_snapshots: true,
                 peers: args.peers,
+                ..suite::Options::new(
+                    args.select
+                        .scenarios
+                        .unwrap_or_else(|| default_dir("scenarios")),
+                    snapshots,
+                )
             };
             let report = match runtime.block_on(suite::run(opts)) {
                 Ok(report) => report,
@@ -346,22 +346,18 @@ fn code(c: i32) -> ExitCode {
 /// `conform redaction`: the redaction property against a subject.
 fn redaction(args: conform::cli::RedactionArgs) -> ExitCode {
     let opts = suite::Options {
-        scenarios: args
-            .select
-            .scenarios
-            .unwrap_or_else(|| default_dir("scenarios")),
         filters: args.select.filter,
         subject: args.subject,
-        snapshots: default_dir("snapshots"),
-        accept: false,
         jobs: args.jobs,
-        deadline: Duration::from_secs(20),
         progress: std::io::stderr().is_terminal(),
-        product_versions: Default::default(),
-        hello_timeout: Duration::from_secs(20),
-        allow_skips: false,
-        peers: None,
+        // Generated variants must match the stored snapshots as they are.
         pending_snapshots: false,
+        ..suite::Options::new(
+            args.select
+                .scenarios
+                .unwrap_or_else(|| default_dir("scenarios")),
+            default_dir("snapshots"),
+        )
     };
     let plan = conform::redaction::Plan {
         cases: args.cases,

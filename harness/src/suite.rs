@@ -135,6 +135,28 @@ pub struct Options {
     pub pending_snapshots: bool,
 }
 
+impl Options {
+    /// A suite over these folders with the defaults of `conform run`: the reference subject,
+    /// 4 runs in flight, 20 s deadlines, nothing accepted, pending snapshots by insta's rules.
+    pub fn new(scenarios: PathBuf, snapshots: PathBuf) -> Options {
+        Options {
+            scenarios,
+            filters: Vec::new(),
+            subject: None,
+            snapshots,
+            accept: false,
+            jobs: 4,
+            deadline: Duration::from_secs(20),
+            progress: false,
+            product_versions: Default::default(),
+            hello_timeout: Duration::from_secs(20),
+            allow_skips: false,
+            peers: None,
+            pending_snapshots: true,
+        }
+    }
+}
+
 #[derive(Debug, thiserror::Error)]
 pub enum SuiteError {
     #[error("{} scenario file(s) could not be loaded:\n{}", .0.len(), .0.iter().map(|e| format!("  {e}")).collect::<Vec<_>>().join("\n"))]
