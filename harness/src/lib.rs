@@ -9,6 +9,7 @@ pub mod cli;
 pub mod differential;
 pub mod drift;
 pub mod events;
+pub mod group;
 pub mod lifecycle;
 pub mod peers;
 pub mod pool;

@@ -276,6 +276,8 @@ pub fn json(report: &SuiteReport) -> serde_json::Value {
             "skipReason": match &c.verdict { Verdict::Skip(r) => Some(r.clone()), _ => None },
             "findings": c.findings.iter().map(finding_json).collect::<Vec<_>>(),
             "elapsedMs": c.obs.as_ref().map(|o| o.elapsed.as_millis() as u64),
+            // What the snapshot holds (job ids masked): runs compare across reports.
+            "modelVisible": c.obs.as_ref().map(crate::snapshot::render),
             "delivery": c.obs.as_ref().filter(|_| c.mode == conform_protocol::subject::Mode::Background).map(|o| json!({
                 "dispatch": o.dispatch_receipt,
                 "completion": o.completion_receipt,

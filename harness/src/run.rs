@@ -14,6 +14,7 @@ use conform_protocol::vocab::Provider;
 use serde_json::{Map, Value, json};
 
 use crate::events::{Router, RunEvent};
+use crate::group::Membership;
 use crate::lifecycle::Lifecycle;
 use crate::pool::SubjectPool;
 use crate::procs;
@@ -140,7 +141,14 @@ impl RunResult {
 
 static NEXT_RUN: AtomicU64 = AtomicU64::new(1);
 
-pub async fn run_case(ctx: &Ctx, scenario: &Scenario, mode: Mode) -> Observed {
+/// Runs one scenario in one mode; a member of an isolation group publishes its milestones on
+/// the group's board and may wait for the other members' (`group`).
+pub async fn run_case(
+    ctx: &Ctx,
+    scenario: &Scenario,
+    mode: Mode,
+    group: Option<&Membership>,
+) -> Observed {
     let run = format!("r{}", NEXT_RUN.fetch_add(1, Ordering::Relaxed));
     let started = Instant::now();
     let mut obs = Observed {
@@ -190,88 +198,99 @@ pub async fn run_case(ctx: &Ctx, scenario: &Scenario, mode: Mode) -> Observed {
     let until = tokio::time::Instant::now() + deadline;
     let mut pending_releases: Vec<(i32, String, Trigger)> = Vec::new();
     let mut job_output_sent = false;
+    // Another member's news can make a release due: wake on it (never, outside a group).
+    let mut board = group.map(|g| g.board.watch());
     // Fake processes whose side connection already closed (all their lines are in).
     let mut closed = std::collections::BTreeSet::new();
     loop {
         let event = tokio::select! {
-            e = rx.recv() => e,
+            e = rx.recv() => Some(e),
+            _ = others_moved(&mut board) => None,
             () = tokio::time::sleep_until(until) => { obs.timed_out = Some(deadline); break; }
         };
-        let Some(event) = event else { break };
         match event {
-            RunEvent::Subject(msg) => {
-                if matches!(msg, FromSubject::StartRejected { .. }) {
-                    // The contract: the child is fully settled *before* start rejects. Anything
-                    // of the run still running when the rejection is read was running when it
-                    // was sent.
-                    obs.alive_at_rejection = ctx
-                        .side
-                        .ledger(&run)
-                        .iter()
-                        .filter(|p| procs::alive(p.pid, p.start_time))
-                        .map(|p| format!("pid {} ({})", p.pid, role_name(p.role)))
-                        .collect();
-                }
-                take_subject(&mut obs, &mut lifecycle, msg, started);
-            }
-            RunEvent::ProcessGone { pid } => {
-                obs.gone_at_ms.insert(pid, ms_since(started));
-            }
-            RunEvent::SubjectInvalid { line, error } => obs.subject_invalid.push((line, error)),
-            RunEvent::SubjectGone { detail } => {
-                obs.subject_gone = Some(detail);
-                break;
-            }
-            RunEvent::SideClosed { pid } => {
-                closed.insert(pid);
-            }
-            RunEvent::Fake(line) => {
-                match &line.event {
-                    FakeEvent::Checkpoint { name }
-                        if scenario.file.cancel.as_ref().is_some_and(|c| &c.at == name)
-                            && !obs.cancel_sent =>
-                    {
-                        obs.cancel_sent = true;
-                        let msg = ToSubject::Cancel { run: run.clone() };
-                        ctx.transcripts
-                            .record(&run, format!(">> {}", serde_json::to_string(&msg).unwrap()));
-                        subject.send(&msg);
+            None => {}
+            Some(None) => break,
+            Some(Some(event)) => match event {
+                RunEvent::Subject(msg) => {
+                    if matches!(msg, FromSubject::StartRejected { .. }) {
+                        // The contract: the child is fully settled *before* start rejects. Anything
+                        // of the run still running when the rejection is read was running when it
+                        // was sent.
+                        obs.alive_at_rejection = ctx
+                            .side
+                            .ledger(&run)
+                            .iter()
+                            .filter(|p| procs::alive(p.pid, p.start_time))
+                            .map(|p| format!("pid {} ({})", p.pid, role_name(p.role)))
+                            .collect();
                     }
-                    FakeEvent::Checkpoint { name }
-                        if scenario.file.peer.as_ref().and_then(|p| p.kill_at.as_ref())
-                            == Some(name) =>
-                    {
-                        // The real runtime dies from outside, mid-turn: what the provider makes
-                        // of a crash it did not cause.
-                        // The whole real runtime: a launcher (node's `codex` wrapper) may
-                        // stand in front of the process that does the work.
-                        if let Some(pid) = obs.fake.iter().find_map(|l| match l.event {
-                            FakeEvent::Spawned { child } => Some(child),
-                            _ => None,
-                        }) {
-                            let tree = procs::descendants(pid).into_iter().map(|(p, _)| p);
-                            for p in std::iter::once(pid).chain(tree) {
-                                let _ = nix::sys::signal::kill(
-                                    nix::unistd::Pid::from_raw(p),
-                                    nix::sys::signal::Signal::SIGKILL,
-                                );
+                    take_subject(&mut obs, &mut lifecycle, msg, started);
+                }
+                RunEvent::ProcessGone { pid } => {
+                    obs.gone_at_ms.insert(pid, ms_since(started));
+                }
+                RunEvent::SubjectInvalid { line, error } => obs.subject_invalid.push((line, error)),
+                RunEvent::SubjectGone { detail } => {
+                    obs.subject_gone = Some(detail);
+                    break;
+                }
+                RunEvent::SideClosed { pid } => {
+                    closed.insert(pid);
+                }
+                RunEvent::Fake(line) => {
+                    match &line.event {
+                        FakeEvent::Checkpoint { name }
+                            if scenario.file.cancel.as_ref().is_some_and(|c| &c.at == name)
+                                && !obs.cancel_sent =>
+                        {
+                            obs.cancel_sent = true;
+                            let msg = ToSubject::Cancel { run: run.clone() };
+                            ctx.transcripts.record(
+                                &run,
+                                format!(">> {}", serde_json::to_string(&msg).unwrap()),
+                            );
+                            subject.send(&msg);
+                        }
+                        FakeEvent::Checkpoint { name }
+                            if scenario.file.peer.as_ref().and_then(|p| p.kill_at.as_ref())
+                                == Some(name) =>
+                        {
+                            // The real runtime dies from outside, mid-turn: what the provider makes
+                            // of a crash it did not cause.
+                            // The whole real runtime: a launcher (node's `codex` wrapper) may
+                            // stand in front of the process that does the work.
+                            if let Some(pid) = obs.fake.iter().find_map(|l| match l.event {
+                                FakeEvent::Spawned { child } => Some(child),
+                                _ => None,
+                            }) {
+                                let tree = procs::descendants(pid).into_iter().map(|(p, _)| p);
+                                for p in std::iter::once(pid).chain(tree) {
+                                    let _ = nix::sys::signal::kill(
+                                        nix::unistd::Pid::from_raw(p),
+                                        nix::sys::signal::Signal::SIGKILL,
+                                    );
+                                }
                             }
                         }
+                        FakeEvent::Awaiting { name } => {
+                            let trigger = scenario
+                                .file
+                                .fake
+                                .release
+                                .get(name)
+                                .cloned()
+                                .unwrap_or_default();
+                            pending_releases.push((line.pid, name.clone(), trigger));
+                        }
+                        _ => {}
                     }
-                    FakeEvent::Awaiting { name } => {
-                        let trigger = scenario
-                            .file
-                            .fake
-                            .release
-                            .get(name)
-                            .copied()
-                            .unwrap_or_default();
-                        pending_releases.push((line.pid, name.clone(), trigger));
-                    }
-                    _ => {}
+                    push_fake(&mut obs, line, started);
                 }
-                push_fake(&mut obs, line, started);
-            }
+            },
+        }
+        if let Some(g) = group {
+            publish(g, &obs);
         }
         pending_releases.retain(|(pid, name, trigger)| {
             let due = match trigger {
@@ -279,6 +298,9 @@ pub async fn run_case(ctx: &Ctx, scenario: &Scenario, mode: Mode) -> Observed {
                 Trigger::Dispatched => obs.dispatched,
                 Trigger::Result => obs.result.is_some(),
                 Trigger::Cancel => obs.cancel_sent,
+                Trigger::Member { member, milestone } => {
+                    group.is_some_and(|g| g.board.has(member, milestone))
+                }
             };
             if due {
                 ctx.side.release(&run, *pid, name);
@@ -366,12 +388,59 @@ pub async fn run_case(ctx: &Ctx, scenario: &Scenario, mode: Mode) -> Observed {
         }
     }
     subject.release(&run);
+    if let Some(g) = group {
+        publish(g, &obs);
+        g.board.reach(&g.member, "over");
+    }
     if obs.timed_out.is_some() || obs.subject_gone.is_some() || !obs.subject_invalid.is_empty() {
         obs.stderr_tail = subject.stderr_tail();
     }
     obs.transcript = ctx.transcripts.take(&run);
     obs.elapsed = started.elapsed();
     obs
+}
+
+/// Resolves when another member of the run's group reached something new (never outside one).
+async fn others_moved(
+    board: &mut Option<
+        tokio::sync::watch::Receiver<BTreeMap<String, std::collections::BTreeSet<String>>>,
+    >,
+) {
+    match board {
+        Some(rx) => {
+            if rx.changed().await.is_err() {
+                std::future::pending::<()>().await;
+            }
+        }
+        None => std::future::pending().await,
+    }
+}
+
+/// Publishes what this run reached so far on its group's board (`group::MILESTONES`).
+fn publish(g: &Membership, obs: &Observed) {
+    let reached = [
+        ("dispatched", obs.dispatched),
+        ("start-rejected", obs.start_rejected.is_some()),
+        ("result", obs.result.is_some()),
+        ("settled", obs.settled),
+        ("tool-result", obs.tool_result.is_some()),
+        ("notice", !obs.notices.is_empty()),
+        ("cancel", obs.cancel_sent),
+    ];
+    for (milestone, yes) in reached {
+        if yes {
+            g.board.reach(&g.member, milestone);
+        }
+    }
+    for line in &obs.fake {
+        match &line.event {
+            FakeEvent::Checkpoint { name } => {
+                g.board.reach(&g.member, &format!("checkpoint:{name}"))
+            }
+            FakeEvent::Awaiting { name } => g.board.reach(&g.member, &format!("awaiting:{name}")),
+            _ => {}
+        }
+    }
 }
 
 fn push_fake(obs: &mut Observed, line: FakeLine, started: Instant) {

@@ -53,6 +53,23 @@ pub struct ScenarioFile {
     pub peer: Option<PeerSection>,
     #[serde(default)]
     pub expect: ExpectSection,
+    /// Membership of an isolation group: its members run together, in one subject, once each.
+    #[serde(default)]
+    pub group: Option<GroupSection>,
+}
+
+/// An isolation group's member (`docs/scenarios.md`, isolation groups): the members of a group
+/// run at the same time in one subject, each once in its one mode, ordered by releases that
+/// wait for each other (`[fake.release] go = "other-member:result"`).
+#[derive(Clone, Debug, Deserialize, Serialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct GroupSection {
+    /// The group's name; every member names it, and members live in one folder.
+    pub name: String,
+    /// Strings that identify this run and that its own model-visible texts may show (its
+    /// permission line, its exit code): none may appear in another member's texts.
+    #[serde(default)]
+    pub markers: Vec<String>,
 }
 
 fn all_modes() -> Vec<Mode> {
@@ -120,19 +137,89 @@ pub struct FakeSection {
     #[schemars(with = "Vec<Step>")]
     pub steps: Vec<Spanned<Step>>,
     /// When to release each `await` name: `immediately` (default), `dispatched`, `result`
-    /// or `cancel` (after the harness sent the cancel).
+    /// or `cancel` (after the harness sent the cancel); in an isolation group also
+    /// `<member>:<milestone>`, when another member of the group reached it (`b:result`,
+    /// `b:checkpoint:asked`, `b:awaiting:hold`; the milestones are listed in
+    /// `docs/scenarios.md`).
     #[serde(default)]
+    #[schemars(with = "BTreeMap<String, String>")]
     pub release: BTreeMap<String, Trigger>,
 }
 
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Deserialize, Serialize, JsonSchema)]
-#[serde(rename_all = "kebab-case")]
+#[derive(Clone, Debug, Default, PartialEq, Eq, Deserialize, Serialize)]
+#[serde(try_from = "String", into = "String")]
 pub enum Trigger {
     #[default]
     Immediately,
     Dispatched,
     Result,
     Cancel,
+    /// Another member of the run's isolation group reached this milestone.
+    Member {
+        member: String,
+        milestone: String,
+    },
+}
+
+/// What a member of an isolation group can wait for in another: the subject's messages for
+/// it, the harness's cancel, its fake's checkpoints and awaits, and the end of its run.
+pub const MILESTONES: &[&str] = &[
+    "dispatched",
+    "start-rejected",
+    "result",
+    "settled",
+    "tool-result",
+    "notice",
+    "cancel",
+    "over",
+    "checkpoint:<name>",
+    "awaiting:<name>",
+];
+
+/// Whether `m` is one of [`MILESTONES`] (the named ones with a non-empty name).
+pub fn is_milestone(m: &str) -> bool {
+    MILESTONES.contains(&m)
+        || ["checkpoint:", "awaiting:"]
+            .iter()
+            .any(|p| m.strip_prefix(p).is_some_and(|n| !n.is_empty()))
+}
+
+impl TryFrom<String> for Trigger {
+    type Error = String;
+    fn try_from(s: String) -> Result<Self, String> {
+        Ok(match s.as_str() {
+            "immediately" => Trigger::Immediately,
+            "dispatched" => Trigger::Dispatched,
+            "result" => Trigger::Result,
+            "cancel" => Trigger::Cancel,
+            _ => match s.split_once(':') {
+                Some((member, milestone)) if !member.is_empty() && is_milestone(milestone) => {
+                    Trigger::Member {
+                        member: member.to_owned(),
+                        milestone: milestone.to_owned(),
+                    }
+                }
+                _ => {
+                    return Err(format!(
+                        "unknown release `{s}`, expected one of `immediately`, `dispatched`, `result`, `cancel`, or `<member>:<milestone>` with a milestone of {}",
+                        MILESTONES.join(", ")
+                    ));
+                }
+            },
+        })
+    }
+}
+
+impl From<Trigger> for String {
+    fn from(t: Trigger) -> String {
+        match t {
+            Trigger::Immediately => "immediately".into(),
+            Trigger::Dispatched => "dispatched".into(),
+            Trigger::Result => "result".into(),
+            Trigger::Cancel => "cancel".into(),
+            Trigger::Member { member, milestone } => format!("{member}:{milestone}"),
+        }
+    }
 }
 
 /// A real peer runs this case: its name in the peers manifest, what the model endpoint does
@@ -255,6 +342,9 @@ pub fn discover(root: &Path) -> Result<Vec<Scenario>, Vec<ScenarioError>> {
             Ok(s) => scenarios.push(s),
             Err(e) => errors.push(e),
         }
+    }
+    if errors.is_empty() {
+        errors = crate::group::check(&scenarios);
     }
     if errors.is_empty() {
         Ok(scenarios)

@@ -173,9 +173,11 @@ pub enum SuiteError {
 pub fn select(dir: &std::path::Path, filters: &[String]) -> Result<Vec<Scenario>, SuiteError> {
     let all = scenario::discover(dir).map_err(SuiteError::Scenarios)?;
     let chosen: Vec<Scenario> = all
-        .into_iter()
+        .iter()
         .filter(|s| filters.is_empty() || filters.iter().any(|f| s.id.contains(f.as_str())))
+        .cloned()
         .collect();
+    let chosen = crate::group::complete(chosen, &all);
     if chosen.is_empty() {
         return Err(SuiteError::NothingSelected);
     }
@@ -238,76 +240,42 @@ pub async fn run_scenarios(
         None => format!("(did not start) {}", ctx.pool.command()),
     };
 
-    let mut cases: Vec<(Arc<Scenario>, Mode)> = Vec::new();
+    // A case is one scenario in one mode; an isolation group's members are one unit, run
+    // together (one permit: they must be in flight at the same time, whatever `--jobs` says).
+    let mut units: Vec<Vec<(usize, Arc<Scenario>, Mode)>> = Vec::new();
+    let mut group_unit: std::collections::BTreeMap<String, usize> = Default::default();
+    let mut index = 0;
     for s in &scenarios {
         for m in &s.file.modes {
-            cases.push((s.clone(), *m));
+            let case = (index, s.clone(), *m);
+            index += 1;
+            match crate::group::group_of(s) {
+                Some(g) => match group_unit.get(g) {
+                    Some(&u) => units[u].push(case),
+                    None => {
+                        group_unit.insert(g.to_owned(), units.len());
+                        units.push(vec![case]);
+                    }
+                },
+                None => units.push(vec![case]),
+            }
         }
     }
-    let bar = progress_bar(cases.len(), opts.progress);
+    let bar = progress_bar(index, opts.progress);
     let limit = Arc::new(Semaphore::new(opts.jobs.max(1)));
     let mut set = JoinSet::new();
     let mut reports = Vec::new();
-    for (index, (s, mode)) in cases.into_iter().enumerate() {
-        if let Some(want) = &s.file.product_version
-            && opts.product_versions.get(&s.file.provider) != Some(want)
-        {
-            bar.inc(1);
-            reports.push((
-                index,
-                CaseReport {
-                    scenario: s.clone(),
-                    mode,
-                    verdict: Verdict::Skip(format!(
-                        "needs --product-version {}={want}",
-                        s.file.provider
-                    )),
-                    findings: vec![],
-                    snapshot: None,
-                    obs: None,
-                },
-            ));
-            continue;
-        }
-        let peer_missing = s.file.peer.as_ref().and_then(|p| match &ctx.peers {
-            None => Some(format!(
-                "real peer `{}`: run `ci/peers` (or pass --peers DIR)",
-                p.name
-            )),
-            Some((peers, _)) if !peers.entries.contains_key(&p.name) => Some(format!(
-                "real peer `{}` is not installed in {}",
-                p.name,
-                peers.dir.display()
-            )),
-            Some(_) => None,
-        });
-        {
-            let reason = match &caps {
-                _ if peer_missing.is_some() => peer_missing,
-                None => Some("not run: the subject could not be started".to_owned()),
-                Some(c) if !c.providers.iter().any(|p| p == s.file.provider.as_str()) => {
-                    Some(format!("the subject has no `{}` provider", s.file.provider))
-                }
-                Some(c) if !c.modes.contains(&mode) => {
-                    Some(format!("the subject does not run {mode} calls"))
-                }
-                Some(_) => None,
-            };
-            if let Some(reason) = reason {
+    for unit in units {
+        // A group runs whole or not at all: one member that cannot run skips them all.
+        let skip = unit
+            .iter()
+            .find_map(|(_, s, mode)| skip_reason(opts, &ctx, caps.as_ref(), s, *mode));
+        if let Some(reason) = skip {
+            for (index, s, mode) in unit {
                 bar.inc(1);
-                reports.push((
-                    index,
-                    CaseReport {
-                        scenario: s,
-                        mode,
-                        verdict: Verdict::Skip(reason),
-                        findings: vec![],
-                        snapshot: None,
-                        obs: None,
-                    },
-                ));
-                continue;
+                reports.push((index, skipped(s, mode, reason.clone())));
             }
+            continue;
         }
         let ctx = ctx.clone();
         let limit = limit.clone();
@@ -317,20 +285,42 @@ pub async fn run_scenarios(
         let pending = opts.pending_snapshots;
         set.spawn(async move {
             let _permit = limit.acquire_owned().await.expect("semaphore open");
-            bar.set_message(format!("{} ({mode})", s.id));
-            let obs = run::run_case(&ctx, &s, mode).await;
+            let grouped = unit.len() > 1 || crate::group::group_of(&unit[0].1).is_some();
+            let board = crate::group::Board::new();
+            let runs = unit.iter().map(|(_, s, mode)| {
+                let (ctx, bar) = (&ctx, &bar);
+                let membership = grouped.then(|| crate::group::Membership {
+                    board: board.clone(),
+                    member: crate::group::member_name(s).to_owned(),
+                });
+                async move {
+                    bar.set_message(format!("{} ({mode})", s.id));
+                    run::run_case(ctx, s, *mode, membership.as_ref()).await
+                }
+            });
+            let observed = futures_util::future::join_all(runs).await;
             // Judging is CPU work (the first schema check compiles a whole bundle, snapshots
             // are files): off the runtime's workers, so other runs' events keep being read and
             // timed when they arrive.
-            let report =
-                tokio::task::block_in_place(|| judge(&s, mode, obs, &snapshots, accept, pending));
-            bar.inc(1);
-            (index, report)
+            tokio::task::block_in_place(|| {
+                let mut done: Vec<(usize, CaseReport)> = unit
+                    .into_iter()
+                    .zip(observed)
+                    .map(|((index, s, mode), obs)| {
+                        bar.inc(1);
+                        (index, judge(&s, mode, obs, &snapshots, accept, pending))
+                    })
+                    .collect();
+                if grouped {
+                    isolation(&mut done);
+                }
+                done
+            })
         });
     }
     while let Some(done) = set.join_next().await {
         match done {
-            Ok(r) => reports.push(r),
+            Ok(r) => reports.extend(r),
             Err(e) => std::panic::resume_unwind(e.into_panic()),
         }
     }
@@ -374,6 +364,83 @@ pub async fn run_scenarios(
         allow_skips: opts.allow_skips,
         elapsed: started.elapsed(),
     })
+}
+
+/// Why a case cannot run with this subject and these options, if it cannot.
+fn skip_reason(
+    opts: &Options,
+    ctx: &Ctx,
+    caps: Option<&crate::subject::Capabilities>,
+    s: &Scenario,
+    mode: Mode,
+) -> Option<String> {
+    if let Some(want) = &s.file.product_version
+        && opts.product_versions.get(&s.file.provider) != Some(want)
+    {
+        return Some(format!(
+            "needs --product-version {}={want}",
+            s.file.provider
+        ));
+    }
+    if let Some(p) = &s.file.peer {
+        match &ctx.peers {
+            None => {
+                return Some(format!(
+                    "real peer `{}`: run `ci/peers` (or pass --peers DIR)",
+                    p.name
+                ));
+            }
+            Some((peers, _)) if !peers.entries.contains_key(&p.name) => {
+                return Some(format!(
+                    "real peer `{}` is not installed in {}",
+                    p.name,
+                    peers.dir.display()
+                ));
+            }
+            Some(_) => {}
+        }
+    }
+    match caps {
+        None => Some("not run: the subject could not be started".to_owned()),
+        Some(c) if !c.providers.iter().any(|p| p == s.file.provider.as_str()) => {
+            Some(format!("the subject has no `{}` provider", s.file.provider))
+        }
+        Some(c) if !c.modes.contains(&mode) => {
+            Some(format!("the subject does not run {mode} calls"))
+        }
+        Some(_) => None,
+    }
+}
+
+fn skipped(scenario: Arc<Scenario>, mode: Mode, reason: String) -> CaseReport {
+    CaseReport {
+        scenario,
+        mode,
+        verdict: Verdict::Skip(reason),
+        findings: vec![],
+        snapshot: None,
+        obs: None,
+    }
+}
+
+/// The checks that look across the members of an isolation group run together.
+fn isolation(members: &mut [(usize, CaseReport)]) {
+    let found = {
+        let runs: Vec<(&Scenario, &Observed)> = members
+            .iter()
+            .filter_map(|(_, r)| r.obs.as_ref().map(|o| (&*r.scenario, o)))
+            .collect();
+        if runs.len() != members.len() {
+            return;
+        }
+        checks::isolation::judge(&runs)
+    };
+    for ((_, report), findings) in members.iter_mut().zip(found) {
+        if !findings.is_empty() {
+            report.findings.extend(findings);
+            report.verdict = Verdict::Fail;
+        }
+    }
 }
 
 /// A job id the same subject process gave to two background runs fails the later one: its

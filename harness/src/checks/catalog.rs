@@ -114,6 +114,10 @@ checks! {
         "job_output answers for every background job.";
     DeliveryUniqueJobId = "delivery.unique-job-id", "seed 003",
         "Every background job a subject starts has its own id (notices and job_output are routed by it).";
+    IsolationCrossTalk = "isolation.cross-talk", "seed 000, seed 003",
+        "No model-visible text of a run holds what identifies another run in flight with it (its task, untrusted text, markers, label).";
+    IsolationCancelTarget = "isolation.cancel-target", "seed 000, seed 003",
+        "A cancel reaches only the run it names: a run in flight beside it never ends as locally cancelled.";
     ProcessRollback = "process.rollback", "seed 000, seed 001",
         "A rejected start is reported only after the child's process tree settled.";
     ProcessSettled = "process.settled", "seed 000, seed 001",

@@ -8,6 +8,7 @@ mod contract;
 mod delivery;
 mod expect;
 mod health;
+pub mod isolation;
 mod presentation;
 mod process;
 mod redaction;
