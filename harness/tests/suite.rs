@@ -39,7 +39,7 @@ fn the_reference_passes_the_whole_catalog() {
         out.contains("real peer `dsh-sdk`: run `ci/peers` (or pass --peers DIR)"),
         "{out}"
     );
-    for family in ["acp/", "dsh-sdk/", "codex/"] {
+    for family in ["acp/", "dsh-sdk/", "codex/", "isolation/"] {
         assert!(out.contains(family), "{family} scenarios ran: {out}");
     }
 }
@@ -787,4 +787,106 @@ fn an_empty_text_block_for_no_output_is_caught() {
         &[],
         &["[contract.output] the output holds an empty text block; no output is `[]`"],
     );
+}
+
+// ---- isolation: runs in flight together, in an order the scenarios choose ----
+
+#[test]
+fn a_permission_fact_kept_per_provider_shows_in_the_other_run() {
+    caught(
+        &["permission-fact-per-provider"],
+        "isolation/permission-between-request-and-stop/",
+        &[],
+        &[
+            "[isolation.cross-talk] the diagnostic shows `request: move; decision: denied`, which belongs to isolation/permission-between-request-and-stop/late-denier",
+        ],
+    );
+}
+
+#[test]
+fn a_diagnostic_builder_shared_across_runs_is_caught() {
+    caught(
+        &["shared-diagnostic-builder"],
+        "isolation/failures-in-turn/",
+        &[],
+        &[
+            "[isolation.cross-talk] the diagnostic shows `category: usageLimitExceeded`, which belongs to isolation/failures-in-turn/codex-first",
+        ],
+    );
+}
+
+#[test]
+fn job_ids_counted_per_provider_collide_across_runs() {
+    // The group's two background jobs are of two providers, in one subject.
+    caught(
+        &["job-id-per-provider"],
+        "isolation/failures-in-turn/",
+        &[],
+        &[
+            "[delivery.unique-job-id] job id `subagent-1` was already given to isolation/failures-in-turn/",
+        ],
+    );
+}
+
+#[test]
+fn a_cancel_that_reaches_another_run_is_caught() {
+    caught(
+        &["cancel-every-run"],
+        "isolation/cancel-beside-prompt/",
+        &[],
+        &[
+            "[isolation.cancel-target] this run was never cancelled, yet it ended as a local cancel (aborted, no diagnostic); the cancel was sent to isolation/cancel-beside-prompt/cancelled",
+        ],
+    );
+}
+
+#[test]
+fn a_group_runs_whole_and_together_even_one_run_at_a_time() {
+    // One member selected, one run in flight allowed: its partner still runs beside it (each
+    // waits for the other's milestones, so run apart they would both miss their deadlines).
+    let (code, out, err) = run(&[
+        "--filter",
+        "isolation/permission-between-request-and-stop/early-asker",
+        "-j",
+        "1",
+        "--deadline-ms",
+        "5000",
+    ]);
+    assert_eq!(code, Some(0), "{out}\n{err}");
+    assert!(out.contains("2 passed, 0 failed"), "{out}");
+}
+
+#[test]
+fn one_run_at_a_time_and_sixteen_show_the_model_the_same_texts() {
+    // Texts only: with sixteen runs in flight on a small machine a timing check may judge the
+    // machine, but no text may depend on which runs shared the subject.
+    let dir = tempfile::tempdir().unwrap();
+    let texts = |jobs: &str| {
+        let json = dir.path().join(format!("report-{jobs}.json"));
+        let (code, out, err) = run(&["-j", jobs, "--json", json.to_str().unwrap()]);
+        assert!(matches!(code, Some(0 | 1)), "{out}\n{err}");
+        let report: serde_json::Value =
+            serde_json::from_slice(&std::fs::read(&json).unwrap()).unwrap();
+        report["cases"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter_map(|c| {
+                Some((
+                    format!("{}@{}", c["id"].as_str()?, c["mode"].as_str()?),
+                    c["modelVisible"].as_str()?.to_owned(),
+                ))
+            })
+            .collect::<std::collections::BTreeMap<_, _>>()
+    };
+    let one = texts("1");
+    let sixteen = texts("16");
+    assert!(one.len() > 400, "only {} cases ran", one.len());
+    assert_eq!(
+        one.keys().collect::<Vec<_>>(),
+        sixteen.keys().collect::<Vec<_>>()
+    );
+    for (case, text) in &one {
+        assert_eq!(Some(text), sixteen.get(case), "{case}");
+    }
 }

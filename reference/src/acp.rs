@@ -131,7 +131,12 @@ struct AcpHandler {
     state: Arc<Mutex<RunState>>,
     policy: Policy,
     log: Log,
+    /// The `permission-fact-per-provider` defect.
+    shared_fact: bool,
 }
+
+/// The `permission-fact-per-provider` defect's store: one fact for every ACP run.
+static PROVIDER_FACT: Mutex<Option<PermissionFact>> = Mutex::new(None);
 
 impl Handler for AcpHandler {
     fn on_request(&self, _id: &Value, method: &str, params: Value) -> Reply {
@@ -150,6 +155,9 @@ impl Handler for AcpHandler {
                 request: tool_kind(params.get("toolCall").and_then(|t| t.get("kind"))),
                 allowed,
             });
+            if self.shared_fact {
+                *PROVIDER_FACT.lock().expect("provider fact") = st.permission;
+            }
             st.permission_title = params
                 .pointer("/toolCall/title")
                 .and_then(Value::as_str)
@@ -242,6 +250,7 @@ impl Driver for AcpRun {
             state: state.clone(),
             policy: config.permission,
             log: log.clone(),
+            shared_fact: defects.permission_fact_per_provider,
         });
         let Wired { child, rpc, stderr } = wire(spawned, handler, IdStyle::Counter, &log);
         AcpRun {
@@ -421,9 +430,14 @@ impl AcpRun {
         let (output, permission, title) = {
             let mut st = self.state.lock().expect("run state");
             st.settled = true;
+            let permission = if self.defects.permission_fact_per_provider {
+                *PROVIDER_FACT.lock().expect("provider fact")
+            } else {
+                st.permission
+            };
             (
                 std::mem::take(&mut st.output),
-                st.permission,
+                permission,
                 st.permission_title.take(),
             )
         };

@@ -90,6 +90,14 @@ pub enum Defect {
     ReuseJobId,
     /// Hand the child the whole parent environment, credential-shaped and `DSH_*` names included.
     InheritWholeEnv,
+    /// ACP: keep the latest permission fact per provider instead of per run (a run reports the decision another run got last).
+    PermissionFactPerProvider,
+    /// One diagnostic buffer for all runs, never reset: each failure's diagnostic carries the earlier failures' lines.
+    SharedDiagnosticBuilder,
+    /// Count job ids per provider, so jobs of two providers in one subject get the same id.
+    JobIdPerProvider,
+    /// Deliver a cancel to every run in flight, not only to the one it names.
+    CancelEveryRun,
 }
 
 /// Deliberate misbehaviours for the harness's self-tests. All off by default.
@@ -131,6 +139,10 @@ pub struct Defects {
     pub leak_turn_error: bool,
     pub reuse_job_id: bool,
     pub inherit_whole_env: bool,
+    pub permission_fact_per_provider: bool,
+    pub shared_diagnostic_builder: bool,
+    pub job_id_per_provider: bool,
+    pub cancel_every_run: bool,
 }
 
 impl Defects {
@@ -174,6 +186,10 @@ impl Defects {
                 Defect::LeakTurnError => d.leak_turn_error = true,
                 Defect::ReuseJobId => d.reuse_job_id = true,
                 Defect::InheritWholeEnv => d.inherit_whole_env = true,
+                Defect::PermissionFactPerProvider => d.permission_fact_per_provider = true,
+                Defect::SharedDiagnosticBuilder => d.shared_diagnostic_builder = true,
+                Defect::JobIdPerProvider => d.job_id_per_provider = true,
+                Defect::CancelEveryRun => d.cancel_every_run = true,
             }
         }
         d

@@ -70,6 +70,8 @@ async fn serve(defects: Defects) -> anyhow::Result<i32> {
     let first_dispatch = Arc::new(AtomicBool::new(false));
     let mut runs: HashMap<String, RunEntry> = HashMap::new();
     let mut next_job = 1u64;
+    // Only the `job-id-per-provider` defect counts per provider.
+    let mut next_job_of: HashMap<conform_protocol::vocab::Provider, u64> = HashMap::new();
     let mut lines = tokio::io::BufReader::new(tokio::io::stdin()).lines();
 
     loop {
@@ -129,6 +131,11 @@ async fn serve(defects: Defects) -> anyhow::Result<i32> {
                     continue;
                 }
                 let job = (mode == Mode::Background).then(|| {
+                    if defects.job_id_per_provider {
+                        let n = next_job_of.entry(provider).or_insert(1);
+                        *n += 1;
+                        return format!("subagent-{}", *n - 1);
+                    }
                     let id = format!("subagent-{next_job}");
                     if !defects.reuse_job_id {
                         next_job += 1;
@@ -155,6 +162,12 @@ async fn serve(defects: Defects) -> anyhow::Result<i32> {
                     first_dispatch.clone(),
                 ));
                 runs.insert(run, RunEntry { control: tx, task });
+            }
+            ToSubject::Cancel { run } if defects.cancel_every_run => {
+                for entry in runs.values() {
+                    let _ = entry.control.send(Control::Cancel);
+                }
+                let _ = run;
             }
             ToSubject::Cancel { run } => forward(&runs, &out, run, Control::Cancel),
             ToSubject::JobOutput { run, wait } => {

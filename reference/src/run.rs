@@ -254,6 +254,17 @@ pub async fn host_run(
 
 /// The seeded defects that bend a provider's result before the host sees it.
 fn apply_result_defects(defects: &Defects, r: &mut SubagentResult) {
+    if defects.shared_diagnostic_builder
+        && let Some(d) = r.diagnostic.as_mut()
+    {
+        static SHARED: std::sync::Mutex<String> = std::sync::Mutex::new(String::new());
+        let mut shared = SHARED.lock().expect("shared diagnostic");
+        if !shared.is_empty() {
+            shared.push('\n');
+        }
+        shared.push_str(d);
+        *d = shared.clone();
+    }
     if defects.diagnostic_on_success && r.stop_reason == "completed" {
         r.diagnostic =
             Some("Subagent failure (provider: reference; stage: prompt; category: unknown)".into());
