@@ -163,6 +163,12 @@ pub struct RunArgs {
     /// Per-run deadline in milliseconds, unless a scenario sets its own; at least 1.
     #[arg(long, default_value_t = 20_000, value_parser = clap::value_parser!(u64).range(1..))]
     pub deadline_ms: u64,
+    /// When completion is expected, in ms after each start (the `start`'s `expectedBy`),
+    /// unless a scenario sets its own; default: the deadline. A background run with nothing
+    /// delivered by then turns `suspect_delivery_failure`, and the harness fetches its status
+    /// with a waiting `job_output`.
+    #[arg(long, value_parser = clap::value_parser!(u64).range(1..))]
+    pub expected_by_ms: Option<u64>,
     /// How long the subject has to answer `hello`, in milliseconds; at least 1.
     #[arg(long, default_value_t = 20_000, value_parser = clap::value_parser!(u64).range(1..))]
     pub hello_timeout_ms: u64,

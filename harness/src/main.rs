@@ -216,6 +216,7 @@ fn main() -> ExitCode {
                 accept: args.accept,
                 jobs: args.jobs,
                 deadline: Duration::from_millis(args.deadline_ms),
+                expected_by: args.expected_by_ms.map(Duration::from_millis),
                 progress: std::io::stderr().is_terminal(),
                 product_versions,
                 hello_timeout: Duration::from_millis(args.hello_timeout_ms),

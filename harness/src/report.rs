@@ -281,7 +281,8 @@ pub fn json(report: &SuiteReport) -> serde_json::Value {
             "delivery": c.obs.as_ref().filter(|_| c.mode == conform_protocol::subject::Mode::Background).map(|o| json!({
                 "dispatch": o.dispatch_receipt,
                 "completion": o.completion_receipt,
-                "watchdog": crate::checks::watchdog_status(o),
+                "watchdog": o.watchdog.last().map(|c| c.status),
+                "timeline": o.watchdog,
             })),
         })).collect::<Vec<_>>(),
     })

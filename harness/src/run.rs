@@ -10,7 +10,7 @@ use std::time::{Duration, Instant, SystemTime};
 
 use conform_protocol::side::{Direction, FakeEvent, FakeLine, Role};
 use conform_protocol::subject::{FromSubject, Mode, Runtime, StartError, ToSubject};
-use conform_protocol::vocab::Provider;
+use conform_protocol::vocab::{Provider, WatchdogStatus};
 use serde_json::{Map, Value, json};
 
 use crate::events::{Router, RunEvent};
@@ -32,6 +32,9 @@ pub struct Ctx {
     pub fake_argv: Vec<String>,
     pub work: PathBuf,
     pub default_deadline: Duration,
+    /// When completion is expected after a start, unless the scenario says (`None`: the
+    /// deadline).
+    pub default_expected_by: Option<Duration>,
     /// Provider → product version its fake speaks (`--product-version`).
     pub product_versions: std::collections::BTreeMap<Provider, String>,
     /// The real peers and the model endpoint's base URL, when `--peers` was given.
@@ -103,6 +106,22 @@ pub struct Observed {
     /// harness wrote when a completion reached the parent (`docs/subject-protocol.md`, delivery).
     pub dispatch_receipt: Option<DispatchReceipt>,
     pub completion_receipt: Option<CompletionReceipt>,
+    /// Background: the delivery watchdog's status each time it changed, as time passed.
+    pub watchdog: Vec<WatchdogChange>,
+    /// The harness asked `job_output` (with `wait`) because `expectedBy` passed with no
+    /// completion: what it answers is a status fetched back, not a pushed notice.
+    pub fetched_at_expected_by: bool,
+}
+
+/// One change of the delivery watchdog's status.
+#[derive(Clone, Debug, serde::Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct WatchdogChange {
+    pub status: WatchdogStatus,
+    /// ms since the run started.
+    pub at_ms: u64,
+    /// RFC 3339, ms precision.
+    pub at: String,
 }
 
 #[derive(Clone, Debug, serde::Serialize)]
@@ -176,7 +195,13 @@ pub async fn run_case(
         .file
         .deadline_ms
         .map_or(ctx.default_deadline, Duration::from_millis);
-    let start = match start_message(ctx, scenario, mode, &run, deadline) {
+    let expected_in = scenario
+        .file
+        .expected_by_ms
+        .map(Duration::from_millis)
+        .or(ctx.default_expected_by)
+        .unwrap_or(deadline);
+    let start = match start_message(ctx, scenario, mode, &run, expected_in) {
         Ok(m) => m,
         Err(e) => {
             push_fake(
@@ -196,6 +221,10 @@ pub async fn run_case(
     let mut lifecycle = Lifecycle::new(mode);
 
     let until = tokio::time::Instant::now() + deadline;
+    let expected_at = tokio::time::Instant::now() + expected_in;
+    // At or past the deadline, the deadline ends the run first: nothing is fetched then.
+    let expected_before_deadline = expected_in < deadline;
+    let mut past_expected = false;
     let mut pending_releases: Vec<(i32, String, Trigger)> = Vec::new();
     let mut job_output_sent = false;
     // Another member's news can make a release due: wake on it (never, outside a group).
@@ -206,6 +235,10 @@ pub async fn run_case(
         let event = tokio::select! {
             e = rx.recv() => Some(e),
             _ = others_moved(&mut board) => None,
+            () = tokio::time::sleep_until(expected_at), if expected_before_deadline && !past_expected => {
+                past_expected = true;
+                None
+            }
             () = tokio::time::sleep_until(until) => { obs.timed_out = Some(deadline); break; }
         };
         match event {
@@ -298,6 +331,7 @@ pub async fn run_case(
                 Trigger::Dispatched => obs.dispatched,
                 Trigger::Result => obs.result.is_some(),
                 Trigger::Cancel => obs.cancel_sent,
+                Trigger::ExpectedBy => past_expected,
                 Trigger::Member { member, milestone } => {
                     group.is_some_and(|g| g.board.has(member, milestone))
                 }
@@ -307,16 +341,23 @@ pub async fn run_case(
             }
             !due
         });
+        if mode == Mode::Background {
+            watch_delivery(&mut obs, past_expected, false, started);
+        }
         // A foreground tool result comes after dispose; a background job is terminal once
-        // job_output (asked after its notice, or after job_kill) answers.
+        // job_output (asked after its notice, after job_kill, or — as the parent's watcher
+        // fetches a status back — once expectedBy passed with nothing delivered) answers.
         match mode {
             Mode::Foreground if obs.tool_result.is_some() => break,
             Mode::Background if obs.job_output.is_some() => break,
             Mode::Background
                 if obs.tool_result.is_some()
-                    && (!obs.notices.is_empty() || obs.cancel_sent)
+                    && (!obs.notices.is_empty()
+                        || obs.cancel_sent
+                        || (past_expected && obs.completion_receipt.is_none()))
                     && !job_output_sent =>
             {
+                obs.fetched_at_expected_by = obs.notices.is_empty() && !obs.cancel_sent;
                 job_output_sent = true;
                 lifecycle.asked_job_output();
                 let msg = ToSubject::JobOutput {
@@ -388,6 +429,9 @@ pub async fn run_case(
         }
     }
     subject.release(&run);
+    if mode == Mode::Background {
+        watch_delivery(&mut obs, past_expected, true, started);
+    }
     if let Some(g) = group {
         publish(g, &obs);
         g.board.reach(&g.member, "over");
@@ -398,6 +442,21 @@ pub async fn run_case(
     obs.transcript = ctx.transcripts.take(&run);
     obs.elapsed = started.elapsed();
     obs
+}
+
+/// Records the delivery watchdog's status if it changed (`over`: the run ended, nothing more
+/// will arrive).
+fn watch_delivery(obs: &mut Observed, past_expected: bool, over: bool, started: Instant) {
+    let prev = obs.watchdog.last().map(|c| c.status);
+    if let Some(status) = crate::checks::watchdog_status(prev, obs, past_expected, over)
+        && Some(status) != prev
+    {
+        obs.watchdog.push(WatchdogChange {
+            status,
+            at_ms: ms_since(started),
+            at: rfc3339_ms(SystemTime::now()),
+        });
+    }
 }
 
 /// Resolves when another member of the run's group reached something new (never outside one).
@@ -539,13 +598,20 @@ fn record_subject(obs: &mut Observed, msg: FromSubject) {
         }
         FromSubject::Notice { job, text, .. } => {
             obs.completion_receipt.get_or_insert(CompletionReceipt {
-                completion_received_at: rfc3339(SystemTime::now()),
+                completion_received_at: rfc3339_ms(SystemTime::now()),
                 forwarded_to_main: true,
                 result_source: "completion_push",
             });
             obs.notices.push((job, text));
         }
         FromSubject::JobOutput { text, .. } => {
+            if obs.fetched_at_expected_by {
+                obs.completion_receipt.get_or_insert(CompletionReceipt {
+                    completion_received_at: rfc3339_ms(SystemTime::now()),
+                    forwarded_to_main: true,
+                    result_source: "job_output_wait",
+                });
+            }
             obs.job_output = Some(text);
         }
         FromSubject::Settled { .. } => {
@@ -567,7 +633,7 @@ fn start_message(
     scenario: &Scenario,
     mode: Mode,
     run: &str,
-    deadline: Duration,
+    expected_in: Duration,
 ) -> std::io::Result<ToSubject> {
     let dir = ctx.work.join(run);
     std::fs::create_dir_all(&dir)?;
@@ -663,7 +729,7 @@ fn start_message(
             cwd,
         },
         config,
-        expected_by: rfc3339(SystemTime::now() + deadline),
+        expected_by: rfc3339_ms(SystemTime::now() + expected_in),
     })
 }
 
@@ -671,11 +737,12 @@ fn path_str(p: &Path) -> String {
     p.to_string_lossy().into_owned()
 }
 
-/// RFC 3339 UTC with seconds (`2026-11-30T00:53:20Z`).
-pub fn rfc3339(t: SystemTime) -> String {
+/// RFC 3339 UTC with milliseconds (`2026-11-30T00:53:20.250Z`): `expectedBy` may be well
+/// under a second away.
+pub fn rfc3339_ms(t: SystemTime) -> String {
     match jiff::Timestamp::try_from(t) {
-        Ok(t) => format!("{t:.0}"),
-        Err(_) => "1970-01-01T00:00:00Z".to_owned(),
+        Ok(t) => format!("{t:.3}"),
+        Err(_) => "1970-01-01T00:00:00.000Z".to_owned(),
     }
 }
 
@@ -686,9 +753,14 @@ mod tests {
     #[test]
     fn rfc3339_formats_known_instants() {
         let t = SystemTime::UNIX_EPOCH + Duration::from_secs(1_796_000_000);
-        assert_eq!(rfc3339(t), "2026-11-30T00:53:20Z");
-        assert_eq!(rfc3339(SystemTime::UNIX_EPOCH), "1970-01-01T00:00:00Z");
+        assert_eq!(
+            rfc3339_ms(SystemTime::UNIX_EPOCH),
+            "1970-01-01T00:00:00.000Z"
+        );
         let leap = SystemTime::UNIX_EPOCH + Duration::from_secs(951_782_400);
-        assert_eq!(rfc3339(leap), "2000-02-29T00:00:00Z");
+        assert_eq!(rfc3339_ms(leap), "2000-02-29T00:00:00.000Z");
+        let quarter = SystemTime::UNIX_EPOCH + Duration::from_millis(1_796_000_000_250);
+        assert_eq!(rfc3339_ms(quarter), "2026-11-30T00:53:20.250Z");
+        assert_eq!(rfc3339_ms(t), "2026-11-30T00:53:20.000Z");
     }
 }

@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 
 use conform_protocol::script::{Script, Step};
 use conform_protocol::vocab::{
-    JobStatus, Mode, PermissionPolicy, Provider, StopReason, TeardownRung,
+    JobStatus, Mode, PermissionPolicy, Provider, StopReason, TeardownRung, WatchdogStatus,
 };
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
@@ -42,6 +42,12 @@ pub struct ScenarioFile {
     /// Longest the whole run may take before it counts as the subject hanging.
     #[serde(default)]
     pub deadline_ms: Option<u64>,
+    /// When completion is expected, in ms after the start (the `start`'s `expectedBy`; default:
+    /// the deadline). Past it, a background run with no completion is
+    /// `suspect_delivery_failure` and the harness fetches its status with a waiting
+    /// `job_output`.
+    #[serde(default)]
+    pub expected_by_ms: Option<u64>,
     #[serde(default)]
     pub subject: SubjectSection,
     #[serde(default)]
@@ -136,8 +142,9 @@ pub struct FakeSection {
     #[serde(default)]
     #[schemars(with = "Vec<Step>")]
     pub steps: Vec<Spanned<Step>>,
-    /// When to release each `await` name: `immediately` (default), `dispatched`, `result`
-    /// or `cancel` (after the harness sent the cancel); in an isolation group also
+    /// When to release each `await` name: `immediately` (default), `dispatched`, `result`,
+    /// `cancel` (after the harness sent the cancel) or `expected-by` (once the run's
+    /// `expectedBy` passed); in an isolation group also
     /// `<member>:<milestone>`, when another member of the group reached it (`b:result`,
     /// `b:checkpoint:asked`, `b:awaiting:hold`; the milestones are listed in
     /// `docs/scenarios.md`).
@@ -154,6 +161,8 @@ pub enum Trigger {
     Dispatched,
     Result,
     Cancel,
+    /// The run's `expectedBy` passed.
+    ExpectedBy,
     /// Another member of the run's isolation group reached this milestone.
     Member {
         member: String,
@@ -192,6 +201,7 @@ impl TryFrom<String> for Trigger {
             "dispatched" => Trigger::Dispatched,
             "result" => Trigger::Result,
             "cancel" => Trigger::Cancel,
+            "expected-by" => Trigger::ExpectedBy,
             _ => match s.split_once(':') {
                 Some((member, milestone)) if !member.is_empty() && is_milestone(milestone) => {
                     Trigger::Member {
@@ -201,7 +211,7 @@ impl TryFrom<String> for Trigger {
                 }
                 _ => {
                     return Err(format!(
-                        "unknown release `{s}`, expected one of `immediately`, `dispatched`, `result`, `cancel`, or `<member>:<milestone>` with a milestone of {}",
+                        "unknown release `{s}`, expected one of `immediately`, `dispatched`, `result`, `cancel`, `expected-by`, or `<member>:<milestone>` with a milestone of {}",
                         MILESTONES.join(", ")
                     ));
                 }
@@ -217,6 +227,7 @@ impl From<Trigger> for String {
             Trigger::Dispatched => "dispatched".into(),
             Trigger::Result => "result".into(),
             Trigger::Cancel => "cancel".into(),
+            Trigger::ExpectedBy => "expected-by".into(),
             Trigger::Member { member, milestone } => format!("{member}:{milestone}"),
         }
     }
@@ -263,6 +274,9 @@ pub struct ExpectSection {
     pub output: Option<String>,
     /// Background job status.
     pub job_status: Option<JobStatus>,
+    /// Background only: the delivery watchdog's last status (default `completed`; `recovered`
+    /// where the completion is expected late, after `expected_by_ms`).
+    pub watchdog: Option<WatchdogStatus>,
     /// Which rung of the teardown ladder ended the runtime.
     pub teardown: Option<TeardownRung>,
     /// An upstream code newer than the subject's pin: the diagnostic's category must be this code

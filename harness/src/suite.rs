@@ -121,6 +121,9 @@ pub struct Options {
     pub accept: bool,
     pub jobs: usize,
     pub deadline: Duration,
+    /// When completion is expected after each start, unless a scenario says (`None`: the
+    /// deadline).
+    pub expected_by: Option<Duration>,
     pub progress: bool,
     /// Provider → product version its fake speaks.
     pub product_versions: std::collections::BTreeMap<Provider, String>,
@@ -147,6 +150,7 @@ impl Options {
             accept: false,
             jobs: 4,
             deadline: Duration::from_secs(20),
+            expected_by: None,
             progress: false,
             product_versions: Default::default(),
             hello_timeout: Duration::from_secs(20),
@@ -231,6 +235,7 @@ pub async fn run_scenarios(
         product_versions: opts.product_versions.clone(),
         work: work.path().to_owned(),
         default_deadline: opts.deadline,
+        default_expected_by: opts.expected_by,
         peers,
     });
 

@@ -541,7 +541,8 @@ fn a_completion_that_never_reaches_the_parent_is_a_blackhole() {
         "acp/stop/refusal",
         &["--deadline-ms", "1500"],
         &[
-            "[delivery.completion] done_but_not_forwarded: the run settled but no completion notice reached the parent",
+            "[delivery.completion] the run settled but no completion reached the parent within its deadline (1500 ms): active at ",
+            " ms → done_but_not_forwarded at 15",
         ],
     );
     // The foreground call has no notice to lose.
@@ -889,4 +890,126 @@ fn one_run_at_a_time_and_sixteen_show_the_model_the_same_texts() {
     for (case, text) in &one {
         assert_eq!(Some(text), sixteen.get(case), "{case}");
     }
+}
+
+// ---- the delivery watchdog's timeline ----
+
+/// The watchdog statuses of each background case of a `conform run --json` report, in order,
+/// and the source of its completion receipt.
+fn timelines(args: &[&str]) -> Vec<(Vec<String>, Option<String>)> {
+    let dir = tempfile::tempdir().unwrap();
+    let json = dir.path().join("report.json");
+    let mut all = args.to_vec();
+    all.extend(["--json", json.to_str().unwrap()]);
+    let (code, out, err) = run(&all);
+    assert!(matches!(code, Some(0 | 1)), "{out}\n{err}");
+    let report: serde_json::Value = serde_json::from_slice(&std::fs::read(&json).unwrap()).unwrap();
+    report["cases"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|c| c["mode"] == "background")
+        .map(|c| {
+            let d = &c["delivery"];
+            let statuses = d["timeline"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|t| {
+                    assert!(t["at"].as_str().unwrap().ends_with('Z'), "{t}");
+                    assert!(t["atMs"].is_u64(), "{t}");
+                    t["status"].as_str().unwrap().to_owned()
+                })
+                .collect();
+            let source = d["completion"]["resultSource"].as_str().map(str::to_owned);
+            (statuses, source)
+        })
+        .collect()
+}
+
+#[test]
+fn a_job_still_running_at_expected_by_is_suspect_then_recovered() {
+    // The reference, and a child slower than expectedBy: the watcher's waiting job_output
+    // receives the result, which the scenario expects.
+    let t = timelines(&["--filter", "acp/delivery/late-child-recovered"]);
+    assert_eq!(
+        t,
+        [(
+            vec![
+                "active".to_owned(),
+                "suspect_delivery_failure".into(),
+                "done_but_not_forwarded".into(),
+                "recovered".into()
+            ],
+            Some("job_output_wait".to_owned())
+        )]
+    );
+}
+
+#[test]
+fn a_subject_that_delivers_only_when_asked_is_recovered_not_completed() {
+    caught(
+        &["drop-notice"],
+        "acp/success/end-turn",
+        &["--expected-by-ms", "300"],
+        &[
+            "[delivery.completion] the delivery watchdog ended recovered, expected completed (the completion came only when the parent fetched it with job_output after expectedBy): active at ",
+        ],
+    );
+    let subject = defective(&["drop-notice"]);
+    let t = timelines(&[
+        "--filter",
+        "acp/success/end-turn",
+        "--subject",
+        &subject,
+        "--expected-by-ms",
+        "300",
+    ]);
+    assert_eq!(
+        t,
+        [(
+            vec![
+                "active".to_owned(),
+                "done_but_not_forwarded".into(),
+                "recovered".into()
+            ],
+            Some("job_output_wait".to_owned())
+        )]
+    );
+}
+
+#[test]
+fn a_subject_that_never_delivers_goes_suspect_then_done_but_not_forwarded() {
+    let subject = defective(&["hang-after-dispatch"]);
+    let t = timelines(&[
+        "--filter",
+        "acp/delivery/late-child-recovered",
+        "--subject",
+        &subject,
+        "--deadline-ms",
+        "2000",
+    ]);
+    assert_eq!(
+        t,
+        [(
+            vec![
+                "active".to_owned(),
+                "suspect_delivery_failure".into(),
+                "done_but_not_forwarded".into()
+            ],
+            None
+        )]
+    );
+}
+
+#[test]
+fn a_subject_that_dies_leaves_its_job_blocked() {
+    let subject = defective(&["crash-after-dispatch"]);
+    let t = timelines(&[
+        "--filter",
+        "acp/delivery/late-child-recovered",
+        "--subject",
+        &subject,
+    ]);
+    assert_eq!(t, [(vec!["active".to_owned(), "blocked".into()], None)]);
 }

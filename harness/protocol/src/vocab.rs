@@ -124,6 +124,24 @@ vocabulary! {
 }
 
 vocabulary! {
+    /// The delivery watchdog's status of a background run (seed 003's runbook).
+    WatchdogStatus {
+        /// Dispatched, `expectedBy` not yet passed, no completion: keep waiting.
+        Active = "active",
+        /// `expectedBy` passed with no completion: neither success nor failure can be proven.
+        SuspectDeliveryFailure = "suspect_delivery_failure",
+        /// The child's own record shows it finished, but no completion reached the parent.
+        DoneButNotForwarded = "done_but_not_forwarded",
+        /// The completion reached the parent: closed normally.
+        Completed = "completed",
+        /// Was suspect or done-but-not-forwarded, then a completion reached the parent.
+        Recovered = "recovered",
+        /// Waiting cannot explain the state any more (the subject died or stopped answering).
+        Blocked = "blocked",
+    }
+}
+
+vocabulary! {
     /// The provider's permission policy: what it answers a runtime's permission request with.
     PermissionPolicy {
         Allow = "allow",

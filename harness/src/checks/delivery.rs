@@ -4,11 +4,13 @@
 
 use conform_protocol::side::FakeEvent;
 use conform_protocol::subject::Mode;
+use conform_protocol::vocab::WatchdogStatus;
 
 use super::{Check, Finding, presentation, show};
 use crate::run::Observed;
+use crate::scenario::Scenario;
 
-pub fn background(mode: Mode, obs: &Observed, f: &mut Vec<Finding>) {
+pub fn background(scenario: &Scenario, mode: Mode, obs: &Observed, f: &mut Vec<Finding>) {
     if mode != Mode::Background {
         return;
     }
@@ -19,19 +21,32 @@ pub fn background(mode: Mode, obs: &Observed, f: &mut Vec<Finding>) {
         return;
     };
     let killed = obs.cancel_sent;
-    match (obs.notices.as_slice(), killed) {
-        ([], false) => f.push(Finding::new(
+    let expected = scenario
+        .file
+        .expect
+        .watchdog
+        .unwrap_or(WatchdogStatus::Completed);
+    let last = obs.watchdog.last().map(|c| c.status);
+    if last != Some(expected) {
+        f.push(Finding::new(
             Check::DeliveryCompletion,
             format!(
-                "{}: no completion notice reached the parent{}",
-                watchdog_status(obs),
-                if watchdog_status(obs) == "done_but_not_forwarded" {
-                    " although the child finished"
-                } else {
-                    ""
-                }
+                "the delivery watchdog ended {}, expected {expected}{}: {}",
+                last.map_or("without a status", WatchdogStatus::as_str),
+                match (&obs.completion_receipt, last) {
+                    (None, Some(WatchdogStatus::DoneButNotForwarded)) =>
+                        " (the child finished, but no completion reached the parent)",
+                    (None, _) => " (no completion reached the parent)",
+                    (Some(r), _) => match r.result_source {
+                        "job_output_wait" => " (the completion came only when the parent fetched it with job_output after expectedBy)",
+                        _ => "",
+                    },
+                },
+                timeline(obs)
             ),
-        )),
+        ));
+    }
+    match (obs.notices.as_slice(), killed) {
         ([(j, text)], _) => {
             if j != job || !text.starts_with(&format!("background job {job} ")) {
                 f.push(Finding::new(
@@ -65,6 +80,21 @@ pub fn background(mode: Mode, obs: &Observed, f: &mut Vec<Finding>) {
     }
 }
 
+/// The watchdog's statuses with when each began (`active 0 ms → suspect_delivery_failure
+/// 301 ms → …`).
+pub fn timeline(obs: &Observed) -> String {
+    let steps: Vec<String> = obs
+        .watchdog
+        .iter()
+        .map(|c| format!("{} at {} ms", c.status, c.at_ms))
+        .collect();
+    if steps.is_empty() {
+        "no status".to_owned()
+    } else {
+        steps.join(" → ")
+    }
+}
+
 /// A background run that settled but whose completion never reached the parent by its
 /// deadline: a blackhole, not a hang.
 pub fn blackhole(mode: Mode, obs: &Observed) -> bool {
@@ -75,20 +105,43 @@ pub fn blackhole(mode: Mode, obs: &Observed) -> bool {
         && obs.start_rejected.is_none()
 }
 
-/// The delivery watchdog's status for a background run, from the receipts and the fake's
-/// own record that it finished. A job killed through `job_kill` is closed by
-/// the kill (no completion is pushed), so it counts as delivered.
-pub fn watchdog_status(obs: &Observed) -> &'static str {
-    let child_done = obs
-        .fake
-        .iter()
-        .any(|l| matches!(l.event, FakeEvent::Terminal));
-    match (&obs.dispatch_receipt, &obs.completion_receipt) {
-        (_, Some(_)) => "completed",
-        _ if obs.cancel_sent => "completed",
-        _ if child_done && obs.settled => "done_but_not_forwarded",
-        (Some(_), None) if obs.timed_out.is_some() => "suspect_delivery_failure",
-        (Some(_), None) => "active",
-        (None, _) => "blocked",
+/// The delivery watchdog's status now (seed 003's runbook), from the receipts, whether
+/// `expectedBy` passed, whether the run is `over`, and the status before (`None`: the job does
+/// not exist yet). "Done" is the child's own record that it sent its terminal message, or the
+/// subject's result or start rejection. A job killed through `job_kill` is closed by the kill.
+pub fn watchdog_status(
+    prev: Option<WatchdogStatus>,
+    obs: &Observed,
+    past_expected: bool,
+    over: bool,
+) -> Option<WatchdogStatus> {
+    use WatchdogStatus::*;
+    let was_suspect = matches!(
+        prev,
+        Some(SuspectDeliveryFailure | DoneButNotForwarded | Recovered)
+    );
+    if obs.completion_receipt.is_some() {
+        return Some(if was_suspect { Recovered } else { Completed });
     }
+    if obs.cancel_sent && !was_suspect {
+        return Some(Completed);
+    }
+    if obs.subject_gone.is_some() {
+        return Some(Blocked);
+    }
+    if obs.dispatch_receipt.is_none() && obs.start_rejected.is_none() {
+        return over.then_some(Blocked);
+    }
+    let done = obs.result.is_some()
+        || obs.start_rejected.is_some()
+        || obs
+            .fake
+            .iter()
+            .any(|l| matches!(l.event, FakeEvent::Terminal));
+    Some(match (done, past_expected || over) {
+        (true, true) => DoneButNotForwarded,
+        (false, true) if over => Blocked,
+        (false, true) => SuspectDeliveryFailure,
+        (_, false) => Active,
+    })
 }

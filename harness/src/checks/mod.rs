@@ -17,7 +17,7 @@ pub mod timing;
 
 pub use catalog::{Blame, Check, Finding};
 pub use contract::MAX_DIAGNOSTIC_BYTES;
-pub use delivery::watchdog_status;
+pub use delivery::{timeline, watchdog_status};
 pub use expect::{teardown_rung, upstream_mapping};
 pub use presentation::job_status;
 pub use redaction::{model_visible, untrusted_strings};
@@ -42,7 +42,7 @@ pub fn judge(scenario: &Scenario, mode: Mode, obs: &Observed) -> Vec<Finding> {
     expect::judge(scenario, mode, obs, &mut f);
     contract::judge(scenario, obs, &mut f);
     presentation::foreground(mode, obs, &mut f);
-    delivery::background(mode, obs, &mut f);
+    delivery::background(scenario, mode, obs, &mut f);
     process::judge(scenario, obs, &mut f);
     f.extend(timing::judge(scenario, obs));
     f

@@ -43,9 +43,9 @@ pub fn liveness_and_protocol(mode: Mode, obs: &Observed, f: &mut Vec<Finding>) {
             f.push(Finding::new(
                 Check::DeliveryCompletion,
                 format!(
-                    "{}: the run settled but no completion notice reached the parent by expectedBy ({} ms)",
-                    super::delivery::watchdog_status(obs),
-                    d.as_millis()
+                    "the run settled but no completion reached the parent within its deadline ({} ms): {}",
+                    d.as_millis(),
+                    super::delivery::timeline(obs)
                 ),
             ));
         } else {
