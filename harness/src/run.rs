@@ -713,6 +713,7 @@ fn start_message(
         .iter()
         .chain(subject.env.iter())
         .map(|(k, v)| (k.clone(), json!(v)))
+        .chain(subject.env_unset.iter().map(|k| (k.clone(), Value::Null)))
         .collect::<BTreeMap<_, _>>()
         .into_iter()
         .collect();

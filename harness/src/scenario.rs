@@ -105,6 +105,10 @@ pub struct SubjectSection {
     /// Extra environment for the child.
     #[serde(default)]
     pub env: BTreeMap<String, String>,
+    /// Names the run's env unsets (sent as `null`: the records' tombstone), even names the
+    /// child would inherit from the host.
+    #[serde(default)]
+    pub env_unset: Vec<String>,
     /// Any other provider configuration, passed through as written (camelCase keys, e.g.
     /// `shutdownTimeoutMs`, `maxTokens`).
     #[serde(default)]
