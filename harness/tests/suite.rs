@@ -788,3 +788,17 @@ fn an_empty_text_block_for_no_output_is_caught() {
         &["[contract.output] the output holds an empty text block; no output is `[]`"],
     );
 }
+
+#[test]
+fn a_completed_run_shown_as_an_error_is_caught() {
+    let out = caught(
+        &["success-as-error"],
+        "acp/success/end-turn",
+        &[],
+        &["[presentation.is-error] isError is true for stop reason `completed`"],
+    );
+    assert!(
+        out.contains("1 passed, 1 failed"),
+        "only the foreground tool result shows the run's outcome: {out}"
+    );
+}

@@ -90,6 +90,8 @@ pub enum Defect {
     ReuseJobId,
     /// Hand the child the whole parent environment, credential-shaped and `DSH_*` names included.
     InheritWholeEnv,
+    /// Mark every foreground tool result as an error (`isError: true`), a completed run's too.
+    SuccessAsError,
 }
 
 /// Deliberate misbehaviours for the harness's self-tests. All off by default.
@@ -131,6 +133,7 @@ pub struct Defects {
     pub leak_turn_error: bool,
     pub reuse_job_id: bool,
     pub inherit_whole_env: bool,
+    pub success_as_error: bool,
 }
 
 impl Defects {
@@ -174,6 +177,7 @@ impl Defects {
                 Defect::LeakTurnError => d.leak_turn_error = true,
                 Defect::ReuseJobId => d.reuse_job_id = true,
                 Defect::InheritWholeEnv => d.inherit_whole_env = true,
+                Defect::SuccessAsError => d.success_as_error = true,
             }
         }
         d

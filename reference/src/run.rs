@@ -180,7 +180,11 @@ pub async fn host_run(
                             if defects.hide_diagnostic_in_tool_result {
                                 shown.diagnostic = None;
                             }
-                            host.tool_result(host::foreground_text(&shown, disposed.as_ref().map(|_| ())));
+                            let mut text = host::foreground_text(&shown, disposed.as_ref().map(|_| ()));
+                            if defects.success_as_error {
+                                text.0 = true;
+                            }
+                            host.tool_result(text);
                         }
                         Mode::Background => {
                             let mut o = host::job_outcome(r);
