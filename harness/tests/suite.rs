@@ -802,3 +802,15 @@ fn a_completed_run_shown_as_an_error_is_caught() {
         "only the foreground tool result shows the run's outcome: {out}"
     );
 }
+
+#[test]
+fn a_job_output_showing_another_status_than_the_notice_is_caught() {
+    caught(
+        &["job-output-status-without-detail"],
+        "acp/stop/refusal",
+        &[],
+        &[
+            "[presentation.same-status] the notice says [status: failed, refusal] but job_output says [status: failed]",
+        ],
+    );
+}

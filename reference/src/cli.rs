@@ -92,6 +92,8 @@ pub enum Defect {
     InheritWholeEnv,
     /// Mark every foreground tool result as an error (`isError: true`), a completed run's too.
     SuccessAsError,
+    /// Show a failed job's status in job_output without its detail (`[status: failed]`), unlike its notice.
+    JobOutputStatusWithoutDetail,
 }
 
 /// Deliberate misbehaviours for the harness's self-tests. All off by default.
@@ -134,6 +136,7 @@ pub struct Defects {
     pub reuse_job_id: bool,
     pub inherit_whole_env: bool,
     pub success_as_error: bool,
+    pub job_output_status_without_detail: bool,
 }
 
 impl Defects {
@@ -178,6 +181,7 @@ impl Defects {
                 Defect::ReuseJobId => d.reuse_job_id = true,
                 Defect::InheritWholeEnv => d.inherit_whole_env = true,
                 Defect::SuccessAsError => d.success_as_error = true,
+                Defect::JobOutputStatusWithoutDetail => d.job_output_status_without_detail = true,
             }
         }
         d

@@ -45,6 +45,7 @@ struct Host {
     out: Out,
     /// `hang-after-dispatch` is active for this run: say nothing more.
     hung: bool,
+    defects: Defects,
 }
 
 impl Host {
@@ -70,9 +71,15 @@ impl Host {
     }
 
     fn job_output(&self, outcome: Option<&JobOutcome>) {
+        let mut text = host::job_output_text(outcome);
+        if self.defects.job_output_status_without_detail
+            && let Some(JobOutcome::Failed { .. }) = outcome
+        {
+            text = "(no new output)\n[status: failed]".into();
+        }
         self.emit(FromSubject::JobOutput {
             run: self.run.clone(),
-            text: host::job_output_text(outcome),
+            text,
         });
     }
 }
@@ -105,6 +112,7 @@ pub async fn host_run(
         run: p.run.clone(),
         out,
         hung: false,
+        defects,
     };
     let spec = RunSpec {
         task: p.task.clone(),
