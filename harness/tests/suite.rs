@@ -814,3 +814,16 @@ fn a_job_output_showing_another_status_than_the_notice_is_caught() {
         ],
     );
 }
+
+#[test]
+fn a_background_start_in_other_words_is_caught() {
+    let out = caught(
+        &["background-start-wording"],
+        "acp/success/end-turn",
+        &[],
+        &[
+            "[presentation.background-start] the background tool result is \"started background job subagent-",
+        ],
+    );
+    assert!(out.contains("1 passed, 1 failed"), "{out}");
+}

@@ -94,6 +94,8 @@ pub enum Defect {
     SuccessAsError,
     /// Show a failed job's status in job_output without its detail (`[status: failed]`), unlike its notice.
     JobOutputStatusWithoutDetail,
+    /// Answer a background start with `started background job <id>` (the word `subagent` left out).
+    BackgroundStartWording,
 }
 
 /// Deliberate misbehaviours for the harness's self-tests. All off by default.
@@ -137,6 +139,7 @@ pub struct Defects {
     pub inherit_whole_env: bool,
     pub success_as_error: bool,
     pub job_output_status_without_detail: bool,
+    pub background_start_wording: bool,
 }
 
 impl Defects {
@@ -182,6 +185,7 @@ impl Defects {
                 Defect::InheritWholeEnv => d.inherit_whole_env = true,
                 Defect::SuccessAsError => d.success_as_error = true,
                 Defect::JobOutputStatusWithoutDetail => d.job_output_status_without_detail = true,
+                Defect::BackgroundStartWording => d.background_start_wording = true,
             }
         }
         d

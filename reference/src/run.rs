@@ -129,7 +129,12 @@ pub async fn host_run(
         )),
     };
     if let Some(job) = &p.job {
-        host.tool_result((false, host::background_started(job)));
+        let started = if defects.background_start_wording {
+            format!("started background job {job}")
+        } else {
+            host::background_started(job)
+        };
+        host.tool_result((false, started));
     }
 
     let mut cancel_requested = false;
