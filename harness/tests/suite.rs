@@ -827,3 +827,19 @@ fn a_background_start_in_other_words_is_caught() {
     );
     assert!(out.contains("1 passed, 1 failed"), "{out}");
 }
+
+#[test]
+fn a_job_output_never_answered_is_caught() {
+    // The harness waits for the answer to end the run, so only the deadline shows it: a short
+    // one keeps the wait short.
+    let out = caught(
+        &["no-job-output-answer"],
+        "acp/success/end-turn",
+        &["--deadline-ms", "2000"],
+        &[
+            "[delivery.job-output] job_output was asked for and never answered within the run's deadline (2000 ms)",
+        ],
+    );
+    assert!(out.contains("1 passed, 1 failed"), "{out}");
+    assert!(!out.contains("[subject.deadline]"), "{out}");
+}

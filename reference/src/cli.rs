@@ -96,6 +96,8 @@ pub enum Defect {
     JobOutputStatusWithoutDetail,
     /// Answer a background start with `started background job <id>` (the word `subagent` left out).
     BackgroundStartWording,
+    /// Never answer `job_output` (the parent model's call waits forever).
+    NoJobOutputAnswer,
 }
 
 /// Deliberate misbehaviours for the harness's self-tests. All off by default.
@@ -140,6 +142,7 @@ pub struct Defects {
     pub success_as_error: bool,
     pub job_output_status_without_detail: bool,
     pub background_start_wording: bool,
+    pub no_job_output_answer: bool,
 }
 
 impl Defects {
@@ -186,6 +189,7 @@ impl Defects {
                 Defect::SuccessAsError => d.success_as_error = true,
                 Defect::JobOutputStatusWithoutDetail => d.job_output_status_without_detail = true,
                 Defect::BackgroundStartWording => d.background_start_wording = true,
+                Defect::NoJobOutputAnswer => d.no_job_output_answer = true,
             }
         }
         d

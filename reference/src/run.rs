@@ -71,6 +71,9 @@ impl Host {
     }
 
     fn job_output(&self, outcome: Option<&JobOutcome>) {
+        if self.defects.no_job_output_answer {
+            return;
+        }
         let mut text = host::job_output_text(outcome);
         if self.defects.job_output_status_without_detail
             && let Some(JobOutcome::Failed { .. }) = outcome

@@ -57,12 +57,17 @@ pub fn background(mode: Mode, obs: &Observed, f: &mut Vec<Finding>) {
         )),
         _ => {}
     }
-    if obs.job_output.is_none() {
-        f.push(Finding::new(
-            Check::DeliveryJobOutput,
-            "job_output never answered",
-        ));
-    }
+}
+
+/// A background run whose completion reached the parent (or that was killed through
+/// `job_kill`), so the harness asked `job_output` (`run_case` asks exactly then), but whose
+/// answer never came by the deadline: the parent model's call hangs. Only a missed deadline
+/// shows it, since the harness waits for that answer to end the run.
+pub fn job_output_unanswered(mode: Mode, obs: &Observed) -> bool {
+    mode == Mode::Background
+        && obs.tool_result.is_some()
+        && (!obs.notices.is_empty() || obs.cancel_sent)
+        && obs.job_output.is_none()
 }
 
 /// A background run that settled but whose completion never reached the parent by its

@@ -31,7 +31,8 @@ pub fn runtime(scenario: &Scenario, obs: &Observed, f: &mut Vec<Finding>) {
 }
 
 /// The subject stayed up, finished in time, and sent only valid lines; the runtime saw no
-/// protocol violation.
+/// protocol violation. A background run that missed its deadline waiting for its delivery (its
+/// notice, or the answer to `job_output`) fails that delivery check instead of the deadline.
 pub fn liveness_and_protocol(mode: Mode, obs: &Observed, f: &mut Vec<Finding>) {
     if let Some(detail) = &obs.subject_gone {
         f.push(Finding::new(Check::SubjectAlive, detail.clone()));
@@ -45,6 +46,14 @@ pub fn liveness_and_protocol(mode: Mode, obs: &Observed, f: &mut Vec<Finding>) {
                 format!(
                     "{}: the run settled but no completion notice reached the parent by expectedBy ({} ms)",
                     super::delivery::watchdog_status(obs),
+                    d.as_millis()
+                ),
+            ));
+        } else if super::delivery::job_output_unanswered(mode, obs) {
+            f.push(Finding::new(
+                Check::DeliveryJobOutput,
+                format!(
+                    "job_output was asked for and never answered within the run's deadline ({} ms)",
                     d.as_millis()
                 ),
             ));
