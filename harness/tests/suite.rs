@@ -843,3 +843,16 @@ fn a_job_output_never_answered_is_caught() {
     assert!(out.contains("1 passed, 1 failed"), "{out}");
     assert!(!out.contains("[subject.deadline]"), "{out}");
 }
+
+#[test]
+fn a_failed_job_reported_completed_is_caught() {
+    // Notice and job_output agree on the wrong status, so only the expectation can tell.
+    let out = caught(
+        &["job-status-completed-always"],
+        "acp/stop/refusal",
+        &[],
+        &["[expect.job-status] job status \"completed\", expected `failed`"],
+    );
+    assert!(out.contains("1 passed, 1 failed"), "{out}");
+    assert!(!out.contains("[presentation.same-status]"), "{out}");
+}

@@ -98,6 +98,8 @@ pub enum Defect {
     BackgroundStartWording,
     /// Never answer `job_output` (the parent model's call waits forever).
     NoJobOutputAnswer,
+    /// Report every finished background job as `completed` (in its notice and job_output), failed ones too.
+    JobStatusCompletedAlways,
 }
 
 /// Deliberate misbehaviours for the harness's self-tests. All off by default.
@@ -143,6 +145,7 @@ pub struct Defects {
     pub job_output_status_without_detail: bool,
     pub background_start_wording: bool,
     pub no_job_output_answer: bool,
+    pub job_status_completed_always: bool,
 }
 
 impl Defects {
@@ -190,6 +193,7 @@ impl Defects {
                 Defect::JobOutputStatusWithoutDetail => d.job_output_status_without_detail = true,
                 Defect::BackgroundStartWording => d.background_start_wording = true,
                 Defect::NoJobOutputAnswer => d.no_job_output_answer = true,
+                Defect::JobStatusCompletedAlways => d.job_status_completed_always = true,
             }
         }
         d

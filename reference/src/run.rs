@@ -204,6 +204,9 @@ pub async fn host_run(
                         }
                         Mode::Background => {
                             let mut o = host::job_outcome(r);
+                            if defects.job_status_completed_always {
+                                o = JobOutcome::Completed { output: r.output_text() };
+                            }
                             if let Err(e) = &disposed {
                                 o = host::with_dispose_failure(o, e);
                             }
