@@ -856,3 +856,18 @@ fn a_failed_job_reported_completed_is_caught() {
     assert!(out.contains("1 passed, 1 failed"), "{out}");
     assert!(!out.contains("[presentation.same-status]"), "{out}");
 }
+
+#[test]
+fn a_newer_upstream_code_shown_as_another_known_one_is_caught() {
+    // `rateLimitExceeded` is newer than the subject's pin: it may show as itself or `unknown`,
+    // never as the catch-all `other` of the pinned vocabulary.
+    let out = caught(
+        &["unknown-code-as-other"],
+        "codex/upgrade/rateLimitExceeded",
+        &["--product-version", "codex=0.169.0"],
+        &[
+            "[expect.upstream-code] upstream code `rateLimitExceeded` shows as \"other\", expected `rateLimitExceeded` or `unknown`",
+        ],
+    );
+    assert!(out.contains("0 passed, 2 failed"), "{out}");
+}

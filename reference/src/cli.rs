@@ -100,6 +100,8 @@ pub enum Defect {
     NoJobOutputAnswer,
     /// Report every finished background job as `completed` (in its notice and job_output), failed ones too.
     JobStatusCompletedAlways,
+    /// Codex: show a `codexErrorInfo` the pinned vocabulary does not know as the catch-all `other` instead of `unknown`.
+    UnknownCodeAsOther,
 }
 
 /// Deliberate misbehaviours for the harness's self-tests. All off by default.
@@ -146,6 +148,7 @@ pub struct Defects {
     pub background_start_wording: bool,
     pub no_job_output_answer: bool,
     pub job_status_completed_always: bool,
+    pub unknown_code_as_other: bool,
 }
 
 impl Defects {
@@ -194,6 +197,7 @@ impl Defects {
                 Defect::BackgroundStartWording => d.background_start_wording = true,
                 Defect::NoJobOutputAnswer => d.no_job_output_answer = true,
                 Defect::JobStatusCompletedAlways => d.job_status_completed_always = true,
+                Defect::UnknownCodeAsOther => d.unknown_code_as_other = true,
             }
         }
         d
