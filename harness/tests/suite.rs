@@ -867,6 +867,7 @@ fn a_newer_upstream_code_shown_as_another_known_one_is_caught() {
         &["--product-version", "codex=0.169.0"],
         &[
             "[expect.upstream-code] upstream code `rateLimitExceeded` shows as \"other\", expected `rateLimitExceeded` or `unknown`",
+            "  rateLimitExceeded (foreground): category `other` — mapped to another category",
         ],
     );
     assert!(out.contains("0 passed, 2 failed"), "{out}");
