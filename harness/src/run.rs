@@ -102,6 +102,8 @@ pub struct Observed {
     /// harness wrote when a completion reached the parent (`docs/subject-protocol.md`, delivery).
     pub dispatch_receipt: Option<DispatchReceipt>,
     pub completion_receipt: Option<CompletionReceipt>,
+    /// The `expectedBy` the harness sent in `start` (the receipt must echo it).
+    pub expected_by: Option<String>,
 }
 
 #[derive(Clone, Debug, serde::Serialize)]
@@ -111,6 +113,9 @@ pub struct DispatchReceipt {
     pub child_session_key: String,
     pub dispatch_at: String,
     pub expected_by: String,
+    /// When the harness received it (`dispatchAt` may not be later).
+    #[serde(skip)]
+    pub received_at: SystemTime,
 }
 
 #[derive(Clone, Debug, serde::Serialize)]
@@ -180,6 +185,9 @@ pub async fn run_case(ctx: &Ctx, scenario: &Scenario, mode: Mode) -> Observed {
             return obs;
         }
     };
+    if let ToSubject::Start { expected_by, .. } = &start {
+        obs.expected_by = Some(expected_by.clone());
+    }
     ctx.transcripts.record(
         &run,
         format!(">> {}", serde_json::to_string(&start).unwrap()),
@@ -448,6 +456,7 @@ fn record_subject(obs: &mut Observed, msg: FromSubject) {
                 child_session_key,
                 dispatch_at,
                 expected_by,
+                received_at: SystemTime::now(),
             });
         }
         FromSubject::StartRejected { error, .. } => {

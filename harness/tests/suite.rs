@@ -872,3 +872,18 @@ fn a_newer_upstream_code_shown_as_another_known_one_is_caught() {
     );
     assert!(out.contains("0 passed, 2 failed"), "{out}");
 }
+
+#[test]
+fn a_dispatch_receipt_with_another_expected_by_is_caught() {
+    let out = caught(
+        &["wrong-expected-by"],
+        "acp/success/end-turn",
+        &[],
+        &[
+            "[delivery.dispatch-receipt] expectedBy \"",
+            "\" is not the one the harness sent in `start` (\"",
+        ],
+    );
+    // A foreground run is published too: both have a receipt.
+    assert!(out.contains("0 passed, 2 failed"), "{out}");
+}

@@ -102,6 +102,8 @@ pub enum Defect {
     JobStatusCompletedAlways,
     /// Codex: show a `codexErrorInfo` the pinned vocabulary does not know as the catch-all `other` instead of `unknown`.
     UnknownCodeAsOther,
+    /// Echo the dispatch time as the dispatch receipt's `expectedBy` instead of the one `start` gave.
+    WrongExpectedBy,
 }
 
 /// Deliberate misbehaviours for the harness's self-tests. All off by default.
@@ -149,6 +151,7 @@ pub struct Defects {
     pub no_job_output_answer: bool,
     pub job_status_completed_always: bool,
     pub unknown_code_as_other: bool,
+    pub wrong_expected_by: bool,
 }
 
 impl Defects {
@@ -198,6 +201,7 @@ impl Defects {
                 Defect::NoJobOutputAnswer => d.no_job_output_answer = true,
                 Defect::JobStatusCompletedAlways => d.job_status_completed_always = true,
                 Defect::UnknownCodeAsOther => d.unknown_code_as_other = true,
+                Defect::WrongExpectedBy => d.wrong_expected_by = true,
             }
         }
         d

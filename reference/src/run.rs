@@ -153,11 +153,16 @@ pub async fn host_run(
             ev = events.recv() => match ev {
                 None => events_open = false,
                 Some(ProviderEvent::Published { child_session_key, dispatch_at }) => {
+                    let expected_by = if defects.wrong_expected_by {
+                        dispatch_at.clone()
+                    } else {
+                        p.expected_by.clone()
+                    };
                     host.emit(FromSubject::Dispatched {
                         run: p.run.clone(),
                         child_session_key,
                         dispatch_at,
-                        expected_by: p.expected_by.clone(),
+                        expected_by,
                     });
                     if defects.hang_after_dispatch && !first_dispatch.swap(true, Ordering::SeqCst) {
                         host.hung = true;

@@ -102,6 +102,8 @@ checks! {
         "A background start answers `started background subagent job <id>`.";
     PresentationSameStatus = "presentation.same-status", "seed 000",
         "The completion notice and job_output show the same status line.";
+    DeliveryDispatchReceipt = "delivery.dispatch-receipt", "seed 003",
+        "A published run's dispatch receipt names its child session, when it was dispatched (RFC 3339, not later than received) and the `expectedBy` it was given.";
     DeliveryCompletion = "delivery.completion", "seed 003",
         "A background job's completion reaches the parent (a notice or a waiting job_output).";
     DeliveryJobId = "delivery.job-id", "seed 003",
