@@ -423,7 +423,7 @@ fn fault(run: &str, detail: String) -> FakeLine {
 }
 
 /// Takes a subject message if the protocol allows it now; otherwise it is a `subject.protocol`
-/// failure and is not taken as the run's.
+/// (or `subject.after-end`) failure and is not taken as the run's.
 fn take_subject(obs: &mut Observed, lifecycle: &mut Lifecycle, msg: FromSubject, started: Instant) {
     match lifecycle.accept(&msg) {
         Ok(()) => {

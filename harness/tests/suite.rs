@@ -887,3 +887,17 @@ fn a_dispatch_receipt_with_another_expected_by_is_caught() {
     // A foreground run is published too: both have a receipt.
     assert!(out.contains("0 passed, 2 failed"), "{out}");
 }
+
+#[test]
+fn a_message_after_the_run_is_over_is_caught() {
+    // The second answer comes after the first ended the run: whether it reaches the harness
+    // before or after the run is closed, it is the same fault.
+    let out = caught(
+        &["job-output-twice"],
+        "acp/success/end-turn",
+        &[],
+        &["[subject.after-end] out of order: `job_output` after the run was over"],
+    );
+    assert!(out.contains("1 passed, 1 failed"), "{out}");
+    assert!(!out.contains("[subject.protocol]"), "{out}");
+}

@@ -104,6 +104,8 @@ pub enum Defect {
     UnknownCodeAsOther,
     /// Echo the dispatch time as the dispatch receipt's `expectedBy` instead of the one `start` gave.
     WrongExpectedBy,
+    /// Answer every `job_output` twice (the second answer comes after the run is over).
+    JobOutputTwice,
 }
 
 /// Deliberate misbehaviours for the harness's self-tests. All off by default.
@@ -152,6 +154,7 @@ pub struct Defects {
     pub job_status_completed_always: bool,
     pub unknown_code_as_other: bool,
     pub wrong_expected_by: bool,
+    pub job_output_twice: bool,
 }
 
 impl Defects {
@@ -202,6 +205,7 @@ impl Defects {
                 Defect::JobStatusCompletedAlways => d.job_status_completed_always = true,
                 Defect::UnknownCodeAsOther => d.unknown_code_as_other = true,
                 Defect::WrongExpectedBy => d.wrong_expected_by = true,
+                Defect::JobOutputTwice => d.job_output_twice = true,
             }
         }
         d

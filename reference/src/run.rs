@@ -80,10 +80,14 @@ impl Host {
         {
             text = "(no new output)\n[status: failed]".into();
         }
-        self.emit(FromSubject::JobOutput {
+        let answer = FromSubject::JobOutput {
             run: self.run.clone(),
             text,
-        });
+        };
+        if self.defects.job_output_twice {
+            self.emit(answer.clone());
+        }
+        self.emit(answer);
     }
 }
 

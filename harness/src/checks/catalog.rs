@@ -64,6 +64,8 @@ checks! {
         "The subject starts and answers `hello` with the protocol version and what it hosts.";
     SubjectProtocol = "subject.protocol", "docs/subject-protocol.md",
         "Every line the subject sends is valid, comes in order and names a run the harness started.";
+    SubjectAfterEnd = "subject.after-end", "docs/subject-protocol.md",
+        "Nothing but `host_log` arrives for a run after it is over.";
     SubjectAlive = "subject.alive", "docs/subject-protocol.md",
         "The subject stays up for the whole suite.";
     SubjectDeadline = "subject.deadline", "docs/subject-protocol.md",
