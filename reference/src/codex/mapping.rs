@@ -128,6 +128,12 @@ pub struct MappingDefects {
     pub unknown_code_as_other: bool,
 }
 
+/// The `unknown-code-as-other` defect: a code the pinned vocabulary does not know is taken for
+/// its catch-all `other`.
+fn unknown_as_other(category: &'static str) -> &'static str {
+    if category == UNKNOWN { OTHER } else { category }
+}
+
 /// How a terminal `turn/completed` maps (before the exit facts and the permission fact).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct TerminalMapping {
@@ -155,8 +161,8 @@ pub fn map_terminal(turn: &Value, has_answer: bool, defects: MappingDefects) -> 
         Some("failed") => {
             let info = turn.get("error").and_then(|e| e.get("codexErrorInfo"));
             let (mut category, status) = error_info(info, defects.http_status_from_string);
-            if defects.unknown_code_as_other && category == UNKNOWN {
-                category = OTHER;
+            if defects.unknown_code_as_other {
+                category = unknown_as_other(category);
             }
             let stop_reason = match category {
                 CONTEXT_WINDOW_EXCEEDED => "max-tokens",
