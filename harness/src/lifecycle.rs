@@ -1,13 +1,24 @@
 //! The subject protocol's per-run state machine: which message is legal when. The order is the
 //! one `docs/subject-protocol.md` promises; a message out of it — a duplicate, one before its
-//! prerequisite, one after the run ended — is a `subject.protocol` failure, and is not taken as
-//! the run's (so a forged `result` followed by the real one cannot pass).
+//! prerequisite — is a `subject.protocol` failure (one after the run ended: `subject.after-end`),
+//! and is not taken as the run's (so a forged `result` followed by the real one cannot pass).
 //!
 //! Notices are the exception on purpose: how many there are and whether one follows a
 //! `job_kill` are delivery facts with their own checks (`delivery.single-notice`,
 //! `delivery.no-notice-after-kill`), so only their place is judged here.
 
 use conform_protocol::subject::{FromSubject, Mode};
+
+/// How the refusal of a message after the run's end ends: `subject.after-end` tells it from the
+/// rest of `subject.protocol` by it.
+const AFTER_END: &str = "after the run was over";
+
+/// Whether `why` (a refusal of [`Lifecycle::accept`], as reported) refused a message because the
+/// run was already over.
+pub fn after_end(why: &str) -> bool {
+    why.strip_suffix(AFTER_END)
+        .is_some_and(|head| head.ends_with("` "))
+}
 
 #[derive(Debug)]
 pub struct Lifecycle {
@@ -63,7 +74,7 @@ impl Lifecycle {
         }
         let background = self.mode == Mode::Background;
         if self.ended() && !matches!(msg, FromSubject::Notice { .. }) {
-            return Err(format!("`{kind}` after the run was over"));
+            return Err(format!("`{kind}` {AFTER_END}"));
         }
         let started = !background || self.tool_result;
         let over = self.start_rejected || self.result;
@@ -149,6 +160,20 @@ pub fn kind(msg: &FromSubject) -> &'static str {
 mod tests {
     use super::*;
     use conform_protocol::subject::StartError;
+
+    #[test]
+    fn a_refusal_after_the_end_is_told_from_the_others() {
+        let mut l = Lifecycle::new(Mode::Foreground);
+        let settled = FromSubject::Settled { run: "r".into() };
+        assert!(!after_end(&l.accept(&settled).unwrap_err()));
+        l.tool_result = true;
+        let why = l.accept(&settled).unwrap_err();
+        assert!(after_end(&why), "{why}");
+        assert!(after_end(&format!("out of order: {why}")));
+        assert!(!after_end(
+            "breaks the subject protocol: after the run was over"
+        ));
+    }
 
     fn msg(kind: &str) -> FromSubject {
         let run = "r1".to_owned();

@@ -52,10 +52,10 @@ pub fn human(report: &SuiteReport, verbose: bool) -> String {
             let obs = c.obs.as_ref()?;
             let diag = obs.result.as_ref().and_then(|r| r.diagnostic.as_deref());
             let shown = crate::checks::upstream_mapping(diag).unwrap_or_else(|| "(none)".into());
-            let note = if &shown == code {
-                "known"
-            } else {
-                "mapped to unknown"
+            let note = match shown.as_str() {
+                s if s == code => "known",
+                "unknown" => "mapped to unknown",
+                _ => "mapped to another category",
             };
             Some(format!(
                 "  {code} ({}): category `{shown}` — {note}",

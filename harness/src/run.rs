@@ -106,6 +106,8 @@ pub struct Observed {
     /// harness wrote when a completion reached the parent (`docs/subject-protocol.md`, delivery).
     pub dispatch_receipt: Option<DispatchReceipt>,
     pub completion_receipt: Option<CompletionReceipt>,
+    /// The `expectedBy` the harness sent in `start` (the receipt must echo it).
+    pub expected_by: Option<String>,
     /// Background: the delivery watchdog's status each time it changed, as time passed.
     pub watchdog: Vec<WatchdogChange>,
     /// The harness asked `job_output` (with `wait`) because `expectedBy` passed with no
@@ -131,6 +133,9 @@ pub struct DispatchReceipt {
     pub child_session_key: String,
     pub dispatch_at: String,
     pub expected_by: String,
+    /// When the harness received it (`dispatchAt` may not be later).
+    #[serde(skip)]
+    pub received_at: SystemTime,
 }
 
 #[derive(Clone, Debug, serde::Serialize)]
@@ -213,6 +218,9 @@ pub async fn run_case(
             return obs;
         }
     };
+    if let ToSubject::Start { expected_by, .. } = &start {
+        obs.expected_by = Some(expected_by.clone());
+    }
     ctx.transcripts.record(
         &run,
         format!(">> {}", serde_json::to_string(&start).unwrap()),
@@ -543,7 +551,7 @@ fn fault(run: &str, detail: String) -> FakeLine {
 }
 
 /// Takes a subject message if the protocol allows it now; otherwise it is a `subject.protocol`
-/// failure and is not taken as the run's.
+/// (or `subject.after-end`) failure and is not taken as the run's.
 fn take_subject(obs: &mut Observed, lifecycle: &mut Lifecycle, msg: FromSubject, started: Instant) {
     match lifecycle.accept(&msg) {
         Ok(()) => {
@@ -576,6 +584,7 @@ fn record_subject(obs: &mut Observed, msg: FromSubject) {
                 child_session_key,
                 dispatch_at,
                 expected_by,
+                received_at: SystemTime::now(),
             });
         }
         FromSubject::StartRejected { error, .. } => {

@@ -1013,3 +1013,116 @@ fn a_subject_that_dies_leaves_its_job_blocked() {
     ]);
     assert_eq!(t, [(vec!["active".to_owned(), "blocked".into()], None)]);
 }
+
+#[test]
+fn a_completed_run_shown_as_an_error_is_caught() {
+    let out = caught(
+        &["success-as-error"],
+        "acp/success/end-turn",
+        &[],
+        &["[presentation.is-error] isError is true for stop reason `completed`"],
+    );
+    assert!(
+        out.contains("1 passed, 1 failed"),
+        "only the foreground tool result shows the run's outcome: {out}"
+    );
+}
+
+#[test]
+fn a_job_output_showing_another_status_than_the_notice_is_caught() {
+    caught(
+        &["job-output-status-without-detail"],
+        "acp/stop/refusal",
+        &[],
+        &[
+            "[presentation.same-status] the notice says [status: failed, refusal] but job_output says [status: failed]",
+        ],
+    );
+}
+
+#[test]
+fn a_background_start_in_other_words_is_caught() {
+    let out = caught(
+        &["background-start-wording"],
+        "acp/success/end-turn",
+        &[],
+        &[
+            "[presentation.background-start] the background tool result is \"started background job subagent-",
+        ],
+    );
+    assert!(out.contains("1 passed, 1 failed"), "{out}");
+}
+
+#[test]
+fn a_job_output_never_answered_is_caught() {
+    // The harness waits for the answer to end the run, so only the deadline shows it: a short
+    // one keeps the wait short.
+    let out = caught(
+        &["no-job-output-answer"],
+        "acp/success/end-turn",
+        &["--deadline-ms", "2000"],
+        &[
+            "[delivery.job-output] job_output was asked for and never answered within the run's deadline (2000 ms)",
+        ],
+    );
+    assert!(out.contains("1 passed, 1 failed"), "{out}");
+    assert!(!out.contains("[subject.deadline]"), "{out}");
+}
+
+#[test]
+fn a_failed_job_reported_completed_is_caught() {
+    // Notice and job_output agree on the wrong status, so only the expectation can tell.
+    let out = caught(
+        &["job-status-completed-always"],
+        "acp/stop/refusal",
+        &[],
+        &["[expect.job-status] job status \"completed\", expected `failed`"],
+    );
+    assert!(out.contains("1 passed, 1 failed"), "{out}");
+    assert!(!out.contains("[presentation.same-status]"), "{out}");
+}
+
+#[test]
+fn a_newer_upstream_code_shown_as_another_known_one_is_caught() {
+    // `rateLimitExceeded` is newer than the subject's pin: it may show as itself or `unknown`,
+    // never as the catch-all `other` of the pinned vocabulary.
+    let out = caught(
+        &["unknown-code-as-other"],
+        "codex/upgrade/rateLimitExceeded",
+        &["--product-version", "codex=0.169.0"],
+        &[
+            "[expect.upstream-code] upstream code `rateLimitExceeded` shows as \"other\", expected `rateLimitExceeded` or `unknown`",
+            "  rateLimitExceeded (foreground): category `other` — mapped to another category",
+        ],
+    );
+    assert!(out.contains("0 passed, 2 failed"), "{out}");
+}
+
+#[test]
+fn a_dispatch_receipt_with_another_expected_by_is_caught() {
+    let out = caught(
+        &["wrong-expected-by"],
+        "acp/success/end-turn",
+        &[],
+        &[
+            "[delivery.dispatch-receipt] expectedBy \"",
+            "\" is not the one the harness sent in `start` (\"",
+        ],
+    );
+    // A foreground run is published too: both have a receipt.
+    assert!(out.contains("0 passed, 2 failed"), "{out}");
+}
+
+#[test]
+fn a_message_after_the_run_is_over_is_caught() {
+    // The second answer comes after the first ended the run: whether it reaches the harness
+    // before or after the run is closed, it is the same fault.
+    let out = caught(
+        &["job-output-twice"],
+        "acp/success/end-turn",
+        &[],
+        &["[subject.after-end] out of order: `job_output` after the run was over"],
+    );
+    assert!(out.contains("1 passed, 1 failed"), "{out}");
+    assert!(!out.contains("[subject.protocol]"), "{out}");
+}

@@ -98,6 +98,22 @@ pub enum Defect {
     JobIdPerProvider,
     /// Deliver a cancel to every run in flight, not only to the one it names.
     CancelEveryRun,
+    /// Mark every foreground tool result as an error (`isError: true`), a completed run's too.
+    SuccessAsError,
+    /// Show a failed job's status in job_output without its detail (`[status: failed]`), unlike its notice.
+    JobOutputStatusWithoutDetail,
+    /// Answer a background start with `started background job <id>` (the word `subagent` left out).
+    BackgroundStartWording,
+    /// Never answer `job_output` (the parent model's call waits forever).
+    NoJobOutputAnswer,
+    /// Report every finished background job as `completed` (in its notice and job_output), failed ones too.
+    JobStatusCompletedAlways,
+    /// Codex: show a `codexErrorInfo` the pinned vocabulary does not know as the catch-all `other` instead of `unknown`.
+    UnknownCodeAsOther,
+    /// Echo the dispatch time as the dispatch receipt's `expectedBy` instead of the one `start` gave.
+    WrongExpectedBy,
+    /// Answer every `job_output` twice (the second answer comes after the run is over).
+    JobOutputTwice,
 }
 
 /// Deliberate misbehaviours for the harness's self-tests. All off by default.
@@ -143,6 +159,14 @@ pub struct Defects {
     pub shared_diagnostic_builder: bool,
     pub job_id_per_provider: bool,
     pub cancel_every_run: bool,
+    pub success_as_error: bool,
+    pub job_output_status_without_detail: bool,
+    pub background_start_wording: bool,
+    pub no_job_output_answer: bool,
+    pub job_status_completed_always: bool,
+    pub unknown_code_as_other: bool,
+    pub wrong_expected_by: bool,
+    pub job_output_twice: bool,
 }
 
 impl Defects {
@@ -190,6 +214,14 @@ impl Defects {
                 Defect::SharedDiagnosticBuilder => d.shared_diagnostic_builder = true,
                 Defect::JobIdPerProvider => d.job_id_per_provider = true,
                 Defect::CancelEveryRun => d.cancel_every_run = true,
+                Defect::SuccessAsError => d.success_as_error = true,
+                Defect::JobOutputStatusWithoutDetail => d.job_output_status_without_detail = true,
+                Defect::BackgroundStartWording => d.background_start_wording = true,
+                Defect::NoJobOutputAnswer => d.no_job_output_answer = true,
+                Defect::JobStatusCompletedAlways => d.job_status_completed_always = true,
+                Defect::UnknownCodeAsOther => d.unknown_code_as_other = true,
+                Defect::WrongExpectedBy => d.wrong_expected_by = true,
+                Defect::JobOutputTwice => d.job_output_twice = true,
             }
         }
         d

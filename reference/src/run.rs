@@ -45,6 +45,7 @@ struct Host {
     out: Out,
     /// `hang-after-dispatch` is active for this run: say nothing more.
     hung: bool,
+    defects: Defects,
 }
 
 impl Host {
@@ -70,10 +71,23 @@ impl Host {
     }
 
     fn job_output(&self, outcome: Option<&JobOutcome>) {
-        self.emit(FromSubject::JobOutput {
+        if self.defects.no_job_output_answer {
+            return;
+        }
+        let mut text = host::job_output_text(outcome);
+        if self.defects.job_output_status_without_detail
+            && let Some(JobOutcome::Failed { .. }) = outcome
+        {
+            text = "(no new output)\n[status: failed]".into();
+        }
+        let answer = FromSubject::JobOutput {
             run: self.run.clone(),
-            text: host::job_output_text(outcome),
-        });
+            text,
+        };
+        if self.defects.job_output_twice {
+            self.emit(answer.clone());
+        }
+        self.emit(answer);
     }
 }
 
@@ -105,6 +119,7 @@ pub async fn host_run(
         run: p.run.clone(),
         out,
         hung: false,
+        defects,
     };
     let spec = RunSpec {
         task: p.task.clone(),
@@ -121,7 +136,12 @@ pub async fn host_run(
         )),
     };
     if let Some(job) = &p.job {
-        host.tool_result((false, host::background_started(job)));
+        let started = if defects.background_start_wording {
+            format!("started background job {job}")
+        } else {
+            host::background_started(job)
+        };
+        host.tool_result((false, started));
     }
 
     let mut cancel_requested = false;
@@ -137,11 +157,16 @@ pub async fn host_run(
             ev = events.recv() => match ev {
                 None => events_open = false,
                 Some(ProviderEvent::Published { child_session_key, dispatch_at }) => {
+                    let expected_by = if defects.wrong_expected_by {
+                        dispatch_at.clone()
+                    } else {
+                        p.expected_by.clone()
+                    };
                     host.emit(FromSubject::Dispatched {
                         run: p.run.clone(),
                         child_session_key,
                         dispatch_at,
-                        expected_by: p.expected_by.clone(),
+                        expected_by,
                     });
                     if defects.hang_after_dispatch && !first_dispatch.swap(true, Ordering::SeqCst) {
                         host.hung = true;
@@ -180,10 +205,17 @@ pub async fn host_run(
                             if defects.hide_diagnostic_in_tool_result {
                                 shown.diagnostic = None;
                             }
-                            host.tool_result(host::foreground_text(&shown, disposed.as_ref().map(|_| ())));
+                            let mut text = host::foreground_text(&shown, disposed.as_ref().map(|_| ()));
+                            if defects.success_as_error {
+                                text.0 = true;
+                            }
+                            host.tool_result(text);
                         }
                         Mode::Background => {
                             let mut o = host::job_outcome(r);
+                            if defects.job_status_completed_always {
+                                o = JobOutcome::Completed { output: r.output_text() };
+                            }
                             if let Err(e) = &disposed {
                                 o = host::with_dispose_failure(o, e);
                             }

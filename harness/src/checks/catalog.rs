@@ -64,6 +64,8 @@ checks! {
         "The subject starts and answers `hello` with the protocol version and what it hosts.";
     SubjectProtocol = "subject.protocol", "docs/subject-protocol.md",
         "Every line the subject sends is valid, comes in order and names a run the harness started.";
+    SubjectAfterEnd = "subject.after-end", "docs/subject-protocol.md",
+        "Nothing but `host_log` arrives for a run after it is over.";
     SubjectAlive = "subject.alive", "docs/subject-protocol.md",
         "The subject stays up for the whole suite.";
     SubjectDeadline = "subject.deadline", "docs/subject-protocol.md",
@@ -102,6 +104,8 @@ checks! {
         "A background start answers `started background subagent job <id>`.";
     PresentationSameStatus = "presentation.same-status", "seed 000",
         "The completion notice and job_output show the same status line.";
+    DeliveryDispatchReceipt = "delivery.dispatch-receipt", "seed 003",
+        "A published run's dispatch receipt names its child session, when it was dispatched (RFC 3339, not later than received) and the `expectedBy` it was given.";
     DeliveryCompletion = "delivery.completion", "seed 003",
         "A background job's completion reaches the parent (a notice or a waiting job_output).";
     DeliveryJobId = "delivery.job-id", "seed 003",

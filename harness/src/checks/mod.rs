@@ -42,6 +42,7 @@ pub fn judge(scenario: &Scenario, mode: Mode, obs: &Observed) -> Vec<Finding> {
     expect::judge(scenario, mode, obs, &mut f);
     contract::judge(scenario, obs, &mut f);
     presentation::foreground(mode, obs, &mut f);
+    delivery::dispatch_receipt(obs, &mut f);
     delivery::background(scenario, mode, obs, &mut f);
     process::judge(scenario, obs, &mut f);
     f.extend(timing::judge(scenario, obs));

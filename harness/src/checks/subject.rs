@@ -31,7 +31,8 @@ pub fn runtime(scenario: &Scenario, obs: &Observed, f: &mut Vec<Finding>) {
 }
 
 /// The subject stayed up, finished in time, and sent only valid lines; the runtime saw no
-/// protocol violation.
+/// protocol violation. A background run that missed its deadline waiting for its delivery (its
+/// notice, or the answer to `job_output`) fails that delivery check instead of the deadline.
 pub fn liveness_and_protocol(mode: Mode, obs: &Observed, f: &mut Vec<Finding>) {
     if let Some(detail) = &obs.subject_gone {
         f.push(Finding::new(Check::SubjectAlive, detail.clone()));
@@ -48,6 +49,14 @@ pub fn liveness_and_protocol(mode: Mode, obs: &Observed, f: &mut Vec<Finding>) {
                     super::delivery::timeline(obs)
                 ),
             ));
+        } else if super::delivery::job_output_unanswered(mode, obs) {
+            f.push(Finding::new(
+                Check::DeliveryJobOutput,
+                format!(
+                    "job_output was asked for and never answered within the run's deadline ({} ms)",
+                    d.as_millis()
+                ),
+            ));
         } else {
             f.push(Finding::new(
                 Check::SubjectDeadline,
@@ -56,10 +65,14 @@ pub fn liveness_and_protocol(mode: Mode, obs: &Observed, f: &mut Vec<Finding>) {
         }
     }
     for (line, error) in &obs.subject_invalid {
-        f.push(Finding::new(
-            Check::SubjectProtocol,
-            format!("{error}\n  line: {line}"),
-        ));
+        // A message after the run's end that came before the harness closed the run: the same
+        // fault as one that came later (`judge_late`), whichever way the race went.
+        let check = if crate::lifecycle::after_end(error) {
+            Check::SubjectAfterEnd
+        } else {
+            Check::SubjectProtocol
+        };
+        f.push(Finding::new(check, format!("{error}\n  line: {line}")));
     }
     for line in &obs.fake {
         if let FakeEvent::Violation { detail } = &line.event {
@@ -72,8 +85,8 @@ pub fn liveness_and_protocol(mode: Mode, obs: &Observed, f: &mut Vec<Finding>) {
 }
 
 /// Findings for subject messages that arrived after the run was judged over (collected until
-/// the subject shut down). Host logs are harmless; anything model-visible or lifecycle is a
-/// protocol failure, and a notice is judged as delivery.
+/// the subject shut down). Host logs are harmless; a notice is judged as delivery; a line that
+/// is not valid is a protocol failure like any other; anything else is `subject.after-end`.
 pub fn judge_late(obs: &Observed, late: &Late) -> Vec<Finding> {
     let mut f = Vec::new();
     if obs.timed_out.is_some() || obs.subject_gone.is_some() {
@@ -103,7 +116,7 @@ pub fn judge_late(obs: &Observed, late: &Late) -> Vec<Finding> {
                 format!("another completion notice for job `{job}` arrived after the run was over"),
             )),
             other => f.push(Finding::new(
-                Check::SubjectProtocol,
+                Check::SubjectAfterEnd,
                 format!(
                     "out of order: `{}` after the run was over\n  line: {}",
                     crate::lifecycle::kind(other),
@@ -115,7 +128,7 @@ pub fn judge_late(obs: &Observed, late: &Late) -> Vec<Finding> {
     let kept = late.events.len() as u64;
     if late.count > kept {
         f.push(Finding::new(
-            Check::SubjectProtocol,
+            Check::SubjectAfterEnd,
             format!(
                 "{} more message(s) arrived after the run was over (not kept)",
                 late.count - kept
@@ -123,4 +136,58 @@ pub fn judge_late(obs: &Observed, late: &Late) -> Vec<Finding> {
         ));
     }
     f
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn late(msgs: Vec<FromSubject>, count: u64) -> Vec<(Check, String)> {
+        let late = Late {
+            events: msgs.into_iter().map(RunEvent::Subject).collect(),
+            count,
+        };
+        judge_late(&Observed::default(), &late)
+            .into_iter()
+            .map(|f| (f.check, f.message))
+            .collect()
+    }
+
+    #[test]
+    fn late_messages_are_after_end_but_notices_are_delivery() {
+        let run = || "r1".to_owned();
+        let got = late(
+            vec![
+                FromSubject::HostLog {
+                    run: run(),
+                    text: "harmless".into(),
+                },
+                FromSubject::Settled { run: run() },
+                FromSubject::Notice {
+                    run: run(),
+                    job: "subagent-1".into(),
+                    text: "again".into(),
+                },
+            ],
+            5,
+        );
+        let checks: Vec<Check> = got.iter().map(|(c, _)| *c).collect();
+        assert_eq!(
+            checks,
+            [
+                Check::SubjectAfterEnd,
+                Check::DeliverySingleNotice,
+                Check::SubjectAfterEnd
+            ]
+        );
+        assert!(
+            got[0]
+                .1
+                .starts_with("out of order: `settled` after the run was over")
+        );
+        assert_eq!(
+            got[2].1,
+            "2 more message(s) arrived after the run was over (not kept)"
+        );
+    }
 }

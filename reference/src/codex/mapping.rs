@@ -25,6 +25,8 @@ pub const PROCESS_EXIT: &str = "process-exit";
 pub const CONTEXT_WINDOW_EXCEEDED: &str = "contextWindowExceeded";
 pub const CYBER_POLICY: &str = "cyberPolicy";
 pub const SANDBOX_ERROR: &str = "sandboxError";
+/// The pinned vocabulary's catch-all (only the `unknown-code-as-other` defect names it itself).
+const OTHER: &str = "other";
 
 /// The operation a Codex failure belongs to (seed 001's six stages).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -123,6 +125,13 @@ pub fn error_info(info: Option<&Value>, from_string: bool) -> (&'static str, Opt
 pub struct MappingDefects {
     pub cyber_policy_as_refusal: bool,
     pub http_status_from_string: bool,
+    pub unknown_code_as_other: bool,
+}
+
+/// The `unknown-code-as-other` defect: a code the pinned vocabulary does not know is taken for
+/// its catch-all `other`.
+fn unknown_as_other(category: &'static str) -> &'static str {
+    if category == UNKNOWN { OTHER } else { category }
 }
 
 /// How a terminal `turn/completed` maps (before the exit facts and the permission fact).
@@ -151,7 +160,10 @@ pub fn map_terminal(turn: &Value, has_answer: bool, defects: MappingDefects) -> 
         Some("completed") | Some("interrupted") => fail("error", line(Stage::Turn, UNKNOWN)),
         Some("failed") => {
             let info = turn.get("error").and_then(|e| e.get("codexErrorInfo"));
-            let (category, status) = error_info(info, defects.http_status_from_string);
+            let (mut category, status) = error_info(info, defects.http_status_from_string);
+            if defects.unknown_code_as_other {
+                category = unknown_as_other(category);
+            }
             let stop_reason = match category {
                 CONTEXT_WINDOW_EXCEEDED => "max-tokens",
                 CYBER_POLICY if defects.cyber_policy_as_refusal => "refusal",
@@ -376,7 +388,7 @@ mod tests {
     fn defects() {
         let d = MappingDefects {
             cyber_policy_as_refusal: true,
-            http_status_from_string: false,
+            ..MappingDefects::default()
         };
         let m = map_terminal(&failed(json!("cyberPolicy")), true, d);
         assert_eq!(m.stop_reason, "refusal");
@@ -385,8 +397,8 @@ mod tests {
             turn_line("cyberPolicy").unwrap()
         );
         let d = MappingDefects {
-            cyber_policy_as_refusal: false,
             http_status_from_string: true,
+            ..MappingDefects::default()
         };
         let info = json!({"httpConnectionFailed": {"httpStatusCode": "503"}});
         let m = map_terminal(&failed(info), true, d);
@@ -395,6 +407,12 @@ mod tests {
             turn_line("httpConnectionFailed; HTTP status: 503").unwrap()
         );
         assert_eq!(http_status(Some(&json!("abc")), true), None);
+        let d = MappingDefects {
+            unknown_code_as_other: true,
+            ..MappingDefects::default()
+        };
+        let m = map_terminal(&failed(json!("rateLimitExceeded")), true, d);
+        assert_eq!(m.line.unwrap().to_string(), turn_line("other").unwrap());
     }
 
     #[test]

@@ -457,6 +457,7 @@ impl CodexRun {
         let mapping_defects = MappingDefects {
             cyber_policy_as_refusal: self.defects.cyber_policy_as_refusal,
             http_status_from_string: self.defects.http_status_from_string,
+            unknown_code_as_other: self.defects.unknown_code_as_other,
         };
         // Settle the facts here: later frames are no longer the run's.
         let (output, stop_reason, line, fact) = {
