@@ -235,7 +235,11 @@ pub async fn run(opts: &Options, plan: &Plan) -> Result<Outcome, SuiteError> {
     let bases: Vec<Arc<Scenario>> = suite::select(&opts.scenarios, &opts.filters)?
         .into_iter()
         // Peer cases run a real runtime, and a scenario pinned to a product version needs it.
-        .filter(|s| s.file.peer.is_none() && s.file.product_version.is_none())
+        // An isolation group's member runs only beside the others (its channels are the
+        // standalone cases' channels).
+        .filter(|s| {
+            s.file.peer.is_none() && s.file.product_version.is_none() && s.file.group.is_none()
+        })
         .map(Arc::new)
         .collect();
     let mut slots: Vec<(Arc<Scenario>, Mode)> = bases

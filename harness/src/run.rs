@@ -68,6 +68,10 @@ pub struct Observed {
     pub tool_result: Option<(bool, String)>,
     pub notices: Vec<(String, String)>,
     pub job_output: Option<String>,
+    /// The answers to the `job_output` calls after the first (`[job] job_output_calls`).
+    pub job_output_repeats: Vec<String>,
+    /// The harness called `job_kill` after the completion notice (`[job] kill_after_notice`).
+    pub killed_after_notice: bool,
     pub settled: bool,
     pub host_logs: Vec<String>,
     /// Frames and violations kept, and those past [`WIRE_LINES_KEPT`], counted, not kept.
@@ -235,6 +239,7 @@ pub async fn run_case(
     let mut past_expected = false;
     let mut pending_releases: Vec<(i32, String, Trigger)> = Vec::new();
     let mut job_output_sent = false;
+    let mut job_output_asked = 0;
     // Another member's news can make a release due: wake on it (never, outside a group).
     let mut board = group.map(|g| g.board.watch());
     // Fake processes whose side connection already closed (all their lines are in).
@@ -355,9 +360,43 @@ pub async fn run_case(
         // A foreground tool result comes after dispose; a background job is terminal once
         // job_output (asked after its notice, after job_kill, or — as the parent's watcher
         // fetches a status back — once expectedBy passed with nothing delivered) answers.
+        let job = &scenario.file.job;
+        if mode == Mode::Background
+            && job.kill_after_notice
+            && !obs.notices.is_empty()
+            && !obs.killed_after_notice
+        {
+            // job_kill on a job that already finished: nothing may change.
+            obs.killed_after_notice = true;
+            let msg = ToSubject::Cancel { run: run.clone() };
+            ctx.transcripts
+                .record(&run, format!(">> {}", serde_json::to_string(&msg).unwrap()));
+            subject.send(&msg);
+        }
         match mode {
             Mode::Foreground if obs.tool_result.is_some() => break,
-            Mode::Background if obs.job_output.is_some() => break,
+            Mode::Background
+                if obs.job_output.is_some()
+                    && obs.job_output_repeats.len() + 1 < job.job_output_calls as usize
+                    && job_output_asked == obs.job_output_repeats.len() + 1 =>
+            {
+                // Reads are idempotent: ask again, once the previous answer is in.
+                job_output_asked += 1;
+                lifecycle.asked_job_output();
+                let msg = ToSubject::JobOutput {
+                    run: run.clone(),
+                    wait: true,
+                };
+                ctx.transcripts
+                    .record(&run, format!(">> {}", serde_json::to_string(&msg).unwrap()));
+                subject.send(&msg);
+            }
+            Mode::Background
+                if obs.job_output.is_some()
+                    && obs.job_output_repeats.len() + 1 >= job.job_output_calls as usize =>
+            {
+                break;
+            }
             Mode::Background
                 if obs.tool_result.is_some()
                     && (!obs.notices.is_empty()
@@ -367,6 +406,7 @@ pub async fn run_case(
             {
                 obs.fetched_at_expected_by = obs.notices.is_empty() && !obs.cancel_sent;
                 job_output_sent = true;
+                job_output_asked = 1;
                 lifecycle.asked_job_output();
                 let msg = ToSubject::JobOutput {
                     run: run.clone(),
@@ -621,7 +661,11 @@ fn record_subject(obs: &mut Observed, msg: FromSubject) {
                     result_source: "job_output_wait",
                 });
             }
-            obs.job_output = Some(text);
+            if obs.job_output.is_some() {
+                obs.job_output_repeats.push(text);
+            } else {
+                obs.job_output = Some(text);
+            }
         }
         FromSubject::Settled { .. } => {
             obs.settled = true;
@@ -730,7 +774,7 @@ fn start_message(
         run: run.to_owned(),
         provider: *provider,
         mode,
-        label: scenario.id.clone(),
+        label: scenario.label().to_owned(),
         task: scenario.file.task.clone(),
         runtime: Runtime {
             command: argv[0].clone(),

@@ -34,6 +34,10 @@ pub struct ScenarioFile {
     /// Extra strings that must never reach model-visible text.
     #[serde(default)]
     pub secrets: Vec<String>,
+    /// The tool call's `description`, the background job's label shown in its notice (default:
+    /// the scenario's id).
+    #[serde(default)]
+    pub label: Option<String>,
     /// Run only when the suite speaks this product version for the provider
     /// (`conform run --product-version codex=0.169.0`): for upstream codes a pinned subject
     /// has never seen.
@@ -54,6 +58,8 @@ pub struct ScenarioFile {
     pub fake: FakeSection,
     #[serde(default)]
     pub cancel: Option<CancelSection>,
+    #[serde(default)]
+    pub job: JobSection,
     /// A real runtime instead of the fake (installed by `ci/peers`; run with `--peers`).
     #[serde(default)]
     pub peer: Option<PeerSection>,
@@ -256,6 +262,34 @@ pub struct PeerSection {
     pub product_version: Option<String>,
 }
 
+/// What the parent model does with a background job besides waiting for its notice.
+#[derive(Clone, Debug, Deserialize, Serialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct JobSection {
+    /// How many times `job_output` (with `wait`) is called once the job is terminal; reads are
+    /// idempotent, so every answer must be the same. Default 1.
+    #[serde(default = "one")]
+    #[schemars(range(min = 1))]
+    pub job_output_calls: u32,
+    /// Call `job_kill` once the completion notice arrived: the job had already finished, so
+    /// nothing may change (no second notice, the same status).
+    #[serde(default)]
+    pub kill_after_notice: bool,
+}
+
+impl Default for JobSection {
+    fn default() -> Self {
+        JobSection {
+            job_output_calls: 1,
+            kill_after_notice: false,
+        }
+    }
+}
+
+fn one() -> u32 {
+    1
+}
+
 /// Local cancellation: the foreground call is aborted, or the background job killed.
 #[derive(Clone, Debug, Deserialize, Serialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
@@ -301,6 +335,13 @@ pub struct Scenario {
     pub file: ScenarioFile,
     /// The fake's script with preludes spliced in.
     pub script: Script,
+}
+
+impl Scenario {
+    /// The label the run's tool call carries: the file's `label`, else the id.
+    pub fn label(&self) -> &str {
+        self.file.label.as_deref().unwrap_or(&self.id)
+    }
 }
 
 /// A scenario file that could not be loaded.
@@ -452,6 +493,14 @@ fn check_file(path: &Path, text: &str, file: &ScenarioFile) -> Result<(), Scenar
             text,
             at_key("modes"),
             "`modes` is empty".into(),
+        ));
+    }
+    if file.job.job_output_calls == 0 {
+        return Err(invalid(
+            path,
+            text,
+            at_key("job_output_calls"),
+            "`job_output_calls` is 0: the parent reads a finished job at least once".into(),
         ));
     }
     if file.expect.start_error.is_some() && file.expect.stop_reason.is_some() {

@@ -50,6 +50,9 @@ pub fn render(obs: &Observed) -> String {
     if let Some(text) = &obs.job_output {
         block("job_output".into(), text);
     }
+    for text in &obs.job_output_repeats {
+        block("job_output (again)".into(), text);
+    }
     out
 }
 

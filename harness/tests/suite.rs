@@ -1126,3 +1126,25 @@ fn a_message_after_the_run_is_over_is_caught() {
     assert!(out.contains("1 passed, 1 failed"), "{out}");
     assert!(!out.contains("[subject.protocol]"), "{out}");
 }
+
+#[test]
+fn a_job_output_read_that_consumes_the_output_is_caught() {
+    caught(
+        &["consuming-job-output"],
+        "acp/delivery/job-output-read-twice",
+        &[],
+        &[
+            "[delivery.job-output] job_output answered call 2 differently from the first: \"(no new output)\\n[status: completed]\" instead of \"The answer.\\n[status: completed]\"",
+        ],
+    );
+}
+
+#[test]
+fn a_late_job_kill_that_sends_the_notice_again_is_caught() {
+    caught(
+        &["renotice-on-late-kill"],
+        "acp/delivery/job-kill-after-completion",
+        &[],
+        &["[delivery.single-notice] 2 completion notices for one job"],
+    );
+}

@@ -98,6 +98,10 @@ pub enum Defect {
     JobIdPerProvider,
     /// Deliver a cancel to every run in flight, not only to the one it names.
     CancelEveryRun,
+    /// A job_output read consumes the job's output: a second read shows `(no new output)`.
+    ConsumingJobOutput,
+    /// job_kill on a job that already finished sends its completion notice again.
+    RenoticeOnLateKill,
     /// Mark every foreground tool result as an error (`isError: true`), a completed run's too.
     SuccessAsError,
     /// Show a failed job's status in job_output without its detail (`[status: failed]`), unlike its notice.
@@ -159,6 +163,8 @@ pub struct Defects {
     pub shared_diagnostic_builder: bool,
     pub job_id_per_provider: bool,
     pub cancel_every_run: bool,
+    pub consuming_job_output: bool,
+    pub renotice_on_late_kill: bool,
     pub success_as_error: bool,
     pub job_output_status_without_detail: bool,
     pub background_start_wording: bool,
@@ -214,6 +220,8 @@ impl Defects {
                 Defect::SharedDiagnosticBuilder => d.shared_diagnostic_builder = true,
                 Defect::JobIdPerProvider => d.job_id_per_provider = true,
                 Defect::CancelEveryRun => d.cancel_every_run = true,
+                Defect::ConsumingJobOutput => d.consuming_job_output = true,
+                Defect::RenoticeOnLateKill => d.renotice_on_late_kill = true,
                 Defect::SuccessAsError => d.success_as_error = true,
                 Defect::JobOutputStatusWithoutDetail => d.job_output_status_without_detail = true,
                 Defect::BackgroundStartWording => d.background_start_wording = true,

@@ -275,9 +275,32 @@ pub async fn host_run(
     if shutdown {
         return;
     }
+    let mut reads = waiters;
     while let Some(c) = control.recv().await {
         match c {
-            Control::JobOutput { .. } => host.job_output(Some(&outcome)),
+            Control::JobOutput { .. } => {
+                reads += 1;
+                if defects.consuming_job_output && reads > 1 {
+                    // Seeded defect: the first read took the output.
+                    let consumed = match &outcome {
+                        JobOutcome::Completed { .. } => JobOutcome::Completed {
+                            output: String::new(),
+                        },
+                        other => other.clone(),
+                    };
+                    host.job_output(Some(&consumed));
+                } else {
+                    host.job_output(Some(&outcome));
+                }
+            }
+            // job_kill on a finished job: it had already finished; nothing changes.
+            Control::Cancel if defects.renotice_on_late_kill && notify => {
+                host.emit(FromSubject::Notice {
+                    run: p.run.clone(),
+                    job: job.clone(),
+                    text: host::notice_text(&job, &p.label, &outcome),
+                });
+            }
             Control::Cancel => {}
             Control::Shutdown => return,
         }

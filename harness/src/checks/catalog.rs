@@ -115,7 +115,7 @@ checks! {
     DeliveryNoNoticeAfterKill = "delivery.no-notice-after-kill", "seed 000",
         "A job killed through job_kill sends no completion notice.";
     DeliveryJobOutput = "delivery.job-output", "seed 000",
-        "job_output answers for every background job.";
+        "job_output answers every call for a background job, the same each time once the job is terminal.";
     DeliveryUniqueJobId = "delivery.unique-job-id", "seed 003",
         "Every background job a subject starts has its own id (notices and job_output are routed by it).";
     IsolationCrossTalk = "isolation.cross-talk", "seed 000, seed 003",

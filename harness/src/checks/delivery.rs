@@ -165,6 +165,27 @@ pub fn background(scenario: &Scenario, mode: Mode, obs: &Observed, f: &mut Vec<F
     }
 }
 
+/// Every answer of a job's repeated `job_output` calls is the first one: reads are idempotent.
+pub fn idempotent_reads(obs: &Observed, f: &mut Vec<Finding>) {
+    let Some(first) = &obs.job_output else { return };
+    if let Some((i, other)) = obs
+        .job_output_repeats
+        .iter()
+        .enumerate()
+        .find(|(_, t)| *t != first)
+    {
+        f.push(Finding::new(
+            Check::DeliveryJobOutput,
+            format!(
+                "job_output answered call {} differently from the first: {} instead of {}",
+                i + 2,
+                show(Some(other)),
+                show(Some(first))
+            ),
+        ));
+    }
+}
+
 /// A background run whose completion reached the parent (or that was killed through
 /// `job_kill`), so the harness asked `job_output` (`run_case` asks exactly then), but whose
 /// answer never came by the deadline: the parent model's call hangs. Only a missed deadline

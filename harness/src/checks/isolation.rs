@@ -24,7 +24,7 @@ pub fn judge(members: &[(&Scenario, &Observed)]) -> Vec<Vec<Finding>> {
 /// What identifies a run: its label, its declared markers, and its task and every untrusted
 /// string its runtime sent.
 fn identity(s: &Scenario) -> Vec<String> {
-    let mut out = vec![s.id.clone()];
+    let mut out = vec![s.label().to_owned()];
     if let Some(g) = &s.file.group {
         out.extend(g.markers.iter().filter(|m| !m.is_empty()).cloned());
     }

@@ -44,6 +44,7 @@ pub fn judge(scenario: &Scenario, mode: Mode, obs: &Observed) -> Vec<Finding> {
     presentation::foreground(mode, obs, &mut f);
     delivery::dispatch_receipt(obs, &mut f);
     delivery::background(scenario, mode, obs, &mut f);
+    delivery::idempotent_reads(obs, &mut f);
     process::judge(scenario, obs, &mut f);
     f.extend(timing::judge(scenario, obs));
     f

@@ -38,7 +38,7 @@ pub fn judge(scenario: &Scenario, obs: &Observed, f: &mut Vec<Finding>) {
         expected.iter().any(|e| e.contains(s)) || FIXED_PHRASES.iter().any(|p| p.contains(s))
     };
     // The label is the harness's own text, shown in notices by design.
-    let label = format!("(subagent: {})", scenario.id);
+    let label = format!("(subagent: {})", scenario.label());
     let texts: Vec<(&str, String)> = model_visible(obs)
         .into_iter()
         .map(|(what, text)| (what, text.replace(&label, "")))
@@ -135,6 +135,9 @@ pub fn model_visible(obs: &Observed) -> Vec<(&'static str, &str)> {
     }
     for (_, t) in &obs.notices {
         texts.push(("notice", t.as_str()));
+    }
+    for t in &obs.job_output_repeats {
+        texts.push(("job_output", t.as_str()));
     }
     if let Some(t) = &obs.job_output {
         texts.push(("job_output", t.as_str()));
