@@ -250,10 +250,8 @@ pub async fn host_run(
     let outcome = outcome.unwrap_or(JobOutcome::Killed);
     // Delivery: a pending `job_output wait:true` is the delivery; a killed (job_kill) or
     // torn-down job is already reported; otherwise the completion notice.
-    if waiters > 0 {
-        for _ in 0..waiters {
-            host.job_output(Some(&outcome));
-        }
+    for _ in 0..waiters {
+        host.job_output(Some(&outcome));
     }
     let notify = if defects.notice_after_kill && cancel_requested {
         true
