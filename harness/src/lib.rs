@@ -10,6 +10,7 @@ pub mod differential;
 pub mod drift;
 pub mod events;
 pub mod group;
+pub mod interrupt;
 pub mod lifecycle;
 pub mod peers;
 pub mod pool;

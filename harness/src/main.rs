@@ -186,6 +186,17 @@ fn main() -> ExitCode {
                     }
                 }
             }
+            // From here on a signal stops the suite in order (a report of what finished).
+            let interrupt = {
+                let _in_runtime = runtime.enter();
+                match conform::interrupt::listen() {
+                    Ok(i) => i,
+                    Err(e) => {
+                        eprintln!("error: cannot listen for signals: {e}");
+                        return code(exit::ERROR);
+                    }
+                }
+            };
             let snapshots = args.snapshots.unwrap_or_else(|| default_dir("snapshots"));
             // `--accept` creates the folder when it records the first snapshot.
             if !args.accept && !snapshots.is_dir() {
@@ -222,6 +233,7 @@ fn main() -> ExitCode {
                 hello_timeout: Duration::from_millis(args.hello_timeout_ms),
                 allow_skips: args.allow_skips,
                 peers: args.peers,
+                interrupt,
                 ..suite::Options::new(
                     args.select
                         .scenarios

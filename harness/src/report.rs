@@ -27,6 +27,7 @@ pub fn human(report: &SuiteReport, verbose: bool) -> String {
                     .unwrap_or_default(),
             ),
             Verdict::Skip(why) => ("skip".to_owned(), why.clone()),
+            Verdict::Interrupted(why) => ("interrupted".to_owned(), why.clone()),
         };
         let ms = c
             .obs
@@ -83,7 +84,18 @@ pub fn human(report: &SuiteReport, verbose: bool) -> String {
             let _ = writeln!(out, "  ✗ [{}] {}", f.check, indent(&f.message, "    "));
         }
     }
-    if let Some(why) = report
+    if let Some(signo) = report.interrupted {
+        let _ = writeln!(
+            out,
+            "\ninterrupted by {}: the runs in flight were stopped and their processes killed; {} case(s) did not finish",
+            crate::interrupt::name(signo),
+            report
+                .cases
+                .iter()
+                .filter(|c| matches!(c.verdict, Verdict::Interrupted(_)))
+                .count()
+        );
+    } else if let Some(why) = report
         .nothing_tested()
         .filter(|_| report.findings.is_empty())
     {
@@ -192,7 +204,7 @@ pub fn junit(report: &SuiteReport) -> Result<String, quick_junit::SerializeError
         let provider = c.scenario.file.provider.as_str();
         let status = match &c.verdict {
             Verdict::Pass => TestCaseStatus::success(),
-            Verdict::Skip(why) => {
+            Verdict::Skip(why) | Verdict::Interrupted(why) => {
                 let mut s = TestCaseStatus::skipped();
                 s.set_message(why.as_str());
                 s
@@ -269,11 +281,12 @@ pub fn json(report: &SuiteReport) -> serde_json::Value {
         "stragglers": report.stragglers,
         "findings": report.findings.iter().map(finding_json).collect::<Vec<_>>(),
         "nothingTested": report.nothing_tested(),
+        "interruptedBy": report.interrupted.map(crate::interrupt::name),
         "cases": report.cases.iter().map(|c| json!({
             "id": c.scenario.id,
             "mode": c.mode,
-            "verdict": match &c.verdict { Verdict::Pass => "pass", Verdict::Fail => "fail", Verdict::Skip(_) => "skip" },
-            "skipReason": match &c.verdict { Verdict::Skip(r) => Some(r.clone()), _ => None },
+            "verdict": match &c.verdict { Verdict::Pass => "pass", Verdict::Fail => "fail", Verdict::Skip(_) => "skip", Verdict::Interrupted(_) => "interrupted" },
+            "skipReason": match &c.verdict { Verdict::Skip(r) | Verdict::Interrupted(r) => Some(r.clone()), _ => None },
             "findings": c.findings.iter().map(finding_json).collect::<Vec<_>>(),
             "elapsedMs": c.obs.as_ref().map(|o| o.elapsed.as_millis() as u64),
             // What the snapshot holds (job ids masked): runs compare across reports.

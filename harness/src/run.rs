@@ -35,6 +35,8 @@ pub struct Ctx {
     /// When completion is expected after a start, unless the scenario says (`None`: the
     /// deadline).
     pub default_expected_by: Option<Duration>,
+    /// Says when the suite was interrupted: runs in flight end at once.
+    pub interrupt: crate::interrupt::Interrupted,
     /// Provider → product version its fake speaks (`--product-version`).
     pub product_versions: std::collections::BTreeMap<Provider, String>,
     /// The real peers and the model endpoint's base URL, when `--peers` was given.
@@ -89,6 +91,8 @@ pub struct Observed {
     pub fake_at_ms: Vec<u64>,
     pub cancel_sent: bool,
     pub timed_out: Option<Duration>,
+    /// The suite was interrupted by this signal while the run was in flight.
+    pub interrupted: Option<i32>,
     /// Processes of this run still alive when they should have been gone (then killed).
     pub leftovers: Vec<String>,
     /// Processes of this run still running when the start rejection arrived.
@@ -242,6 +246,7 @@ pub async fn run_case(
     let mut job_output_asked = 0;
     // Another member's news can make a release due: wake on it (never, outside a group).
     let mut board = group.map(|g| g.board.watch());
+    let mut interrupt = ctx.interrupt.clone();
     // Fake processes whose side connection already closed (all their lines are in).
     let mut closed = std::collections::BTreeSet::new();
     loop {
@@ -253,6 +258,7 @@ pub async fn run_case(
                 None
             }
             () = tokio::time::sleep_until(until) => { obs.timed_out = Some(deadline); break; }
+            signo = crate::interrupt::wait(&mut interrupt) => { obs.interrupted = Some(signo); break; }
         };
         match event {
             None => {}
@@ -421,7 +427,7 @@ pub async fn run_case(
     }
     // Whatever remains of the run's processes: after a clean end they get a short budget to be
     // gone; after a hang or a subject crash they are cleaned up at once.
-    let clean = obs.timed_out.is_none() && obs.subject_gone.is_none();
+    let clean = obs.timed_out.is_none() && obs.subject_gone.is_none() && obs.interrupted.is_none();
     let ledger = ctx.side.ledger(&run);
     for p in &ledger {
         let Some(fd) = &p.pidfd else { continue };

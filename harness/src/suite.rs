@@ -25,6 +25,8 @@ pub enum Verdict {
     Pass,
     Fail,
     Skip(String),
+    /// The suite was interrupted (a signal) before this case could finish or start.
+    Interrupted(String),
 }
 
 #[derive(Debug)]
@@ -48,6 +50,8 @@ pub struct SuiteReport {
     /// `--allow-skips`: a suite that skipped every case may still exit 0.
     pub allow_skips: bool,
     pub elapsed: Duration,
+    /// The signal that interrupted the suite, if one did (exit 128 + n).
+    pub interrupted: Option<i32>,
 }
 
 /// The exit codes, in one place (`docs/subject-protocol.md` and the README show this table).
@@ -60,10 +64,14 @@ pub mod exit {
     /// Usage or harness error, or nothing was tested: bad arguments or scenario files, a harness
     /// fault (a fake or snapshot it could not use), or every selected case skipped.
     pub const ERROR: i32 = 2;
+    // Interrupted by signal n: 128 + n (`SuiteReport::exit_code`).
 }
 
 impl SuiteReport {
     pub fn exit_code(&self) -> i32 {
+        if let Some(signo) = self.interrupted {
+            return 128 + signo;
+        }
         let findings = || {
             self.findings
                 .iter()
@@ -91,7 +99,7 @@ impl SuiteReport {
         if self
             .cases
             .iter()
-            .any(|c| !matches!(c.verdict, Verdict::Skip(_)))
+            .any(|c| !matches!(c.verdict, Verdict::Skip(_) | Verdict::Interrupted(_)))
         {
             return None;
         }
@@ -136,6 +144,9 @@ pub struct Options {
     /// A differing snapshot may leave a pending `.snap.new` (insta's rules decide); off for
     /// generated variants of a scenario, which must match its stored snapshot as they are.
     pub pending_snapshots: bool,
+    /// Stops the suite in order when it says a signal came (`conform run` listens; others
+    /// never are).
+    pub interrupt: crate::interrupt::Interrupted,
 }
 
 impl Options {
@@ -157,6 +168,7 @@ impl Options {
             allow_skips: false,
             peers: None,
             pending_snapshots: true,
+            interrupt: crate::interrupt::never(),
         }
     }
 }
@@ -236,6 +248,7 @@ pub async fn run_scenarios(
         work: work.path().to_owned(),
         default_deadline: opts.deadline,
         default_expected_by: opts.expected_by,
+        interrupt: opts.interrupt.clone(),
         peers,
     });
 
@@ -289,7 +302,20 @@ pub async fn run_scenarios(
         let accept = opts.accept;
         let pending = opts.pending_snapshots;
         set.spawn(async move {
-            let _permit = limit.acquire_owned().await.expect("semaphore open");
+            // A unit still waiting for its turn when the suite is interrupted never starts.
+            let mut interrupt = ctx.interrupt.clone();
+            let _permit = tokio::select! {
+                p = limit.acquire_owned() => p.expect("semaphore open"),
+                signo = crate::interrupt::wait(&mut interrupt) => {
+                    return unit
+                        .into_iter()
+                        .map(|(index, s, mode)| {
+                            bar.inc(1);
+                            (index, interrupted(s, mode, signo))
+                        })
+                        .collect();
+                }
+            };
             let grouped = unit.len() > 1 || crate::group::group_of(&unit[0].1).is_some();
             let board = crate::group::Board::new();
             let runs = unit.iter().map(|(_, s, mode)| {
@@ -368,6 +394,7 @@ pub async fn run_scenarios(
         stragglers,
         allow_skips: opts.allow_skips,
         elapsed: started.elapsed(),
+        interrupted: *ctx.interrupt.borrow(),
     })
 }
 
@@ -414,6 +441,17 @@ fn skip_reason(
             Some(format!("the subject does not run {mode} calls"))
         }
         Some(_) => None,
+    }
+}
+
+fn interrupted(scenario: Arc<Scenario>, mode: Mode, signo: i32) -> CaseReport {
+    CaseReport {
+        scenario,
+        mode,
+        verdict: Verdict::Interrupted(format!("interrupted by {}", crate::interrupt::name(signo))),
+        findings: vec![],
+        snapshot: None,
+        obs: None,
     }
 }
 
@@ -517,6 +555,10 @@ fn judge(
     accept: bool,
     pending: bool,
 ) -> CaseReport {
+    if let Some(signo) = obs.interrupted {
+        // Its processes were killed; what it did so far proves nothing either way.
+        return interrupted(s.clone(), mode, signo);
+    }
     if let Some(reason) = &obs.not_run {
         // The subject could not be started: the suite says why, once.
         return CaseReport {
