@@ -154,6 +154,25 @@ pub async fn host_run(
 
     while events_open {
         tokio::select! {
+            // The host's calls first: a `job_output wait:true` that came before the run ended
+            // is the delivery, however the two channels' readiness falls in one poll.
+            biased;
+            c = control.recv(), if control_open => match c {
+                None | Some(Control::Shutdown) => {
+                    control_open = c.is_some();
+                    shutdown = true;
+                    let _ = cancel_tx.send(true);
+                }
+                Some(Control::Cancel) => {
+                    cancel_requested = true;
+                    let _ = cancel_tx.send(true);
+                }
+                Some(Control::JobOutput { wait }) => match p.mode {
+                    Mode::Foreground => host.log("job_output for a foreground run: no job".into()),
+                    Mode::Background if wait => waiters += 1,
+                    Mode::Background => host.job_output(None),
+                },
+            },
             ev = events.recv() => match ev {
                 None => events_open = false,
                 Some(ProviderEvent::Published { child_session_key, dispatch_at }) => {
@@ -223,22 +242,6 @@ pub async fn host_run(
                         }
                     }
                 }
-            },
-            c = control.recv(), if control_open => match c {
-                None | Some(Control::Shutdown) => {
-                    control_open = c.is_some();
-                    shutdown = true;
-                    let _ = cancel_tx.send(true);
-                }
-                Some(Control::Cancel) => {
-                    cancel_requested = true;
-                    let _ = cancel_tx.send(true);
-                }
-                Some(Control::JobOutput { wait }) => match p.mode {
-                    Mode::Foreground => host.log("job_output for a foreground run: no job".into()),
-                    Mode::Background if wait => waiters += 1,
-                    Mode::Background => host.job_output(None),
-                },
             },
         }
     }
