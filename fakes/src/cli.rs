@@ -2,7 +2,8 @@
 //!
 //! ```text
 //! fake-<protocol> --script <file.json> --side <socket> --run <id>
-//! fake-<protocol> --grandchild --side <socket> --run <id> [--trap-sigterm] [--setsid]
+//! fake-<protocol> --grandchild --side <socket> --run <id> [--trap-sigterm] [--setsid] [--daemon]
+//!     [--unregistered]
 //! ```
 //!
 //! Errors (bad arguments, unreadable or invalid script) go to stderr and, when the side
@@ -47,6 +48,12 @@ pub struct Args {
     pub trap_sigterm: bool,
     #[arg(long)]
     pub setsid: bool,
+    /// Grandchild: start the real grandchild (these arguments without `--daemon`) and exit.
+    #[arg(long)]
+    pub daemon: bool,
+    /// Grandchild: never register with the harness.
+    #[arg(long)]
+    pub unregistered: bool,
     /// Grandchild: the fd to write one byte to once registered.
     #[arg(long)]
     pub ready_fd: Option<i32>,
@@ -131,7 +138,7 @@ pub fn main_with_args(codec: Box<dyn Codec>, args: Vec<String>, self_args: Vec<S
 
 async fn run(argv: Vec<String>, mut codec: Box<dyn Codec>) {
     let usage = "usage: --script <file.json> --side <socket> --run <id> \
-                 | --grandchild --side <socket> --run <id> [--trap-sigterm] [--setsid]";
+                 | --grandchild --side <socket> --run <id> [--trap-sigterm] [--setsid] [--daemon] [--unregistered]";
     let args = Args::parse(argv);
     let Some(side_path) = args.side.clone() else {
         let why = args
@@ -142,6 +149,31 @@ async fn run(argv: Vec<String>, mut codec: Box<dyn Codec>) {
         std::process::exit(FAULT_EXIT);
     };
     let grandchild = args.grandchild;
+    if grandchild && args.daemon {
+        // The double fork, by exec (forking a process with threads would keep only one): the
+        // real grandchild inherits stdio, the ready fd and the signal dispositions, and is an
+        // orphan once this one exits.
+        let argv: Vec<String> = std::env::args()
+            .skip(1)
+            .filter(|a| a != "--daemon")
+            .collect();
+        if let Err(e) = std::process::Command::new("/proc/self/exe")
+            .args(argv)
+            .spawn()
+        {
+            eprintln!("fake: the daemon could not be started: {e}");
+            std::process::exit(FAULT_EXIT);
+        }
+        std::process::exit(0);
+    }
+    if grandchild && args.unregistered {
+        // Nothing tells the harness about this one: it lives until killed.
+        if let Some(fd) = args.ready_fd {
+            process::signal_ready(fd);
+        }
+        engine::park().await;
+        unreachable!()
+    }
     // A grandchild spawned by a fake already left its group before exec; one started by hand
     // does it here, before registering, so `Register` shows the new session and group.
     if grandchild

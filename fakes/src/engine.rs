@@ -254,8 +254,12 @@ impl Engine {
                 Ok(child) => self.side.send(FakeEvent::Spawned { child }),
                 Err(e) => self.fault(format!("steps[{i}]: spawn failed: {e}")),
             }
+        } else if step.lend_stdout == Some(true) {
+            self.side.send(FakeEvent::LendStdout);
+            self.await_quietly(conform_protocol::side::STDOUT_HELD)
+                .await;
         }
-        // `wait_eof = false` and `close_stdout = false` do nothing.
+        // `wait_eof = false`, `close_stdout = false` and `lend_stdout = false` do nothing.
     }
 
     // ---- reading ----
@@ -463,6 +467,11 @@ impl Engine {
 
     async fn await_release(&mut self, name: &str) {
         self.side.send(FakeEvent::Awaiting { name: name.into() });
+        self.await_quietly(name).await;
+    }
+
+    /// Blocks until the harness releases `name`, without announcing it as a checkpoint.
+    async fn await_quietly(&mut self, name: &str) {
         loop {
             if let Some(at) = self.released.iter().position(|n| n == name) {
                 self.released.remove(at);

@@ -110,6 +110,12 @@ pub fn spawn_grandchild(side: &str, run: &str, spec: &Grandchild) -> std::io::Re
     if spec.setsid {
         cmd.arg("--setsid");
     }
+    if spec.daemon {
+        cmd.arg("--daemon");
+    }
+    if spec.unregistered {
+        cmd.arg("--unregistered");
+    }
     let (setsid, trap) = (spec.setsid, spec.trap_sigterm);
     // SAFETY: only async-signal-safe calls between fork and exec (fcntl, setsid, signal).
     unsafe {

@@ -19,6 +19,7 @@ pub mod redaction;
 pub mod report;
 pub mod run;
 pub mod scenario;
+pub mod settle;
 pub mod side;
 pub mod snapshot;
 pub mod subject;

@@ -73,16 +73,20 @@ pub fn become_subreaper() -> io::Result<()> {
     ))?)
 }
 
-/// Every process below `root` in the process tree, from `/proc`, parents before children.
-pub fn descendants(root: i32) -> Vec<(i32, Stat)> {
+/// Every process in `/proc` with its stat line.
+pub fn all() -> Vec<(i32, Stat)> {
     let Ok(dir) = std::fs::read_dir("/proc") else {
         return vec![];
     };
-    let all: Vec<(i32, Stat)> = dir
-        .flatten()
+    dir.flatten()
         .filter_map(|e| e.file_name().to_str()?.parse::<i32>().ok())
         .filter_map(|pid| Some((pid, stat(pid)?)))
-        .collect();
+        .collect()
+}
+
+/// Every process below `root` in the process tree, from `/proc`, parents before children.
+pub fn descendants(root: i32) -> Vec<(i32, Stat)> {
+    let all = all();
     let mut out: Vec<(i32, Stat)> = Vec::new();
     let mut frontier = vec![root];
     while let Some(parent) = frontier.pop() {
@@ -109,6 +113,34 @@ pub fn command_line(pid: i32) -> String {
         return format!("[{}]", comm.trim());
     }
     conform_protocol::lines::excerpt(&text.join(" "), 200)
+}
+
+/// Is `pid`'s descriptor `fd` close-on-exec (`O_CLOEXEC` in `/proc/<pid>/fdinfo/<fd>`), or
+/// already closed?
+pub fn close_on_exec(pid: i32, fd: &str) -> bool {
+    std::fs::read_to_string(format!("/proc/{pid}/fdinfo/{fd}"))
+        .ok()
+        .and_then(|info| {
+            let flags = info.lines().find_map(|l| l.strip_prefix("flags:"))?;
+            u32::from_str_radix(flags.trim(), 8).ok()
+        })
+        // Unreadable: the fd was closed after it was listed (an exec closed it), so it is
+        // not held either.
+        .is_none_or(|flags| flags & nix::libc::O_CLOEXEC as u32 != 0)
+}
+
+/// Reaps those of `pids` that are exited children of this process (orphans reparented here).
+/// Only these pids: `waitpid(-1)` would take a subject's exit status from tokio.
+pub fn reap_children_among(pids: &[i32]) {
+    let me = std::process::id() as i32;
+    for &pid in pids {
+        if stat(pid).is_some_and(|s| s.ppid == me && s.state == 'Z') {
+            let _ = nix::sys::wait::waitpid(
+                nix::unistd::Pid::from_raw(pid),
+                Some(nix::sys::wait::WaitPidFlag::WNOHANG),
+            );
+        }
+    }
 }
 
 /// Kills every live descendant of this process and reaps the ones that are its children;
@@ -145,6 +177,19 @@ pub async fn sweep_descendants() -> Vec<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_close_on_exec_copy_is_not_a_holder_and_a_plain_fd_is() {
+        use std::os::fd::AsRawFd;
+        // std opens files close-on-exec; a dup without the flag is what exec keeps.
+        let cloexec = std::fs::File::open("/proc/self/stat").unwrap();
+        let plain = nix::unistd::dup(&cloexec).unwrap();
+        let me = std::process::id() as i32;
+        assert!(close_on_exec(me, &cloexec.as_raw_fd().to_string()));
+        assert!(!close_on_exec(me, &plain.as_raw_fd().to_string()));
+        // A descriptor that is gone (closed after it was listed) holds nothing either.
+        assert!(close_on_exec(me, "999999"));
+    }
 
     #[tokio::test]
     async fn a_pidfd_reports_exit_and_liveness_follows() {

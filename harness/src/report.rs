@@ -291,6 +291,7 @@ pub fn json(report: &SuiteReport) -> serde_json::Value {
             "elapsedMs": c.obs.as_ref().map(|o| o.elapsed.as_millis() as u64),
             // What the snapshot holds (job ids masked): runs compare across reports.
             "modelVisible": c.obs.as_ref().map(crate::snapshot::render),
+            "settle": c.obs.as_ref().map(settle_json),
             "delivery": c.obs.as_ref().filter(|_| c.mode == conform_protocol::subject::Mode::Background).map(|o| json!({
                 "dispatch": o.dispatch_receipt,
                 "completion": o.completion_receipt,
@@ -298,6 +299,20 @@ pub fn json(report: &SuiteReport) -> serde_json::Value {
                 "timeline": o.watchdog,
             })),
         })).collect::<Vec<_>>(),
+    })
+}
+
+/// The run's process tree at the subject's claim and after: the claim with each process's state
+/// then, when the last registered process was seen gone, and what was left over.
+fn settle_json(o: &Observed) -> serde_json::Value {
+    let last_exit = o.gone_at_ms.values().max().copied();
+    json!({
+        "claim": o.claim,
+        "lastExitAtMs": last_exit,
+        // Negative: the claim came before the last exit (a failure of process.settle-claim).
+        "claimAfterLastExitMs": o.claim.as_ref().zip(last_exit).map(|(c, l)| c.at_ms as i64 - l as i64),
+        "unregistered": o.unregistered.iter().map(|m| json!({"pid": m.pid, "how": m.how, "command": m.command})).collect::<Vec<_>>(),
+        "leftovers": o.leftovers,
     })
 }
 

@@ -95,8 +95,12 @@ pub struct Observed {
     pub interrupted: Option<i32>,
     /// Processes of this run still alive when they should have been gone (then killed).
     pub leftovers: Vec<String>,
-    /// Processes of this run still running when the start rejection arrived.
-    pub alive_at_rejection: Vec<String>,
+    /// The run's process tree as it stood when the subject claimed it was gone (`settled` or
+    /// `start_rejected`), read from the kernel.
+    pub claim: Option<crate::settle::Claim>,
+    /// When each process of the run that did not register was seen gone (pid → ms), and the
+    /// ones found only by the ground-truth scan (never registered).
+    pub unregistered: Vec<crate::settle::Member>,
     pub transcript: Vec<String>,
     pub stderr_tail: String,
     pub elapsed: Duration,
@@ -204,6 +208,13 @@ pub async fn run_case(
     };
     subject.adopt(&run);
     obs.subject_pgid = subject.pgid();
+    let mut tree = crate::settle::Tracker::new(
+        crate::settle::Mark {
+            side: path_str(ctx.side.path()),
+            run: run.clone(),
+        },
+        obs.subject_pgid,
+    );
     let deadline = scenario
         .file
         .deadline_ms
@@ -265,22 +276,36 @@ pub async fn run_case(
             Some(None) => break,
             Some(Some(event)) => match event {
                 RunEvent::Subject(msg) => {
-                    if matches!(msg, FromSubject::StartRejected { .. }) {
-                        // The contract: the child is fully settled *before* start rejects. Anything
-                        // of the run still running when the rejection is read was running when it
-                        // was sent.
-                        obs.alive_at_rejection = ctx
-                            .side
-                            .ledger(&run)
-                            .iter()
-                            .filter(|p| procs::alive(p.pid, p.start_time))
-                            .map(|p| format!("pid {} ({})", p.pid, role_name(p.role)))
-                            .collect();
+                    let what = match msg {
+                        FromSubject::StartRejected { .. } => Some("start_rejected"),
+                        FromSubject::Settled { .. } => Some("settled"),
+                        _ => None,
+                    };
+                    if let Some(what) = what.filter(|_| obs.claim.is_none()) {
+                        // The contract: the child's whole tree is gone (exited and reaped) *before*
+                        // the subject says so. Whatever of the run still runs when the claim is
+                        // read was running when it was sent.
+                        tree.scan(&registered(&ctx.side.ledger(&run)), &ctx.router);
+                        let claim = crate::settle::claim(
+                            what,
+                            ms_since(started),
+                            &tree.members(),
+                            &runtime_pipes(&obs),
+                            obs.subject_pgid,
+                        );
+                        // What had exited by the claim did so no later than the claim, even if
+                        // its pidfd's news is still on its way here.
+                        for m in &claim.members {
+                            if m.state != crate::settle::State::Running {
+                                obs.gone_at_ms.entry(m.pid).or_insert(claim.at_ms);
+                            }
+                        }
+                        obs.claim = Some(claim);
                     }
                     take_subject(&mut obs, &mut lifecycle, msg, started);
                 }
                 RunEvent::ProcessGone { pid } => {
-                    obs.gone_at_ms.insert(pid, ms_since(started));
+                    obs.gone_at_ms.entry(pid).or_insert(ms_since(started));
                 }
                 RunEvent::SubjectInvalid { line, error } => obs.subject_invalid.push((line, error)),
                 RunEvent::SubjectGone { detail } => {
@@ -334,6 +359,11 @@ pub async fn run_case(
                                 .cloned()
                                 .unwrap_or_default();
                             pending_releases.push((line.pid, name.clone(), trigger));
+                        }
+                        // A process appeared: whatever of the run it brought along (its
+                        // launcher, a daemon that will never register) is seen while it lives.
+                        FakeEvent::Register { .. } | FakeEvent::Spawned { .. } => {
+                            tree.scan(&registered(&ctx.side.ledger(&run)), &ctx.router);
                         }
                         _ => {}
                     }
@@ -428,18 +458,59 @@ pub async fn run_case(
     // Whatever remains of the run's processes: after a clean end they get a short budget to be
     // gone; after a hang or a subject crash they are cleaned up at once.
     let clean = obs.timed_out.is_none() && obs.subject_gone.is_none() && obs.interrupted.is_none();
+    // The run is over: what the harness held open for it from outside the tree is let go.
+    ctx.side.release_held(&run);
     let ledger = ctx.side.ledger(&run);
-    for p in &ledger {
-        let Some(fd) = &p.pidfd else { continue };
-        let budget = if clean { SETTLE_BUDGET } else { Duration::ZERO };
-        let gone = !procs::alive(p.pid, p.start_time) || procs::wait_exit(fd, budget).await;
+    // What never registered is found by the ground-truth scans (a double-forked daemon, a
+    // launcher, a helper of a real runtime).
+    tree.scan(&registered(&ledger), &ctx.router);
+    obs.unregistered = tree.unregistered().map(|t| t.member.clone()).collect();
+    let unregistered: Vec<(
+        String,
+        i32,
+        u64,
+        Option<std::sync::Arc<std::os::fd::OwnedFd>>,
+    )> = tree
+        .unregistered()
+        .map(|t| {
+            let m = &t.member;
+            (m.describe(), m.pid, m.start_time, t.pidfd.clone())
+        })
+        .collect();
+    let budget = if clean { SETTLE_BUDGET } else { Duration::ZERO };
+    let watched = ledger
+        .iter()
+        .map(|p| {
+            (
+                format!("pid {} ({})", p.pid, role_name(p.role)),
+                p.pid,
+                p.start_time,
+                p.pidfd.as_ref(),
+            )
+        })
+        .chain(
+            unregistered
+                .iter()
+                .map(|(d, pid, st, fd)| (d.clone(), *pid, *st, fd.as_deref())),
+        );
+    for (described, pid, start_time, fd) in watched {
+        let Some(fd) = fd else { continue };
+        let gone = !procs::alive(pid, start_time) || procs::wait_exit(fd, budget).await;
         if !gone {
-            obs.leftovers
-                .push(format!("pid {} ({})", p.pid, role_name(p.role)));
+            obs.leftovers.push(described);
             procs::kill(fd);
             procs::wait_exit(fd, Duration::from_secs(5)).await;
         }
     }
+    // Orphans of the run that came back to the harness (it is a child subreaper) are reaped
+    // here, now: the harness owes its children what it asks of the subject.
+    procs::reap_children_among(
+        &ledger
+            .iter()
+            .map(|p| p.pid)
+            .chain(unregistered.iter().map(|u| u.1))
+            .collect::<Vec<_>>(),
+    );
     // Every process is gone now, so each side connection closes once its last lines are in:
     // await that, so the ledger is whole (a loaded machine delivers them late, not never).
     let mut open: std::collections::BTreeSet<i32> = ledger
@@ -460,7 +531,7 @@ pub async fn run_case(
             }
             Some(RunEvent::Subject(msg)) => take_subject(&mut obs, &mut lifecycle, msg, started),
             Some(RunEvent::ProcessGone { pid }) => {
-                obs.gone_at_ms.insert(pid, ms_since(started));
+                obs.gone_at_ms.entry(pid).or_insert(ms_since(started));
             }
             Some(RunEvent::SubjectInvalid { line, error }) => {
                 obs.subject_invalid.push((line, error))
@@ -477,7 +548,7 @@ pub async fn run_case(
             RunEvent::Fake(line) => push_fake(&mut obs, line, started),
             RunEvent::SubjectInvalid { line, error } => obs.subject_invalid.push((line, error)),
             RunEvent::ProcessGone { pid } => {
-                obs.gone_at_ms.insert(pid, ms_since(started));
+                obs.gone_at_ms.entry(pid).or_insert(ms_since(started));
             }
             RunEvent::SideClosed { .. } | RunEvent::SubjectGone { .. } => {}
         }
@@ -579,6 +650,32 @@ fn push_fake(obs: &mut Observed, line: FakeLine, started: Instant) {
 
 fn ms_since(started: Instant) -> u64 {
     started.elapsed().as_millis() as u64
+}
+
+/// Pid, start time and role of each registered process.
+fn registered(ledger: &[std::sync::Arc<crate::side::Registered>]) -> Vec<(i32, u64, &'static str)> {
+    ledger
+        .iter()
+        .map(|p| (p.pid, p.start_time, role_name(p.role)))
+        .collect()
+}
+
+/// The runtimes' stdio pipes (`pipe:[inode]`), from their registrations.
+fn runtime_pipes(obs: &Observed) -> Vec<String> {
+    obs.fake
+        .iter()
+        .filter_map(|line| match &line.event {
+            FakeEvent::Register {
+                role: Role::Runtime,
+                stdio,
+                ..
+            } => Some(stdio),
+            _ => None,
+        })
+        .flatten()
+        .filter(|link| link.starts_with("pipe:"))
+        .cloned()
+        .collect()
 }
 
 fn role_name(role: Role) -> &'static str {
@@ -741,8 +838,16 @@ fn start_message(
         }
     }
     let subject = &scenario.file.subject;
-    if subject.runtime == RuntimeKind::MissingBinary {
-        argv[0] = path_str(&dir.join("no-such-dir").join("missing-runtime"));
+    match subject.runtime {
+        RuntimeKind::Fake => {}
+        RuntimeKind::MissingBinary => {
+            argv[0] = path_str(&dir.join("no-such-dir").join("missing-runtime"));
+        }
+        RuntimeKind::Launched => {
+            // `; exit $?` keeps the shell from exec'ing the fake in its place.
+            let launcher = ["/bin/sh", "-c", "\"$@\"; exit $?", "sh"];
+            argv.splice(0..0, launcher.map(str::to_owned));
+        }
     }
     let cwd = match subject.cwd {
         CwdKind::Workspace => {

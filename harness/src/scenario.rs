@@ -129,6 +129,9 @@ pub enum RuntimeKind {
     Fake,
     /// A command that does not exist (spawn failure).
     MissingBinary,
+    /// The fake behind a launcher: the provider spawns `sh`, which runs the fake as its child
+    /// and waits for it (`sh -c` → runtime → its descendants), as a wrapper script would.
+    Launched,
 }
 
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Deserialize, Serialize, JsonSchema)]
@@ -320,10 +323,6 @@ pub struct ExpectSection {
     /// An upstream code newer than the subject's pin: the diagnostic's category must be this code
     /// or `unknown` (the report lists which), instead of an exact `diagnostic`.
     pub upstream_code: Option<String>,
-    /// Processes the scenario makes escape the provider's reach (a `setsid` grandchild): the
-    /// run must leave exactly this many behind (the harness kills them). Default 0.
-    #[serde(default)]
-    pub escapes: usize,
 }
 
 /// A loaded, expanded scenario.

@@ -29,6 +29,8 @@ pub struct Registered {
 #[derive(Default)]
 struct Shared {
     ledger: HashMap<String, Vec<Arc<Registered>>>,
+    /// Runtimes' stdouts the harness holds open for a run ([`FakeEvent::LendStdout`]).
+    held: HashMap<String, Vec<std::fs::File>>,
     writers: HashMap<(String, i32), mpsc::UnboundedSender<ToFake>>,
 }
 
@@ -112,6 +114,11 @@ impl SideServer {
             .get(run)
             .cloned()
             .unwrap_or_default()
+    }
+
+    /// Closes the stdouts held for `run` (the run is over: their readers may see EOF now).
+    pub fn release_held(&self, run: &str) {
+        self.shared.lock().unwrap().held.remove(run);
     }
 
     /// Every process registered, for the end-of-suite sweep.
@@ -219,6 +226,28 @@ async fn serve(stream: tokio::net::UnixStream, shared: Arc<Mutex<Shared>>, route
             drop(s);
             let _ = tx.send(ToFake::Ack);
         }
+        if let FakeEvent::LendStdout = &fake.event {
+            // The harness is outside the subject's tree: a writer the subject cannot end.
+            match hold_stdout(fake.pid) {
+                Ok(file) => {
+                    let mut s = shared.lock().unwrap();
+                    s.held.entry(fake.run.clone()).or_default().push(file);
+                }
+                Err(e) => router.send(
+                    &fake.run,
+                    RunEvent::Fake(FakeLine {
+                        run: fake.run.clone(),
+                        pid: fake.pid,
+                        event: FakeEvent::Fault {
+                            detail: format!("could not hold pid {}'s stdout: {e}", fake.pid),
+                        },
+                    }),
+                ),
+            }
+            let _ = tx.send(ToFake::Release {
+                name: conform_protocol::side::STDOUT_HELD.to_owned(),
+            });
+        }
         router.send(&fake.run.clone(), RunEvent::Fake(fake));
     }
     {
@@ -232,4 +261,14 @@ async fn serve(stream: tokio::net::UnixStream, shared: Arc<Mutex<Shared>>, route
     }
     drop(tx);
     let _ = writer.await;
+}
+
+/// Opens `pid`'s stdout pipe for writing through `/proc` (another open of the same pipe).
+/// Non-blocking: the pipe has a reader (the subject), so the open never waits.
+fn hold_stdout(pid: i32) -> std::io::Result<std::fs::File> {
+    use std::os::unix::fs::OpenOptionsExt;
+    std::fs::OpenOptions::new()
+        .write(true)
+        .custom_flags(nix::libc::O_NONBLOCK)
+        .open(format!("/proc/{pid}/fd/1"))
 }

@@ -12,7 +12,7 @@ use nix::sys::signal::{Signal, kill};
 use nix::unistd::Pid;
 
 mod common;
-use common::{Slot, workspace};
+use common::{Slot, marked, workspace};
 
 /// `conform run -j 8` over the whole catalog, its scratch folder under `tmp`, every process it
 /// starts marked by an environment variable, and the reference's stdout copied into a FIFO.
@@ -52,26 +52,6 @@ fn suite_under_way(tmp: &Path, mark: &str) -> (Child, std::thread::JoinHandle<()
     wait.recv_timeout(Duration::from_secs(120))
         .expect("20 runs dispatched");
     (child, reader)
-}
-
-/// Processes whose environment holds `mark`: started by the suite, directly or not.
-fn marked(mark: &str) -> Vec<String> {
-    let needle = format!("CONFORM_INTERRUPT_MARK={mark}");
-    let mut found = Vec::new();
-    for entry in std::fs::read_dir("/proc").unwrap().flatten() {
-        let Ok(env) = std::fs::read(entry.path().join("environ")) else {
-            continue;
-        };
-        if env.split(|b| *b == 0).any(|v| v == needle.as_bytes()) {
-            let cmd = std::fs::read(entry.path().join("cmdline")).unwrap_or_default();
-            found.push(format!(
-                "{} {}",
-                entry.file_name().to_string_lossy(),
-                String::from_utf8_lossy(&cmd).replace('\0', " ")
-            ));
-        }
-    }
-    found
 }
 
 #[test]

@@ -118,6 +118,14 @@ pub enum Defect {
     WrongExpectedBy,
     /// Answer every `job_output` twice (the second answer comes after the run is over).
     JobOutputTwice,
+    /// Teardown signals only the runtime's process group: a descendant that left it (`setsid`, a double fork) is never killed.
+    ProcessGroupOnlyKill,
+    /// Send `settled` as soon as the teardown ladder has signalled the tree, without waiting for it to be gone.
+    SettledEarly,
+    /// The teardown ladder ends at SIGTERM: a tree that survives it is never sent SIGKILL.
+    NoSigkillRung,
+    /// Reap orphaned descendants (reparented to the subject, a child subreaper) only when the subject exits, so they stay zombies after `settled`.
+    ReapOrphansLate,
 }
 
 /// Deliberate misbehaviours for the harness's self-tests. All off by default.
@@ -173,6 +181,10 @@ pub struct Defects {
     pub unknown_code_as_other: bool,
     pub wrong_expected_by: bool,
     pub job_output_twice: bool,
+    pub process_group_only_kill: bool,
+    pub settled_early: bool,
+    pub no_sigkill_rung: bool,
+    pub reap_orphans_late: bool,
 }
 
 impl Defects {
@@ -230,6 +242,10 @@ impl Defects {
                 Defect::UnknownCodeAsOther => d.unknown_code_as_other = true,
                 Defect::WrongExpectedBy => d.wrong_expected_by = true,
                 Defect::JobOutputTwice => d.job_output_twice = true,
+                Defect::ProcessGroupOnlyKill => d.process_group_only_kill = true,
+                Defect::SettledEarly => d.settled_early = true,
+                Defect::NoSigkillRung => d.no_sigkill_rung = true,
+                Defect::ReapOrphansLate => d.reap_orphans_late = true,
             }
         }
         d

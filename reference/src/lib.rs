@@ -66,6 +66,7 @@ struct RunEntry {
 }
 
 async fn serve(defects: Defects) -> anyhow::Result<i32> {
+    process::become_reaper(defects.reap_orphans_late);
     let out = writer::start(defects.crash_after_dispatch);
     let first_dispatch = Arc::new(AtomicBool::new(false));
     let mut runs: HashMap<String, RunEntry> = HashMap::new();

@@ -1,5 +1,7 @@
-//! Managed child processes: spawn in an own process group, exit observation, whole-tree
-//! liveness and the teardown ladder (stdin EOF → SIGTERM → SIGKILL, each bounded).
+//! Managed child processes: spawn in an own process group, exit observation, what a run owns
+//! (its group, its descendants, and the orphans that come back to this child subreaper with
+//! the run's marker), and the teardown ladder over all of it (stdin EOF → SIGTERM → SIGKILL,
+//! each bounded).
 
 use std::collections::HashMap;
 use std::path::Path;
@@ -10,7 +12,7 @@ use nix::sys::signal::{Signal, killpg};
 use nix::unistd::Pid;
 use tokio::process::{ChildStderr, ChildStdin, ChildStdout, Command};
 use tokio::sync::watch;
-use tokio::time::{Instant, sleep, timeout_at};
+use tokio::time::{Instant, timeout_at};
 
 use crate::diagnostic::ExitFacts;
 
@@ -56,9 +58,123 @@ pub struct TeardownError {
     pub grace_ms: u128,
 }
 
+/// Every runtime's environment carries this name with a value unique to its run, so a
+/// descendant that left the runtime's process group and lost its parent (`setsid`, a double
+/// fork) is still known as the run's: the environment is inherited through fork and exec.
+pub const RUN_MARKER: &str = "CONFORM_REFERENCE_RUN";
+
+/// Pids of the children tokio spawned and awaits (the runtimes). The orphan reaper must never
+/// reap one of them, or tokio would lose its exit status; spawning holds the lock until the
+/// pid is in the set, so the reaper cannot see a runtime that is not yet listed.
+static MANAGED: std::sync::Mutex<std::collections::BTreeSet<i32>> =
+    std::sync::Mutex::new(std::collections::BTreeSet::new());
+
+/// Makes this process the reaper of its descendants' orphans (`PR_SET_CHILD_SUBREAPER`), so a
+/// runtime's descendant that escaped its process group comes back here instead of to init:
+/// it stays a descendant (findable, killable) and is reaped here. Reaps orphans as they exit,
+/// unless `reap_late` (the seeded defect `reap-orphans-late`).
+pub fn become_reaper(reap_late: bool) {
+    // SAFETY: prctl with PR_SET_CHILD_SUBREAPER only sets a flag of this process.
+    if unsafe { libc::prctl(libc::PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) } != 0 || reap_late {
+        return;
+    }
+    let Ok(mut sigchld) = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::child())
+    else {
+        return;
+    };
+    REAPING.store(true, std::sync::atomic::Ordering::Relaxed);
+    tokio::spawn(async move {
+        while sigchld.recv().await.is_some() {
+            reap_orphans();
+        }
+    });
+}
+
+/// Orphans are reaped here (not left to the seeded defect `reap-orphans-late`).
+static REAPING: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
+/// Reaps every exited child of this process that tokio does not await (an orphan reparented
+/// here). Only those pids: `waitpid(-1)` would steal a runtime's exit status from tokio.
+/// Returns the ones that could not be reaped yet (a zombie thread-group leader whose other
+/// threads are still exiting).
+fn reap_orphans() -> Vec<(i32, u64)> {
+    if !REAPING.load(std::sync::atomic::Ordering::Relaxed) {
+        return Vec::new();
+    }
+    let me = std::process::id() as i32;
+    let managed = MANAGED.lock().expect("managed pids");
+    let mut unreaped = Vec::new();
+    for p in table() {
+        if p.ppid == me && p.state == 'Z' && !managed.contains(&p.pid) {
+            let reaped = nix::sys::wait::waitpid(
+                Pid::from_raw(p.pid),
+                Some(nix::sys::wait::WaitPidFlag::WNOHANG),
+            );
+            if matches!(reaped, Ok(nix::sys::wait::WaitStatus::StillAlive)) {
+                unreaped.push((p.pid, p.start_time));
+            }
+        }
+    }
+    unreaped
+}
+
+/// Returns once one of `procs` (pid, start time) has exited, or at once when one is already
+/// gone. A pidfd becomes readable when its process exits, so nothing is polled.
+async fn any_exit(procs: &[(i32, u64)]) {
+    let mut waits = tokio::task::JoinSet::new();
+    for &(pid, start_time) in procs {
+        // SAFETY: pidfd_open takes a pid and flags and returns a new fd or -1.
+        let fd = unsafe { libc::syscall(libc::SYS_pidfd_open, pid, 0) };
+        if fd < 0 {
+            return;
+        }
+        // SAFETY: the fd was just returned by pidfd_open and is owned by nothing else.
+        let fd =
+            unsafe { <std::os::fd::OwnedFd as std::os::fd::FromRawFd>::from_raw_fd(fd as i32) };
+        // Opened after the scan: the pid must still name the process the scan saw.
+        if start_time_of(pid) != Some(start_time) {
+            return;
+        }
+        // SAFETY: the AsyncFd owns the pidfd, so it stays open while registered and is
+        // deregistered before it is closed.
+        let Ok(afd) = (unsafe {
+            tokio::io::unix::AsyncFd::register_with_interest(fd, tokio::io::Interest::READABLE)
+        }) else {
+            return;
+        };
+        waits.spawn(async move {
+            let _ = afd.readable().await;
+        });
+    }
+    let _ = waits.join_next().await;
+}
+
+fn start_time_of(pid: i32) -> Option<u64> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    parse_stat_full(&stat).map(|(.., t)| t)
+}
+
+/// How the teardown ladder runs; every flag but none is a seeded defect.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Ladder {
+    pub skip_sigterm: bool,
+    pub no_sigkill: bool,
+    pub group_only: bool,
+    pub settled_early: bool,
+}
+
 /// A spawned child that leads its own process group.
+#[derive(Clone)]
 pub struct ManagedChild {
+    pid: i32,
+    /// The runtime's start time: with pid_max at 32768 a busy machine reuses pids within a
+    /// suite, and a dead runtime's pid (and group id) may name another run's process.
+    start_time: u64,
     pgid: i32,
+    /// This run's value of [`RUN_MARKER`].
+    marker: String,
+    /// `pipe:[inode]` of the child's stdin, stdout and stderr.
+    pipes: Vec<String>,
     exit_rx: watch::Receiver<Option<ExitFacts>>,
 }
 
@@ -77,36 +193,70 @@ fn facts(status: ExitStatus) -> ExitFacts {
     }
 }
 
+fn pipe_name(fd: &impl std::os::fd::AsFd) -> Option<String> {
+    let st = nix::sys::stat::fstat(fd.as_fd()).ok()?;
+    Some(format!("pipe:[{}]", st.st_ino))
+}
+
 pub fn spawn(
     command: &str,
     args: &[String],
     cwd: &Path,
     env: &HashMap<String, String>,
 ) -> Result<Spawned, SpawnError> {
-    let mut child = Command::new(command)
-        .args(args)
+    static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1);
+    let marker = format!(
+        "{}-{}",
+        std::process::id(),
+        NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed)
+    );
+    let mut cmd = Command::new(command);
+    cmd.args(args)
         .current_dir(cwd)
         .env_clear()
         .envs(env)
+        .env(RUN_MARKER, &marker)
         .process_group(0)
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()?;
-    let pgid = child.id().expect("a freshly spawned child has a pid") as i32;
+        .stderr(Stdio::piped());
+    let mut child = {
+        let mut managed = MANAGED.lock().expect("managed pids");
+        let child = cmd.spawn()?;
+        managed.insert(child.id().expect("a freshly spawned child has a pid") as i32);
+        child
+    };
+    let pid = child.id().expect("a freshly spawned child has a pid") as i32;
+    // Not reaped before its waiter below runs, so its stat line is there (a zombie's too).
+    let start_time = std::fs::read_to_string(format!("/proc/{pid}/stat"))
+        .ok()
+        .and_then(|s| parse_stat_full(&s))
+        .map_or(0, |(.., t)| t);
     let stdin = child.stdin.take().expect("piped stdin");
     let stdout = child.stdout.take().expect("piped stdout");
     let stderr = child.stderr.take().expect("piped stderr");
+    let pipes = [pipe_name(&stdin), pipe_name(&stdout), pipe_name(&stderr)]
+        .into_iter()
+        .flatten()
+        .collect();
     let (exit_tx, exit_rx) = watch::channel(None);
     tokio::spawn(async move {
         let observed = match child.wait().await {
             Ok(status) => facts(status),
             Err(_) => ExitFacts::default(),
         };
+        MANAGED.lock().expect("managed pids").remove(&pid);
         exit_tx.send_replace(Some(observed));
     });
     Ok(Spawned {
-        child: ManagedChild { pgid, exit_rx },
+        child: ManagedChild {
+            pid,
+            start_time,
+            pgid: pid,
+            marker,
+            pipes,
+            exit_rx,
+        },
         stdin,
         stdout,
         stderr,
@@ -138,52 +288,162 @@ impl ManagedChild {
         }
     }
 
+    /// The live processes this run owns: its process group, every descendant of the runtime,
+    /// and every descendant of this process (orphans come here: it is a child subreaper) that
+    /// carries the run's [`RUN_MARKER`] or holds one of the runtime's stdio pipes. With
+    /// `group_only` (the seeded defect `process-group-only-kill`), the group alone.
+    pub fn owned(&self, group_only: bool) -> Vec<(i32, u64)> {
+        let me = std::process::id() as i32;
+        let table = table();
+        // Our runtime's pid, and its group id, name ours only while no later process took
+        // the number: a group id is free for reuse only once the group is empty.
+        let reused = table
+            .iter()
+            .any(|p| p.pid == self.pid && p.start_time != self.start_time);
+        if reused {
+            return self.owned_orphans(&table, me, group_only);
+        }
+        let parent: HashMap<i32, i32> = table.iter().map(|p| (p.pid, p.ppid)).collect();
+        let descends = |pid: i32, ancestor: i32| descends_in(&parent, table.len(), pid, ancestor);
+        table
+            .iter()
+            .filter(|p| p.pid != me && p.state != 'Z' && p.state != 'X')
+            .filter(|p| {
+                p.pgrp == self.pgid
+                    || (!group_only
+                        && (p.pid == self.pid
+                            || descends(p.pid, self.pid)
+                            || (descends(p.pid, me)
+                                && (has_marker(p.pid, &self.marker)
+                                    || holds_any(p.pid, &self.pipes)))))
+            })
+            .map(|p| (p.pid, p.start_time))
+            .collect()
+    }
+
+    /// What the run owns once its runtime's pid names another process: only the orphans that
+    /// came back here with the run's marker or pipes (the group and the runtime's descendants
+    /// are gone with it).
+    fn owned_orphans(&self, table: &[Proc], me: i32, group_only: bool) -> Vec<(i32, u64)> {
+        if group_only {
+            return Vec::new();
+        }
+        let parent: HashMap<i32, i32> = table.iter().map(|p| (p.pid, p.ppid)).collect();
+        table
+            .iter()
+            .filter(|p| p.pid != me && p.state != 'Z' && p.state != 'X')
+            .filter(|p| {
+                descends_in(&parent, table.len(), p.pid, me)
+                    && (has_marker(p.pid, &self.marker) || holds_any(p.pid, &self.pipes))
+            })
+            .map(|p| (p.pid, p.start_time))
+            .collect()
+    }
+
     /// Whole tree gone by `deadline`: the direct child exited, its stdout reached EOF (every
-    /// holder of the pipe is gone) and no live (non-zombie) process remains in the group.
-    pub async fn wait_tree(&self, stdout_eof: &watch::Receiver<bool>, deadline: Instant) -> bool {
+    /// holder of the pipe is gone), no owned process lives and the orphans among them are
+    /// reaped.
+    pub async fn wait_tree(
+        &self,
+        stdout_eof: &watch::Receiver<bool>,
+        deadline: Instant,
+        group_only: bool,
+    ) -> bool {
         let mut exit_rx = self.exit_rx.clone();
         let mut eof_rx = stdout_eof.clone();
-        let pgid = self.pgid;
         timeout_at(deadline, async move {
             let _ = exit_rx.wait_for(|s| s.is_some()).await;
             let _ = eof_rx.wait_for(|e| *e).await;
-            // There is no kernel event for "process group became empty" unless we are a child
-            // subreaper of every member, so the residual scan polls at a short interval.
-            while group_alive(pgid) {
-                sleep(Duration::from_millis(10)).await;
+            // Scan, then await the exit of what the scan found (a pidfd per process) and
+            // scan again: what one of them forked meanwhile is found by the next scan.
+            loop {
+                let mut pending = self.owned(group_only);
+                if pending.is_empty() {
+                    // Nothing of the run runs: what exited before the scan is a zombie now,
+                    // reaped here before anyone is told the tree is gone. A zombie leader whose
+                    // other threads still exit cannot be reaped yet: await it too.
+                    pending = reap_orphans();
+                    if pending.is_empty() {
+                        break;
+                    }
+                }
+                any_exit(&pending).await;
             }
         })
         .await
         .is_ok()
     }
 
-    pub fn signal_group(&self, signal: Signal) {
-        // ESRCH (group already gone) is fine.
-        let _ = killpg(Pid::from_raw(self.pgid), signal);
+    /// Sends `signal` to the group and to every other process the run owns. By pid, just
+    /// after the scan that found it alive (a pid reused in between would need the whole pid
+    /// space to wrap around in that window).
+    pub fn signal_tree(&self, signal: Signal, group_only: bool) {
+        let leader = std::fs::read_to_string(format!("/proc/{}/stat", self.pgid))
+            .ok()
+            .and_then(|s| parse_stat_full(&s));
+        if leader.is_none_or(|(.., t)| t == self.start_time) {
+            // ESRCH (already gone) is fine.
+            let _ = killpg(Pid::from_raw(self.pgid), signal);
+        }
+        for (pid, _) in self.owned(group_only) {
+            let _ = nix::sys::signal::kill(Pid::from_raw(pid), signal);
+        }
     }
 
     /// The ladder: stdin must already be closed by the caller. Wait `eof_grace` for the whole
-    /// tree, then SIGTERM the group and wait `grace`, then SIGKILL and wait `grace`.
+    /// tree, then SIGTERM it and wait `grace`, then SIGKILL and wait `grace`.
     pub async fn settle(
         &self,
         stdout_eof: &watch::Receiver<bool>,
         eof_grace: Duration,
         grace: Duration,
-        skip_sigterm: bool,
+        ladder: Ladder,
     ) -> Result<(), TeardownError> {
-        if self.wait_tree(stdout_eof, Instant::now() + eof_grace).await {
+        if ladder.settled_early {
+            // Seeded defect: the ladder goes on behind the claim, which waits only for the
+            // direct child.
+            let this = self.clone();
+            let eof = stdout_eof.clone();
+            tokio::spawn(async move { this.ladder(&eof, eof_grace, grace, ladder).await });
+            let _ = self.wait_exit(eof_grace + grace + grace).await;
+            return Ok(());
+        }
+        self.ladder(stdout_eof, eof_grace, grace, ladder).await
+    }
+
+    async fn ladder(
+        &self,
+        stdout_eof: &watch::Receiver<bool>,
+        eof_grace: Duration,
+        grace: Duration,
+        ladder: Ladder,
+    ) -> Result<(), TeardownError> {
+        let group_only = ladder.group_only;
+        if self
+            .wait_tree(stdout_eof, Instant::now() + eof_grace, group_only)
+            .await
+        {
             return Ok(());
         }
         // `skip_sigterm` is the seeded defect `skip-sigterm` (straight to SIGKILL).
-        if !skip_sigterm {
-            self.signal_group(Signal::SIGTERM);
-            if self.wait_tree(stdout_eof, Instant::now() + grace).await {
+        if !ladder.skip_sigterm {
+            self.signal_tree(Signal::SIGTERM, group_only);
+            if self
+                .wait_tree(stdout_eof, Instant::now() + grace, group_only)
+                .await
+            {
                 return Ok(());
             }
         }
-        self.signal_group(Signal::SIGKILL);
-        if self.wait_tree(stdout_eof, Instant::now() + grace).await {
-            return Ok(());
+        // `no_sigkill` is the seeded defect `no-sigkill-rung`.
+        if !ladder.no_sigkill {
+            self.signal_tree(Signal::SIGKILL, group_only);
+            if self
+                .wait_tree(stdout_eof, Instant::now() + grace, group_only)
+                .await
+            {
+                return Ok(());
+            }
         }
         Err(TeardownError {
             pgid: self.pgid,
@@ -192,42 +452,107 @@ impl ManagedChild {
     }
 }
 
-/// Is any non-zombie process in process group `pgid`? Scans `/proc/*/stat` (zombies count as
-/// gone: pid 1 in a container may never reap them).
-pub fn group_alive(pgid: i32) -> bool {
-    let Ok(dir) = std::fs::read_dir("/proc") else {
-        // No /proc: fall back to a signal probe (counts zombies as alive).
-        return killpg(Pid::from_raw(pgid), None).is_ok();
-    };
-    for entry in dir.flatten() {
-        let name = entry.file_name();
-        let Some(name) = name.to_str() else { continue };
-        if !name.bytes().all(|b| b.is_ascii_digit()) {
-            continue;
-        }
-        let Ok(stat) = std::fs::read_to_string(format!("/proc/{name}/stat")) else {
-            continue;
-        };
-        if let Some((state, pgrp)) = parse_stat(&stat)
-            && pgrp == pgid
-            && state != 'Z'
-            && state != 'X'
-        {
-            return true;
+/// Is `ancestor` on `pid`'s chain of parents?
+fn descends_in(parent: &HashMap<i32, i32>, bound: usize, pid: i32, ancestor: i32) -> bool {
+    let mut p = pid;
+    // Bounded: a table read while processes come and go could hold a cycle.
+    for _ in 0..bound {
+        match parent.get(&p) {
+            Some(&pp) if pp == ancestor => return true,
+            Some(&pp) if pp > 1 => p = pp,
+            _ => return false,
         }
     }
     false
 }
 
-/// `(state, pgrp)` from a `/proc/<pid>/stat` line; the command name may contain spaces and
-/// parentheses, so fields are read after the last `)`.
-fn parse_stat(stat: &str) -> Option<(char, i32)> {
+/// One line of the process table.
+struct Proc {
+    pid: i32,
+    ppid: i32,
+    pgrp: i32,
+    state: char,
+    start_time: u64,
+}
+
+/// Every process in `/proc` (empty without `/proc`).
+fn table() -> Vec<Proc> {
+    let Ok(dir) = std::fs::read_dir("/proc") else {
+        return Vec::new();
+    };
+    dir.flatten()
+        .filter_map(|entry| {
+            let pid: i32 = entry.file_name().to_str()?.parse().ok()?;
+            let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+            let (state, ppid, pgrp, start_time) = parse_stat_full(&stat)?;
+            Some(Proc {
+                pid,
+                ppid,
+                pgrp,
+                state,
+                start_time,
+            })
+        })
+        .collect()
+}
+
+/// Does `pid`'s initial environment hold `RUN_MARKER=marker`?
+fn has_marker(pid: i32, marker: &str) -> bool {
+    let Ok(env) = std::fs::read(format!("/proc/{pid}/environ")) else {
+        return false;
+    };
+    let want = format!("{RUN_MARKER}={marker}");
+    env.split(|&b| b == 0).any(|kv| kv == want.as_bytes())
+}
+
+/// Does `pid` hold an open fd on one of these (`pipe:[inode]`) that survives exec? A
+/// close-on-exec copy is not holding: a child of this process between fork and exec has a copy
+/// of every run's pipe ends (all close-on-exec), and would otherwise be taken for every run's.
+fn holds_any(pid: i32, pipes: &[String]) -> bool {
+    let Ok(fds) = std::fs::read_dir(format!("/proc/{pid}/fd")) else {
+        return false;
+    };
+    fds.flatten().any(|fd| {
+        std::fs::read_link(fd.path())
+            .is_ok_and(|target| pipes.iter().any(|p| target.as_os_str() == p.as_str()))
+            && !close_on_exec(pid, &fd.file_name().to_string_lossy())
+    })
+}
+
+/// Is `pid`'s descriptor `fd` close-on-exec (`O_CLOEXEC` in `/proc/<pid>/fdinfo/<fd>`), or
+/// already closed?
+fn close_on_exec(pid: i32, fd: &str) -> bool {
+    std::fs::read_to_string(format!("/proc/{pid}/fdinfo/{fd}"))
+        .ok()
+        .and_then(|info| {
+            let flags = info.lines().find_map(|l| l.strip_prefix("flags:"))?;
+            u32::from_str_radix(flags.trim(), 8).ok()
+        })
+        // Unreadable: the fd was closed after it was listed (an exec closed it), so it is
+        // not held either.
+        .is_none_or(|flags| flags & libc::O_CLOEXEC as u32 != 0)
+}
+
+/// Is any non-zombie process in process group `pgid`? (zombies count as gone: pid 1 in a
+/// container may never reap them).
+#[cfg(test)]
+fn group_alive(pgid: i32) -> bool {
+    table()
+        .iter()
+        .any(|p| p.pgrp == pgid && p.state != 'Z' && p.state != 'X')
+}
+
+/// `(state, ppid, pgrp, start time)` from a `/proc/<pid>/stat` line (the command name may
+/// contain spaces and parentheses, so fields are read after the last `)`); the start time (field 22, clock ticks since boot) tells a
+/// process from a later one that reuses its pid.
+fn parse_stat_full(stat: &str) -> Option<(char, i32, i32, u64)> {
     let rest = &stat[stat.rfind(')')? + 1..];
     let mut fields = rest.split_whitespace();
     let state = fields.next()?.chars().next()?;
-    let _ppid = fields.next()?;
+    let ppid = fields.next()?.parse().ok()?;
     let pgrp = fields.next()?.parse().ok()?;
-    Some((state, pgrp))
+    let start_time = fields.nth(22 - 6)?.parse().ok()?;
+    Some((state, ppid, pgrp, start_time))
 }
 
 #[cfg(test)]
@@ -271,8 +596,17 @@ mod tests {
 
     #[test]
     fn stat_parsing() {
-        assert_eq!(parse_stat("123 (a (b) c) S 1 77 77 0 -1"), Some(('S', 77)));
-        assert_eq!(parse_stat("9 (z) Z 1 9 9"), Some(('Z', 9)));
+        let tail = " 0 -1 4194560 0 0 0 0 0 0 0 0 20 0 1 0 4242 0";
+        assert_eq!(
+            parse_stat_full(&format!("123 (a (b) c) S 1 77 77{tail}")),
+            Some(('S', 1, 77, 4242))
+        );
+        assert_eq!(
+            parse_stat_full(&format!("9 (z) Z 1 9 9{tail}")),
+            Some(('Z', 1, 9, 4242))
+        );
+        let own = std::fs::read_to_string("/proc/self/stat").unwrap();
+        assert!(parse_stat_full(&own).is_some_and(|(.., t)| t > 0));
     }
 
     #[tokio::test]
@@ -303,7 +637,7 @@ mod tests {
                 &eof_rx,
                 Duration::from_millis(100),
                 Duration::from_millis(300),
-                false,
+                Ladder::default(),
             )
             .await
             .unwrap();

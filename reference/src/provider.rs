@@ -201,8 +201,8 @@ pub fn spawn_runtime(
     crate::process::spawn(&runtime.command, &runtime.args, cwd, &env)
 }
 
-/// Closes the child's stdin and walks the teardown ladder (EOF grace, SIGTERM to the group,
-/// SIGKILL), logging the outcome for the host as `<what> settled …` or `<what> teardown
+/// Closes the child's stdin and walks the teardown ladder (EOF grace, SIGTERM to the tree the
+/// run owns, SIGKILL), logging the outcome for the host as `<what> settled …` or `<what> teardown
 /// failed: …`. True when the whole tree settled.
 pub async fn close_and_settle(
     rpc: &crate::jsonrpc::JsonRpc,
@@ -216,7 +216,17 @@ pub async fn close_and_settle(
     rpc.close_stdin().await;
     let eof = rpc.eof_watch();
     match child
-        .settle(&eof, eof_grace, grace, defects.skip_sigterm)
+        .settle(
+            &eof,
+            eof_grace,
+            grace,
+            crate::process::Ladder {
+                skip_sigterm: defects.skip_sigterm,
+                no_sigkill: defects.no_sigkill_rung,
+                group_only: defects.process_group_only_kill,
+                settled_early: defects.settled_early,
+            },
+        )
         .await
     {
         Ok(()) => {

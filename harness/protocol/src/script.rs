@@ -76,6 +76,13 @@ pub struct Grandchild {
     /// Leave the runtime's process group and session (`setsid`).
     #[serde(default)]
     pub setsid: bool,
+    /// Double-fork: the spawned process starts the real one and exits at once, so the daemon
+    /// is an orphan from its first instant (reparented to the nearest child subreaper).
+    #[serde(default)]
+    pub daemon: bool,
+    /// Never register with the harness: only the ground truth (`/proc`) can find it.
+    #[serde(default)]
+    pub unregistered: bool,
 }
 
 /// Declares [`Step`] from one table: every action (its key and, for protocol sugar, the
@@ -221,6 +228,9 @@ step! {
         ignore_eof = "ignore_eof" for None => bool,
         /// Spawn a grandchild with its own behaviour.
         spawn = "spawn" for None => Grandchild,
+        /// Hand stdout to a process outside the subject's tree: the harness holds it open until
+        /// the run is over, so the subject sees no EOF and has nothing it may kill.
+        lend_stdout = "lend_stdout" for None => bool,
     }
     modifiers {
         /// With `expect`: a subset the received params must contain. With `notify`/`request`: the

@@ -80,6 +80,10 @@ pub enum FakeEvent {
     Eof,
     /// The script spawned another process.
     Spawned { child: i32 },
+    /// Asks the harness to hold this process's stdout open from outside the subject's process
+    /// tree (it opens `/proc/<pid>/fd/1`) until the run is over; the fake goes on once
+    /// [`ToFake::Release`] names [`STDOUT_HELD`].
+    LendStdout,
     /// The fake is about to exit with this code, or to raise this signal on itself.
     Exit {
         #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -90,6 +94,9 @@ pub enum FakeEvent {
     /// The fake itself failed (bad script, I/O error): a harness fault, not the subject's.
     Fault { detail: String },
 }
+
+/// The release name that answers [`FakeEvent::LendStdout`].
+pub const STDOUT_HELD: &str = "stdout held outside the tree";
 
 /// One line from the harness to a fake process.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]

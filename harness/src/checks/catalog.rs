@@ -126,6 +126,12 @@ checks! {
         "A rejected start is reported only after the child's process tree settled.";
     ProcessSettled = "process.settled", "seed 000, seed 001",
         "Nothing the run started is still running once the subject says the run is over.";
+    ProcessSettleClaim = "process.settle-claim", "seed 000, seed 001",
+        "`settled` comes only after every process of the run exited, registered or not (launchers, double-forked daemons, escaped descendants).";
+    ProcessReaped = "process.reaped", "seed 000, seed 001",
+        "When the subject says the tree is gone, no process of the run is left a zombie the subject must reap.";
+    ProcessPipes = "process.pipes", "seed 000, seed 001",
+        "When the subject says the tree is gone, no process outside the subject still holds the runtime's stdio pipes.";
     TimingResult = "timing.result", "seed 000, seed 001",
         "The result comes promptly once the run's last process is gone (no needless grace).";
     TimingSettled = "timing.settled", "seed 000, seed 001",

@@ -1,22 +1,79 @@
-//! `process.*`: the child's process tree settled before the subject said so — before a start
-//! rejection, and once the run is over — except what the scenario makes escape on purpose.
+//! `process.*`: the child's process tree settled before the subject said so — judged from the
+//! kernel's view at the claim (`settled`, or a start rejection): every process of the run
+//! exited, none left unreaped by the subject, no pipe of the runtime held — and nothing of the
+//! run still running once the run is over.
 
 use super::{Check, Finding};
 use crate::run::Observed;
 use crate::scenario::Scenario;
+use crate::settle::State;
 
-pub fn judge(scenario: &Scenario, obs: &Observed, f: &mut Vec<Finding>) {
-    let escapes = scenario.file.expect.escapes;
-    if !obs.alive_at_rejection.is_empty() && obs.alive_at_rejection.len() != escapes {
-        f.push(Finding::new(
-            Check::ProcessRollback,
-            format!(
-                "start was rejected while the child was still running (it must be settled first): {}",
-                obs.alive_at_rejection.join(", ")
-            ),
-        ));
+pub fn judge(_scenario: &Scenario, obs: &Observed, f: &mut Vec<Finding>) {
+    if let Some(claim) = &obs.claim {
+        let rejected = claim.what == "start_rejected";
+        let running: Vec<String> = claim
+            .members
+            .iter()
+            .filter(|m| m.state == State::Running)
+            .map(|m| format!("pid {} ({}; {})", m.pid, m.command, m.how.as_str()))
+            .collect();
+        if !running.is_empty() {
+            let (check, what) = if rejected {
+                (
+                    Check::ProcessRollback,
+                    "start was rejected while the child was still running (it must be settled first)",
+                )
+            } else {
+                (
+                    Check::ProcessSettleClaim,
+                    "`settled` came while processes of the run still ran",
+                )
+            };
+            f.push(Finding::new(
+                check,
+                format!("{what}: {}", running.join(", ")),
+            ));
+        }
+        let unreaped: Vec<String> = claim
+            .members
+            .iter()
+            .filter(|m| m.state == State::Zombie && m.subject_must_reap)
+            .map(|m| {
+                format!(
+                    "pid {} ({}) had exited but was not reaped by {}",
+                    m.pid,
+                    m.command,
+                    m.reaper.as_deref().unwrap_or("its parent")
+                )
+            })
+            .collect();
+        if !unreaped.is_empty() {
+            f.push(Finding::new(
+                Check::ProcessReaped,
+                format!(
+                    "at `{}`, zombies the subject must reap: {}",
+                    claim.what,
+                    unreaped.join(", ")
+                ),
+            ));
+        }
+        if !claim.holders.is_empty() {
+            let held: Vec<String> = claim
+                .holders
+                .iter()
+                .map(|h| format!("pid {} ({}) holds {}", h.pid, h.command, h.pipe))
+                .collect();
+            f.push(Finding::new(
+                Check::ProcessPipes,
+                format!(
+                    "at `{}`, the runtime's stdio pipes are still held: {}",
+                    claim.what,
+                    held.join(", ")
+                ),
+            ));
+        }
     }
-    if obs.leftovers.len() != escapes {
+    if !obs.leftovers.is_empty() {
         let check = if obs.start_rejected.is_some() {
             Check::ProcessRollback
         } else {
@@ -24,19 +81,10 @@ pub fn judge(scenario: &Scenario, obs: &Observed, f: &mut Vec<Finding>) {
         };
         f.push(Finding::new(
             check,
-            if escapes == 0 {
-                format!(
-                    "still running after the subject said the run was over (killed by the harness): {}",
-                    obs.leftovers.join(", ")
-                )
-            } else {
-                format!(
-                    "{} process(es) left running, the scenario makes exactly {} escape: {}",
-                    obs.leftovers.len(),
-                    escapes,
-                    obs.leftovers.join(", ")
-                )
-            },
+            format!(
+                "still running after the subject said the run was over (killed by the harness): {}",
+                obs.leftovers.join(", ")
+            ),
         ));
     }
 }

@@ -62,3 +62,24 @@ pub fn run(args: &[&str]) -> (Option<i32>, String, String) {
     let out = conform().arg("run").args(args).output().unwrap();
     (out.status.code(), stdout(&out), stderr(&out))
 }
+
+/// Processes whose environment holds `CONFORM_INTERRUPT_MARK=<mark>`: started by a suite run
+/// with that variable set, directly or not (every process inherits it).
+pub fn marked(mark: &str) -> Vec<String> {
+    let needle = format!("CONFORM_INTERRUPT_MARK={mark}");
+    let mut found = Vec::new();
+    for entry in std::fs::read_dir("/proc").unwrap().flatten() {
+        let Ok(env) = std::fs::read(entry.path().join("environ")) else {
+            continue;
+        };
+        if env.split(|b| *b == 0).any(|v| v == needle.as_bytes()) {
+            let cmd = std::fs::read(entry.path().join("cmdline")).unwrap_or_default();
+            found.push(format!(
+                "{} {}",
+                entry.file_name().to_string_lossy(),
+                String::from_utf8_lossy(&cmd).replace('\0', " ")
+            ));
+        }
+    }
+    found
+}

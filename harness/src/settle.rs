@@ -1,0 +1,418 @@
+//! Ground truth of a run's process tree, read from the kernel rather than from the fakes'
+//! registrations alone: which processes are the run's, and — at the moment the subject claims
+//! the tree is gone (`settled`, or a start rejection) — whether each still runs, has exited
+//! but is not reaped (and whose duty reaping is), or is gone; and who still holds the
+//! runtime's stdio pipes.
+//!
+//! A process is the run's when it registered, when its arguments carry the run's id (every
+//! fake process, also one that double-forked and never registered), when it descends from one
+//! of those, or when it is a launcher: an ancestor between the subject and a member whose
+//! every child is the run's (a `sh -c` in front of the runtime; never a process several runs
+//! share).
+
+use std::collections::{BTreeMap, HashMap};
+
+use serde::Serialize;
+
+use crate::procs::{self, Stat};
+
+/// Why a process counts as the run's.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub enum How {
+    Registered,
+    /// Its arguments carry `--run <run>`.
+    Marked,
+    Descendant,
+    Launcher,
+}
+
+impl How {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            How::Registered => "registered",
+            How::Marked => "marked with the run's id",
+            How::Descendant => "a descendant",
+            How::Launcher => "a launcher",
+        }
+    }
+}
+
+/// One process of the run.
+#[derive(Clone, Debug)]
+pub struct Member {
+    pub pid: i32,
+    pub start_time: u64,
+    pub how: How,
+    pub command: String,
+}
+
+impl Member {
+    pub fn describe(&self) -> String {
+        format!("pid {} ({}; {})", self.pid, self.command, self.how.as_str())
+    }
+}
+
+/// A member's state when the subject made its claim.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub enum State {
+    Running,
+    /// Exited, not yet reaped by its parent.
+    Zombie,
+    /// Exited and reaped.
+    Gone,
+}
+
+#[derive(Clone, Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct AtClaim {
+    pub pid: i32,
+    pub how: How,
+    pub command: String,
+    pub state: State,
+    /// For a zombie: who must reap it (its parent).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub reaper: Option<String>,
+    /// The zombie's parent is the subject: reaping it is the subject's duty.
+    #[serde(skip)]
+    pub subject_must_reap: bool,
+}
+
+/// A process other than the subject and the harness holding one of the runtime's stdio pipes.
+#[derive(Clone, Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Holder {
+    pub pid: i32,
+    pub command: String,
+    pub pipe: String,
+}
+
+/// The tree as it stood when the subject claimed it was gone.
+#[derive(Clone, Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Claim {
+    /// `settled` or `start_rejected`.
+    pub what: &'static str,
+    pub at_ms: u64,
+    pub members: Vec<AtClaim>,
+    pub holders: Vec<Holder>,
+}
+
+struct Table {
+    all: BTreeMap<i32, Stat>,
+}
+
+impl Table {
+    fn read() -> Table {
+        Table {
+            all: procs::all().into_iter().collect(),
+        }
+    }
+
+    fn is(&self, pid: i32, start_time: u64) -> Option<&Stat> {
+        self.all.get(&pid).filter(|s| s.start_time == start_time)
+    }
+}
+
+/// A run's id as its processes carry it: `--side <socket> … --run <run>` (the socket is this
+/// suite's own, so another conform on the machine with the same run ids is never confused
+/// with this one).
+#[derive(Clone, Debug)]
+pub struct Mark {
+    pub side: String,
+    pub run: String,
+}
+
+/// Does `pid`'s command line carry `mark`?
+fn marked(pid: i32, mark: &Mark) -> bool {
+    let Ok(raw) = std::fs::read(format!("/proc/{pid}/cmdline")) else {
+        return false;
+    };
+    let args: Vec<&[u8]> = raw.split(|&b| b == 0).collect();
+    let has = |flag: &[u8], value: &str| {
+        args.windows(2)
+            .any(|w| w[0] == flag && w[1] == value.as_bytes())
+    };
+    has(b"--run", &mark.run) && has(b"--side", &mark.side)
+}
+
+/// Every process known to be the run's so far, found by scans at the moments that matter (a
+/// registration, a spawn, the claim, the run's end): a process that is the run's only while
+/// it lives (a launcher, an unregistered daemon) must be seen alive once to be known at all.
+pub struct Tracker {
+    mark: Mark,
+    subject_pgid: i32,
+    known: Vec<Tracked>,
+}
+
+pub struct Tracked {
+    pub member: Member,
+    /// Unregistered members only (registrations bring their own).
+    pub pidfd: Option<std::sync::Arc<std::os::fd::OwnedFd>>,
+}
+
+impl Tracker {
+    pub fn new(mark: Mark, subject_pgid: i32) -> Tracker {
+        Tracker {
+            mark,
+            subject_pgid,
+            known: Vec::new(),
+        }
+    }
+
+    /// Scans `/proc` for the run's processes; a new unregistered one gets a pidfd and an exit
+    /// watch that tells the run when it is gone ([`RunEvent::ProcessGone`]).
+    /// `registered`: pid, start time and role of each registration.
+    pub fn scan(
+        &mut self,
+        registered: &[(i32, u64, &'static str)],
+        router: &std::sync::Arc<crate::events::Router>,
+    ) {
+        let ids: Vec<(i32, u64)> = registered.iter().map(|r| (r.0, r.1)).collect();
+        for mut m in members_in(&Table::read(), &self.mark, &ids, self.subject_pgid) {
+            if self
+                .known
+                .iter()
+                .any(|k| k.member.pid == m.pid && k.member.start_time == m.start_time)
+            {
+                continue;
+            }
+            if m.command == "[]" {
+                // Gone before this scan: its registration still names its role.
+                if let Some(r) = registered.iter().find(|r| r.0 == m.pid) {
+                    m.command = r.2.to_owned();
+                }
+            }
+            let pidfd = (m.how != How::Registered)
+                .then(|| procs::pidfd_open(m.pid).ok())
+                .flatten()
+                .filter(|_| procs::alive(m.pid, m.start_time))
+                .map(std::sync::Arc::new);
+            if let Some(fd) = &pidfd {
+                let (fd, router, run, pid) =
+                    (fd.clone(), router.clone(), self.mark.run.clone(), m.pid);
+                tokio::spawn(async move {
+                    // Bounded only so a task cannot outlive an unkillable stray forever.
+                    if procs::wait_exit(&fd, std::time::Duration::from_secs(24 * 3600)).await {
+                        router.send(&run, crate::events::RunEvent::ProcessGone { pid });
+                    }
+                });
+            }
+            self.known.push(Tracked { member: m, pidfd });
+        }
+    }
+
+    pub fn members(&self) -> Vec<Member> {
+        self.known.iter().map(|k| k.member.clone()).collect()
+    }
+
+    /// The members that never registered.
+    pub fn unregistered(&self) -> impl Iterator<Item = &Tracked> {
+        self.known
+            .iter()
+            .filter(|k| k.member.how != How::Registered)
+    }
+}
+
+fn members_in(
+    table: &Table,
+    mark: &Mark,
+    registered: &[(i32, u64)],
+    subject_pgid: i32,
+) -> Vec<Member> {
+    let me = std::process::id() as i32;
+    let mut out: BTreeMap<i32, (u64, How)> = BTreeMap::new();
+    for &(pid, start_time) in registered {
+        out.insert(pid, (start_time, How::Registered));
+    }
+    for (&pid, st) in &table.all {
+        if pid != me && st.pgrp != subject_pgid && !out.contains_key(&pid) && marked(pid, mark) {
+            out.insert(pid, (st.start_time, How::Marked));
+        }
+    }
+    let live = |out: &BTreeMap<i32, (u64, How)>, pid: i32| {
+        out.get(&pid)
+            .is_some_and(|(start, _)| table.is(pid, *start).is_some())
+    };
+    // Descendants, to a fixed point (a table is a few hundred lines).
+    loop {
+        let found: Vec<(i32, u64)> = table
+            .all
+            .iter()
+            .filter(|(pid, st)| **pid != me && !out.contains_key(pid) && live(&out, st.ppid))
+            .map(|(pid, st)| (*pid, st.start_time))
+            .collect();
+        if found.is_empty() {
+            break;
+        }
+        for (pid, start) in found {
+            out.insert(pid, (start, How::Descendant));
+        }
+    }
+    // Launchers: walk up from each member while the parent is outside the subject's group and
+    // has no child that is not the run's.
+    let children = |parent: i32| -> Vec<i32> {
+        table
+            .all
+            .iter()
+            .filter(|(_, st)| st.ppid == parent)
+            .map(|(pid, _)| *pid)
+            .collect()
+    };
+    let starts: Vec<i32> = out.keys().copied().filter(|pid| live(&out, *pid)).collect();
+    for pid in starts {
+        let mut at = pid;
+        while let Some(st) = table.all.get(&at) {
+            let parent = st.ppid;
+            let Some(pst) = table.all.get(&parent) else {
+                break;
+            };
+            if parent <= 1 || parent == me || pst.pgrp == subject_pgid || out.contains_key(&parent)
+            {
+                break;
+            }
+            if !children(parent).iter().all(|c| out.contains_key(c)) {
+                break;
+            }
+            out.insert(parent, (pst.start_time, How::Launcher));
+            at = parent;
+        }
+    }
+    out.into_iter()
+        .map(|(pid, (start_time, how))| Member {
+            pid,
+            start_time,
+            how,
+            command: procs::command_line(pid),
+        })
+        .collect()
+}
+
+/// The members' states now, and the holders of `pipes` (`pipe:[inode]`) other than the
+/// subject's group and the harness.
+pub fn claim(
+    what: &'static str,
+    at_ms: u64,
+    members: &[Member],
+    pipes: &[String],
+    subject_pgid: i32,
+) -> Claim {
+    let table = Table::read();
+    let me = std::process::id() as i32;
+    let by_pid: HashMap<i32, &Member> = members.iter().map(|m| (m.pid, m)).collect();
+    let states = members
+        .iter()
+        .map(|m| {
+            let (state, reaper, subject_must_reap) = match table.is(m.pid, m.start_time) {
+                None => (State::Gone, None, false),
+                Some(st) if st.state == 'Z' || st.state == 'X' => {
+                    let parent = st.ppid;
+                    let in_subject = table
+                        .all
+                        .get(&parent)
+                        .is_some_and(|p| p.pgrp == subject_pgid);
+                    let who = if parent == me {
+                        "the harness".to_owned()
+                    } else if in_subject {
+                        format!("the subject (pid {parent})")
+                    } else if let Some(p) = by_pid.get(&parent) {
+                        format!("its parent in the run, pid {}", p.pid)
+                    } else {
+                        format!("pid {parent} ({})", procs::command_line(parent))
+                    };
+                    (State::Zombie, Some(who), in_subject)
+                }
+                Some(_) => (State::Running, None, false),
+            };
+            AtClaim {
+                pid: m.pid,
+                how: m.how,
+                command: m.command.clone(),
+                state,
+                reaper,
+                subject_must_reap,
+            }
+        })
+        .collect();
+    let mut holders = Vec::new();
+    if !pipes.is_empty() {
+        for (&pid, st) in &table.all {
+            if pid == me || st.pgrp == subject_pgid {
+                continue;
+            }
+            let Ok(fds) = std::fs::read_dir(format!("/proc/{pid}/fd")) else {
+                continue;
+            };
+            for fd in fds.flatten() {
+                let Ok(target) = std::fs::read_link(fd.path()) else {
+                    continue;
+                };
+                let target = target.to_string_lossy();
+                // A close-on-exec copy is a child of the subject between fork and exec (it
+                // copies every fd of its parent), not a holder.
+                if let Some(pipe) = pipes.iter().find(|p| **p == target)
+                    && !procs::close_on_exec(pid, &fd.file_name().to_string_lossy())
+                {
+                    holders.push(Holder {
+                        pid,
+                        command: procs::command_line(pid),
+                        pipe: pipe.clone(),
+                    });
+                    break;
+                }
+            }
+        }
+    }
+    Claim {
+        what,
+        at_ms,
+        members: states,
+        holders,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_launcher_and_a_marked_orphan_are_the_runs_and_a_shared_parent_is_not() {
+        // sh (launcher) → runtime (registered) → helper (descendant); a daemon marked with the
+        // run's id under init; another run's runtime under a shared parent.
+        let stat = |ppid, pgrp| Stat {
+            state: 'S',
+            ppid,
+            pgrp,
+            start_time: 7,
+        };
+        let table = Table {
+            all: [
+                (10, stat(1, 10)),  // the subject
+                (20, stat(10, 20)), // sh
+                (21, stat(20, 20)), // runtime
+                (22, stat(21, 20)), // helper
+                (30, stat(10, 30)), // a shared node process
+                (31, stat(30, 30)), // this run's second runtime
+                (32, stat(30, 30)), // another run's runtime
+            ]
+            .into_iter()
+            .collect(),
+        };
+        let mark = Mark {
+            side: "/nowhere/side.sock".into(),
+            run: "r-x".into(),
+        };
+        let m = members_in(&table, &mark, &[(21, 7), (31, 7)], 10);
+        let got: Vec<(i32, How)> = m.iter().map(|m| (m.pid, m.how)).collect();
+        assert_eq!(
+            got,
+            vec![
+                (20, How::Launcher),
+                (21, How::Registered),
+                (22, How::Descendant),
+                (31, How::Registered),
+            ]
+        );
+    }
+}

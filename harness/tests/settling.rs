@@ -1,0 +1,158 @@
+//! Settling judged from ground truth: each way a provider can claim a tree is gone while it is
+//! not (a process-group-only kill, `settled` before the ladder finished, no SIGKILL rung,
+//! orphans left unreaped) is caught by a named `process.*` check; the report shows the tree at
+//! the claim with its timing; and the whole catalog leaves nothing behind.
+
+mod common;
+use common::{Slot, conform, marked, run};
+
+/// The reference with `defect` seeded, as a subject command line.
+fn defective(defect: &str) -> String {
+    let exe = assert_cmd::cargo::cargo_bin("conform");
+    format!("'{}' reference --defect {defect}", exe.display())
+}
+
+/// Runs `filter` against the reference with `defect`; asserts failure and each expected line.
+fn caught(defect: &str, filter: &str, expected: &[&str]) -> String {
+    let subject = defective(defect);
+    let (code, out, err) = run(&["--filter", filter, "--subject", &subject]);
+    assert_eq!(code, Some(1), "{out}\n{err}");
+    for line in expected {
+        assert!(out.contains(line), "missing {line:?} in:\n{out}");
+    }
+    out
+}
+
+/// The pids a finding names after `prefix` (`pid 123 (…)`, comma-separated).
+fn pids_after(out: &str, prefix: &str) -> Vec<i32> {
+    let at = out.find(prefix).unwrap_or_else(|| panic!("{out}")) + prefix.len();
+    let line = out[at..].lines().next().unwrap_or_default();
+    line.split("pid ")
+        .skip(1)
+        .filter_map(|p| {
+            p.chars()
+                .take_while(char::is_ascii_digit)
+                .collect::<String>()
+                .parse()
+                .ok()
+        })
+        .collect()
+}
+
+fn running(pid: i32) -> bool {
+    std::fs::read_to_string(format!("/proc/{pid}/stat"))
+        .ok()
+        .and_then(|s| s.rsplit_once(") ").map(|(_, rest)| !rest.starts_with('Z')))
+        .unwrap_or(false)
+}
+
+#[test]
+fn a_process_group_only_kill_is_caught_even_for_a_daemon_that_never_registered() {
+    let out = caught(
+        "process-group-only-kill",
+        "acp/settle/unregistered-daemon",
+        &[
+            "[process.settle-claim] `settled` came while processes of the run still ran: pid ",
+            "--unregistered; marked with the run's id)",
+            "[process.settled] still running after the subject said the run was over (killed by the harness): pid ",
+        ],
+    );
+    for pid in pids_after(&out, "[process.settled] ") {
+        assert!(!running(pid), "the harness left pid {pid} running");
+    }
+}
+
+#[test]
+fn a_process_group_only_kill_leaves_the_stdout_held_by_an_escaped_grandchild() {
+    caught(
+        "process-group-only-kill",
+        "acp/settle/escaped-grandchild-killed-on-rollback",
+        &[
+            "[process.rollback] start was rejected while the child was still running",
+            "[process.pipes] at `start_rejected`, the runtime's stdio pipes are still held: pid ",
+            " holds pipe:[",
+        ],
+    );
+}
+
+#[test]
+fn settled_before_the_ladder_finished_is_caught() {
+    caught(
+        "settled-early",
+        "acp/settle/runtime-gone-grandchild-lingers",
+        &["[process.settle-claim] `settled` came while processes of the run still ran: pid "],
+    );
+}
+
+#[test]
+fn a_ladder_without_its_sigkill_rung_is_caught() {
+    caught(
+        "no-sigkill-rung",
+        "acp/teardown/sigterm-trap-needs-sigkill",
+        &[
+            "[process.settled] still running after the subject said the run was over (killed by the harness): pid ",
+        ],
+    );
+}
+
+#[test]
+fn orphans_left_unreaped_at_the_claim_are_caught() {
+    caught(
+        "reap-orphans-late",
+        "acp/settle/double-forked-daemon",
+        &[
+            "[process.reaped] at `settled`, zombies the subject must reap: pid ",
+            "had exited but was not reaped by the subject (pid ",
+        ],
+    );
+}
+
+#[test]
+fn the_report_shows_the_tree_at_the_claim_and_its_timing() {
+    let dir = tempfile::tempdir().unwrap();
+    let json = dir.path().join("report.json");
+    let (code, out, err) = run(&[
+        "--filter",
+        "dsh-sdk/settle/launcher-chain",
+        "--json",
+        json.to_str().unwrap(),
+    ]);
+    assert_eq!(code, Some(0), "{out}\n{err}");
+    let report: serde_json::Value = serde_json::from_slice(&std::fs::read(&json).unwrap()).unwrap();
+    for case in report["cases"].as_array().unwrap() {
+        let settle = &case["settle"];
+        assert_eq!(settle["claim"]["what"], "settled", "{settle}");
+        let members = settle["claim"]["members"].as_array().unwrap();
+        // The shell in front, the runtime and its grandchild: all gone at the claim.
+        assert_eq!(members.len(), 3, "{settle}");
+        assert!(members.iter().all(|m| m["state"] == "gone"), "{settle}");
+        assert!(
+            members.iter().any(|m| m["how"] != "registered"
+                && m["command"].as_str().unwrap().starts_with("/bin/sh -c")),
+            "the launcher is the run's: {settle}"
+        );
+        let claim_at = settle["claim"]["atMs"].as_i64().unwrap();
+        let last_exit = settle["lastExitAtMs"].as_i64().unwrap();
+        assert_eq!(settle["claimAfterLastExitMs"], claim_at - last_exit);
+        assert!(claim_at >= last_exit, "the claim came first: {settle}");
+        assert_eq!(settle["leftovers"], serde_json::json!([]));
+    }
+}
+
+#[test]
+fn the_whole_catalog_leaves_nothing_behind() {
+    let _slot = Slot::take();
+    let mark = format!("whole-catalog-{}", std::process::id());
+    let dir = tempfile::tempdir().unwrap();
+    let json = dir.path().join("report.json");
+    let out = conform()
+        .args(["run", "--json", json.to_str().unwrap()])
+        .env("CONFORM_INTERRUPT_MARK", &mark)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", common::stdout(&out));
+    let report: serde_json::Value = serde_json::from_slice(&std::fs::read(&json).unwrap()).unwrap();
+    // Nothing needed the end-of-suite sweep, and nothing is left now.
+    assert_eq!(report["stragglers"], serde_json::json!([]), "{report}");
+    assert_eq!(marked(&mark), Vec::<String>::new(), "left running");
+}
