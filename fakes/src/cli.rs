@@ -3,7 +3,7 @@
 //! ```text
 //! fake-<protocol> --script <file.json> --side <socket> --run <id>
 //! fake-<protocol> --grandchild --side <socket> --run <id> [--trap-sigterm] [--setsid] [--daemon]
-//!     [--unregistered]
+//!     [--unregistered] [--anonymous]
 //! ```
 //!
 //! Errors (bad arguments, unreadable or invalid script) go to stderr and, when the side
@@ -54,6 +54,9 @@ pub struct Args {
     /// Grandchild: never register with the harness.
     #[arg(long)]
     pub unregistered: bool,
+    /// Grandchild: never register, and exec `sleep` (arguments without the run's id).
+    #[arg(long)]
+    pub anonymous: bool,
     /// Grandchild: the fd to write one byte to once registered.
     #[arg(long)]
     pub ready_fd: Option<i32>,
@@ -138,7 +141,7 @@ pub fn main_with_args(codec: Box<dyn Codec>, args: Vec<String>, self_args: Vec<S
 
 async fn run(argv: Vec<String>, mut codec: Box<dyn Codec>) {
     let usage = "usage: --script <file.json> --side <socket> --run <id> \
-                 | --grandchild --side <socket> --run <id> [--trap-sigterm] [--setsid] [--daemon] [--unregistered]";
+                 | --grandchild --side <socket> --run <id> [--trap-sigterm] [--setsid] [--daemon] [--unregistered] [--anonymous]";
     let args = Args::parse(argv);
     let Some(side_path) = args.side.clone() else {
         let why = args
@@ -165,6 +168,16 @@ async fn run(argv: Vec<String>, mut codec: Box<dyn Codec>) {
             std::process::exit(FAULT_EXIT);
         }
         std::process::exit(0);
+    }
+    if grandchild && args.anonymous {
+        // Ready first: after the exec nothing of the fake is left to say so.
+        if let Some(fd) = args.ready_fd {
+            process::signal_ready(fd);
+        }
+        use std::os::unix::process::CommandExt;
+        let e = std::process::Command::new("sleep").arg("86400").exec();
+        eprintln!("fake: the anonymous grandchild could not exec sleep: {e}");
+        std::process::exit(FAULT_EXIT);
     }
     if grandchild && args.unregistered {
         // Nothing tells the harness about this one: it lives until killed.

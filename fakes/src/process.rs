@@ -116,6 +116,9 @@ pub fn spawn_grandchild(side: &str, run: &str, spec: &Grandchild) -> std::io::Re
     if spec.unregistered {
         cmd.arg("--unregistered");
     }
+    if spec.anonymous {
+        cmd.arg("--anonymous");
+    }
     let (setsid, trap) = (spec.setsid, spec.trap_sigterm);
     // SAFETY: only async-signal-safe calls between fork and exec (fcntl, setsid, signal).
     unsafe {

@@ -61,6 +61,13 @@ pub enum Command {
         #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
         args: Vec<String>,
     },
+    /// Join a cgroup, then exec the command (used by the harness in `--cgroup` mode).
+    #[command(name = "cgroup-exec", hide = true)]
+    CgroupExec {
+        dir: PathBuf,
+        #[arg(last = true, required = true)]
+        command: Vec<String>,
+    },
     /// Run the reference subject (the default `--subject`).
     #[command(name = "reference", hide = true, disable_help_flag = true)]
     Reference {
@@ -179,6 +186,16 @@ pub struct RunArgs {
     /// A run in which every selected case was skipped exits 0 instead of 2.
     #[arg(long)]
     pub allow_skips: bool,
+    /// The strong settling mode: each runtime starts in a cgroup v2 of its own, whose
+    /// `populated` flag proves the tree gone and whose `cgroup.kill` sweeps it. Needs a
+    /// writable cgroup v2 hierarchy; where there is none the report says why and settling is
+    /// judged from /proc alone.
+    #[arg(long)]
+    pub cgroup: bool,
+    /// The cgroup v2 folder under which `--cgroup` makes the suite's own (default: the
+    /// harness's cgroup), e.g. a delegated one.
+    #[arg(long, value_name = "DIR", requires = "cgroup")]
+    pub cgroup_parent: Option<PathBuf>,
     /// The product version a provider's fake speaks, e.g. `codex=0.169.0` (repeatable).
     /// Scenarios that name a product version run only when it is selected.
     #[arg(long, value_name = "PROVIDER=VERSION")]

@@ -4,6 +4,7 @@
 //! and side-channel ledger ([`subject`], [`side`]) → checks ([`verdict`], [`timing`], [`snapshot`]) →
 //! [`report`].
 
+pub mod cgroup;
 pub mod checks;
 pub mod cli;
 pub mod differential;

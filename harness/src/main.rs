@@ -91,6 +91,9 @@ fn main() -> ExitCode {
         Command::PeerProxy { args } => conform_fakes::peer::main_with_args(args),
         Command::MockModel { args } => conform_fakes::model::main_with_args(args),
         Command::Reference { args } => code(conform_reference::main_with_args(args)),
+        Command::CgroupExec { dir, command } => {
+            code(conform::cgroup::join_and_exec(&dir, &command))
+        }
         Command::Drift(args) => drift(args),
         Command::Redaction(args) => redaction(args),
         Command::Peers(args) => {
@@ -234,6 +237,8 @@ fn main() -> ExitCode {
                 allow_skips: args.allow_skips,
                 peers: args.peers,
                 interrupt,
+                cgroup: args.cgroup,
+                cgroup_parent: args.cgroup_parent,
                 ..suite::Options::new(
                     args.select
                         .scenarios

@@ -71,6 +71,22 @@ pub fn human(report: &SuiteReport, verbose: bool) -> String {
             upstream.join("\n")
         );
     }
+    match &report.cgroup {
+        crate::suite::CgroupMode::Off => {}
+        crate::suite::CgroupMode::On(dir) => {
+            let _ = writeln!(
+                out,
+                "\ncgroup mode: on (each runtime in a cgroup of its own under {})",
+                dir.display()
+            );
+        }
+        crate::suite::CgroupMode::Unavailable(why) => {
+            let _ = writeln!(
+                out,
+                "\ncgroup mode: unavailable ({why}); settling was judged from /proc alone"
+            );
+        }
+    }
     if !report.stragglers.is_empty() {
         let _ = writeln!(
             out,
@@ -282,6 +298,11 @@ pub fn json(report: &SuiteReport) -> serde_json::Value {
         "findings": report.findings.iter().map(finding_json).collect::<Vec<_>>(),
         "nothingTested": report.nothing_tested(),
         "interruptedBy": report.interrupted.map(crate::interrupt::name),
+        "cgroup": match &report.cgroup {
+            crate::suite::CgroupMode::Off => json!({"mode": "off"}),
+            crate::suite::CgroupMode::On(dir) => json!({"mode": "on", "dir": dir}),
+            crate::suite::CgroupMode::Unavailable(why) => json!({"mode": "unavailable", "why": why}),
+        },
         "cases": report.cases.iter().map(|c| json!({
             "id": c.scenario.id,
             "mode": c.mode,
@@ -312,6 +333,8 @@ fn settle_json(o: &Observed) -> serde_json::Value {
         // Negative: the claim came before the last exit (a failure of process.settle-claim).
         "claimAfterLastExitMs": o.claim.as_ref().zip(last_exit).map(|(c, l)| c.at_ms as i64 - l as i64),
         "unregistered": o.unregistered.iter().map(|m| json!({"pid": m.pid, "how": m.how, "command": m.command})).collect::<Vec<_>>(),
+        // When the harness saw each process of the run go (its pidfd, or found gone at the claim).
+        "exits": o.gone_at_ms.iter().map(|(pid, ms)| json!({"pid": pid, "goneAtMs": ms})).collect::<Vec<_>>(),
         "leftovers": o.leftovers,
     })
 }

@@ -30,6 +30,8 @@ pub struct Ctx {
     pub transcripts: Arc<Transcripts>,
     /// argv prefix that starts a fake for a protocol: `<prefix…> <protocol> --script …`.
     pub fake_argv: Vec<String>,
+    /// The `conform` executable (for `conform cgroup-exec`).
+    pub exe: String,
     pub work: PathBuf,
     pub default_deadline: Duration,
     /// When completion is expected after a start, unless the scenario says (`None`: the
@@ -41,6 +43,8 @@ pub struct Ctx {
     pub product_versions: std::collections::BTreeMap<Provider, String>,
     /// The real peers and the model endpoint's base URL, when `--peers` was given.
     pub peers: Option<(crate::peers::Peers, String)>,
+    /// The suite's cgroup when `--cgroup` is on: each runtime starts in a child of its own.
+    pub cgroup: Option<crate::cgroup::Base>,
 }
 
 /// How long processes get to be gone after the subject said the run was settled.
@@ -208,12 +212,26 @@ pub async fn run_case(
     };
     subject.adopt(&run);
     obs.subject_pgid = subject.pgid();
+    let cgroup = match ctx.cgroup.as_ref().map(|base| base.run(&run)).transpose() {
+        Ok(g) => g,
+        Err(e) => {
+            push_fake(
+                &mut obs,
+                fault(&run, format!("could not create the run's cgroup: {e}")),
+                started,
+            );
+            ctx.router.close(&run);
+            return obs;
+        }
+    };
+    let cgroup_dir = cgroup.as_ref().map(|g| g.dir().to_owned());
     let mut tree = crate::settle::Tracker::new(
         crate::settle::Mark {
             side: path_str(ctx.side.path()),
             run: run.clone(),
         },
         obs.subject_pgid,
+        cgroup,
     );
     let deadline = scenario
         .file
@@ -225,7 +243,14 @@ pub async fn run_case(
         .map(Duration::from_millis)
         .or(ctx.default_expected_by)
         .unwrap_or(deadline);
-    let start = match start_message(ctx, scenario, mode, &run, expected_in) {
+    let start = match start_message(
+        ctx,
+        scenario,
+        mode,
+        &run,
+        expected_in,
+        cgroup_dir.as_deref(),
+    ) {
         Ok(m) => m,
         Err(e) => {
             push_fake(
@@ -292,6 +317,7 @@ pub async fn run_case(
                             &tree.members(),
                             &runtime_pipes(&obs),
                             obs.subject_pgid,
+                            tree.cgroup(),
                         );
                         // What had exited by the claim did so no later than the claim, even if
                         // its pidfd's news is still on its way here.
@@ -501,6 +527,20 @@ pub async fn run_case(
             procs::kill(fd);
             procs::wait_exit(fd, Duration::from_secs(5)).await;
         }
+    }
+    // The cgroup is the last word: whatever is still in it was the run's (started after the
+    // last scan, or never seen by one) and goes with `cgroup.kill`.
+    if let Some(group) = tree.cgroup() {
+        if group.populated() && !group.wait_empty(budget).await {
+            obs.leftovers.extend(group.procs().iter().map(|(pid, _)| {
+                format!(
+                    "pid {pid} ({}; in the run's cgroup)",
+                    procs::command_line(*pid)
+                )
+            }));
+            group.kill(Duration::from_secs(5)).await;
+        }
+        group.remove();
     }
     // Orphans of the run that came back to the harness (it is a child subreaper) are reaped
     // here, now: the harness owes its children what it asks of the subject.
@@ -790,6 +830,7 @@ fn start_message(
     mode: Mode,
     run: &str,
     expected_in: Duration,
+    cgroup: Option<&Path>,
 ) -> std::io::Result<ToSubject> {
     let dir = ctx.work.join(run);
     std::fs::create_dir_all(&dir)?;
@@ -849,6 +890,20 @@ fn start_message(
             argv.splice(0..0, launcher.map(str::to_owned));
         }
     }
+    // In the strong mode the runtime joins its cgroup first, then becomes what it would have
+    // been (one exec, same pid). A command that does not exist stays one: its spawn failure
+    // is the case.
+    if let Some(dir) = cgroup
+        && subject.runtime != RuntimeKind::MissingBinary
+    {
+        let wrapper = [
+            ctx.exe.clone(),
+            "cgroup-exec".into(),
+            path_str(dir),
+            "--".into(),
+        ];
+        argv.splice(0..0, wrapper);
+    }
     let cwd = match subject.cwd {
         CwdKind::Workspace => {
             let ws = dir.join("workspace");
@@ -873,10 +928,20 @@ fn start_message(
     if let Some(ms) = subject.dispose_grace_ms {
         config.insert("disposeGraceMs".into(), json!(ms));
     }
+    // The run's mark in the runtime's environment: inherited by everything the runtime
+    // starts, whatever its arguments (`settle::Mark`).
+    let mark = crate::settle::Mark {
+        side: path_str(ctx.side.path()),
+        run: run.to_owned(),
+    };
     let env: Map<String, Value> = peer_env
         .iter()
         .chain(subject.env.iter())
         .map(|(k, v)| (k.clone(), json!(v)))
+        .chain(std::iter::once((
+            crate::settle::ENV_MARK.to_owned(),
+            json!(mark.env_value()),
+        )))
         .chain(subject.env_unset.iter().map(|k| (k.clone(), Value::Null)))
         .collect::<BTreeMap<_, _>>()
         .into_iter()

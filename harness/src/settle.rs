@@ -16,6 +16,11 @@ use serde::Serialize;
 
 use crate::procs::{self, Stat};
 
+/// The environment variable every runtime is started with (in `start.runtime.env`): the
+/// suite's side socket and the run's id. Whatever the runtime starts inherits it, also a
+/// program conform did not write whose arguments say nothing of the run.
+pub const ENV_MARK: &str = "CONFORM_RUN";
+
 /// Why a process counts as the run's.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "camelCase")]
@@ -23,6 +28,10 @@ pub enum How {
     Registered,
     /// Its arguments carry `--run <run>`.
     Marked,
+    /// Its environment carries the run's [`ENV_MARK`].
+    Environment,
+    /// It is in the run's cgroup (`--cgroup`).
+    Cgroup,
     Descendant,
     Launcher,
 }
@@ -32,6 +41,8 @@ impl How {
         match self {
             How::Registered => "registered",
             How::Marked => "marked with the run's id",
+            How::Environment => "the run's mark in its environment",
+            How::Cgroup => "in the run's cgroup",
             How::Descendant => "a descendant",
             How::Launcher => "a launcher",
         }
@@ -97,6 +108,19 @@ pub struct Claim {
     pub at_ms: u64,
     pub members: Vec<AtClaim>,
     pub holders: Vec<Holder>,
+    /// The run's cgroup then (`--cgroup`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub cgroup: Option<CgroupAtClaim>,
+}
+
+/// The run's cgroup at the claim: `populated` is the kernel's own word on whether anything of
+/// the run still lives.
+#[derive(Clone, Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct CgroupAtClaim {
+    pub dir: String,
+    pub populated: bool,
+    pub pids: Vec<i32>,
 }
 
 struct Table {
@@ -108,6 +132,24 @@ impl Table {
         Table {
             all: procs::all().into_iter().collect(),
         }
+    }
+
+    /// Every process below `root` (not `root` itself).
+    fn descendants_of(&self, root: i32) -> std::collections::HashSet<i32> {
+        let mut children: HashMap<i32, Vec<i32>> = HashMap::new();
+        for (&pid, st) in &self.all {
+            children.entry(st.ppid).or_default().push(pid);
+        }
+        let mut out = std::collections::HashSet::new();
+        let mut frontier = vec![root];
+        while let Some(p) = frontier.pop() {
+            for &c in children.get(&p).into_iter().flatten() {
+                if out.insert(c) {
+                    frontier.push(c);
+                }
+            }
+        }
+        out
     }
 
     fn is(&self, pid: i32, start_time: u64) -> Option<&Stat> {
@@ -122,6 +164,22 @@ impl Table {
 pub struct Mark {
     pub side: String,
     pub run: String,
+}
+
+impl Mark {
+    /// The value of [`ENV_MARK`] for this run.
+    pub fn env_value(&self) -> String {
+        format!("{} {}", self.side, self.run)
+    }
+}
+
+/// Does `pid`'s initial environment carry `mark`?
+fn marked_in_env(pid: i32, mark: &Mark) -> bool {
+    let Ok(env) = std::fs::read(format!("/proc/{pid}/environ")) else {
+        return false;
+    };
+    let want = format!("{ENV_MARK}={}", mark.env_value());
+    env.split(|&b| b == 0).any(|kv| kv == want.as_bytes())
 }
 
 /// Does `pid`'s command line carry `mark`?
@@ -143,6 +201,8 @@ fn marked(pid: i32, mark: &Mark) -> bool {
 pub struct Tracker {
     mark: Mark,
     subject_pgid: i32,
+    /// The run's cgroup (`--cgroup`): its members are the run's whatever else they say.
+    cgroup: Option<crate::cgroup::RunGroup>,
     known: Vec<Tracked>,
 }
 
@@ -153,12 +213,17 @@ pub struct Tracked {
 }
 
 impl Tracker {
-    pub fn new(mark: Mark, subject_pgid: i32) -> Tracker {
+    pub fn new(mark: Mark, subject_pgid: i32, cgroup: Option<crate::cgroup::RunGroup>) -> Tracker {
         Tracker {
             mark,
             subject_pgid,
+            cgroup,
             known: Vec::new(),
         }
+    }
+
+    pub fn cgroup(&self) -> Option<&crate::cgroup::RunGroup> {
+        self.cgroup.as_ref()
     }
 
     /// Scans `/proc` for the run's processes; a new unregistered one gets a pidfd and an exit
@@ -170,7 +235,13 @@ impl Tracker {
         router: &std::sync::Arc<crate::events::Router>,
     ) {
         let ids: Vec<(i32, u64)> = registered.iter().map(|r| (r.0, r.1)).collect();
-        for mut m in members_in(&Table::read(), &self.mark, &ids, self.subject_pgid) {
+        let in_cgroup = self
+            .cgroup
+            .as_ref()
+            .map(crate::cgroup::RunGroup::procs)
+            .unwrap_or_default();
+        let table = Table::read();
+        for mut m in members_in(&table, &self.mark, &ids, &in_cgroup, self.subject_pgid) {
             if self
                 .known
                 .iter()
@@ -219,6 +290,7 @@ fn members_in(
     table: &Table,
     mark: &Mark,
     registered: &[(i32, u64)],
+    in_cgroup: &[(i32, u64)],
     subject_pgid: i32,
 ) -> Vec<Member> {
     let me = std::process::id() as i32;
@@ -226,9 +298,21 @@ fn members_in(
     for &(pid, start_time) in registered {
         out.insert(pid, (start_time, How::Registered));
     }
+    for &(pid, start_time) in in_cgroup {
+        out.entry(pid).or_insert((start_time, How::Cgroup));
+    }
+    // Every process of a run descends from the harness: it is a child subreaper, so an orphan
+    // comes back to it (or to a subreaper below it). Marks are read only there — cheaper on a
+    // busy machine, and never another suite's processes.
+    let below_me = table.descendants_of(me);
     for (&pid, st) in &table.all {
-        if pid != me && st.pgrp != subject_pgid && !out.contains_key(&pid) && marked(pid, mark) {
+        if !below_me.contains(&pid) || st.pgrp == subject_pgid || out.contains_key(&pid) {
+            continue;
+        }
+        if marked(pid, mark) {
             out.insert(pid, (st.start_time, How::Marked));
+        } else if marked_in_env(pid, mark) {
+            out.insert(pid, (st.start_time, How::Environment));
         }
     }
     let live = |out: &BTreeMap<i32, (u64, How)>, pid: i32| {
@@ -297,7 +381,14 @@ pub fn claim(
     members: &[Member],
     pipes: &[String],
     subject_pgid: i32,
+    cgroup: Option<&crate::cgroup::RunGroup>,
 ) -> Claim {
+    // The cgroup first: what it lists was in it when the claim was read.
+    let cgroup = cgroup.map(|g| CgroupAtClaim {
+        dir: g.dir().to_string_lossy().into_owned(),
+        populated: g.populated(),
+        pids: g.procs().into_iter().map(|(pid, _)| pid).collect(),
+    });
     let table = Table::read();
     let me = std::process::id() as i32;
     let by_pid: HashMap<i32, &Member> = members.iter().map(|m| (m.pid, m)).collect();
@@ -325,10 +416,16 @@ pub fn claim(
                 }
                 Some(_) => (State::Running, None, false),
             };
+            // What it runs now: a process first seen before its exec runs something else.
+            let command = if state == State::Gone {
+                m.command.clone()
+            } else {
+                procs::command_line(m.pid)
+            };
             AtClaim {
                 pid: m.pid,
                 how: m.how,
-                command: m.command.clone(),
+                command,
                 state,
                 reaper,
                 subject_must_reap,
@@ -369,6 +466,7 @@ pub fn claim(
         at_ms,
         members: states,
         holders,
+        cgroup,
     }
 }
 
@@ -403,7 +501,7 @@ mod tests {
             side: "/nowhere/side.sock".into(),
             run: "r-x".into(),
         };
-        let m = members_in(&table, &mark, &[(21, 7), (31, 7)], 10);
+        let m = members_in(&table, &mark, &[(21, 7), (31, 7)], &[], 10);
         let got: Vec<(i32, How)> = m.iter().map(|m| (m.pid, m.how)).collect();
         assert_eq!(
             got,

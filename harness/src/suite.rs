@@ -52,6 +52,17 @@ pub struct SuiteReport {
     pub elapsed: Duration,
     /// The signal that interrupted the suite, if one did (exit 128 + n).
     pub interrupted: Option<i32>,
+    /// The strong settling mode, as asked for and as had.
+    pub cgroup: CgroupMode,
+}
+
+/// `--cgroup`: not asked for, on (the suite's cgroup), or asked for and not to be had here.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub enum CgroupMode {
+    #[default]
+    Off,
+    On(PathBuf),
+    Unavailable(String),
 }
 
 /// The exit codes, in one place (`docs/subject-protocol.md` and the README show this table).
@@ -147,6 +158,10 @@ pub struct Options {
     /// Stops the suite in order when it says a signal came (`conform run` listens; others
     /// never are).
     pub interrupt: crate::interrupt::Interrupted,
+    /// Each runtime in a cgroup v2 of its own (`--cgroup`), where the machine allows it.
+    pub cgroup: bool,
+    /// Where the suite's cgroup goes (`--cgroup-parent`; default: the harness's own).
+    pub cgroup_parent: Option<PathBuf>,
 }
 
 impl Options {
@@ -169,6 +184,8 @@ impl Options {
             peers: None,
             pending_snapshots: true,
             interrupt: crate::interrupt::never(),
+            cgroup: false,
+            cgroup_parent: None,
         }
     }
 }
@@ -231,6 +248,17 @@ pub async fn run_scenarios(
         )),
         None => None,
     };
+    let (cgroup, cgroup_mode) = if opts.cgroup {
+        match crate::cgroup::Base::create(&exe, opts.cgroup_parent.as_deref()) {
+            Ok(base) => {
+                let dir = base.dir().to_owned();
+                (Some(base), CgroupMode::On(dir))
+            }
+            Err(why) => (None, CgroupMode::Unavailable(why.0)),
+        }
+    } else {
+        (None, CgroupMode::Off)
+    };
     let transcripts = Arc::new(Transcripts::default());
     let pool = SubjectPool::new(
         argv,
@@ -243,7 +271,9 @@ pub async fn run_scenarios(
         side,
         pool,
         transcripts,
-        fake_argv: vec![exe],
+        fake_argv: vec![exe.clone()],
+        exe,
+        cgroup,
         product_versions: opts.product_versions.clone(),
         work: work.path().to_owned(),
         default_deadline: opts.deadline,
@@ -395,6 +425,7 @@ pub async fn run_scenarios(
         allow_skips: opts.allow_skips,
         elapsed: started.elapsed(),
         interrupted: *ctx.interrupt.borrow(),
+        cgroup: cgroup_mode,
     })
 }
 

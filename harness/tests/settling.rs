@@ -156,3 +156,125 @@ fn the_whole_catalog_leaves_nothing_behind() {
     assert_eq!(report["stragglers"], serde_json::json!([]), "{report}");
     assert_eq!(marked(&mark), Vec::<String>::new(), "left running");
 }
+
+#[test]
+fn a_helper_with_no_run_id_in_its_arguments_is_found_by_the_mark_it_inherited() {
+    let out = caught(
+        "process-group-only-kill",
+        "codex/settle/anonymous-daemon",
+        &[
+            "[process.settle-claim] `settled` came while processes of the run still ran: pid ",
+            "(sleep 86400; the run's mark in its environment)",
+        ],
+    );
+    for pid in pids_after(&out, "[process.settled] ") {
+        assert!(!running(pid), "the harness left pid {pid} running");
+    }
+}
+
+/// The suite's cgroup folder named in the report is gone.
+fn cgroup_removed(report: &serde_json::Value) -> bool {
+    let dir = report["cgroup"]["dir"]
+        .as_str()
+        .expect("the suite's cgroup folder");
+    !std::path::Path::new(dir).exists()
+}
+
+/// Runs with `--cgroup` and a JSON report; `None` (said loudly) where the mode is unavailable.
+fn with_cgroup(args: &[&str]) -> Option<(Option<i32>, String, serde_json::Value)> {
+    let dir = tempfile::tempdir().unwrap();
+    let json = dir.path().join("report.json");
+    let mut all = vec!["--cgroup", "--json", json.to_str().unwrap()];
+    all.extend_from_slice(args);
+    let (code, out, err) = run(&all);
+    let report: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(&json).unwrap_or_default())
+            .unwrap_or_else(|e| panic!("no JSON report ({e}):\n{out}\n{err}"));
+    if report["cgroup"]["mode"] == "unavailable" {
+        eprintln!(
+            "SKIPPED: cgroup mode unavailable here: {}",
+            report["cgroup"]["why"]
+        );
+        assert!(out.contains("cgroup mode: unavailable ("), "{out}");
+        return None;
+    }
+    assert_eq!(report["cgroup"]["mode"], "on", "{report}");
+    Some((code, out, report))
+}
+
+#[test]
+fn in_cgroup_mode_the_kernel_proves_each_tree_gone_and_nothing_is_left() {
+    let Some((code, out, report)) = with_cgroup(&["--filter", "/settle/"]) else {
+        return;
+    };
+    assert_eq!(code, Some(0), "{out}");
+    assert!(out.contains("cgroup mode: on ("), "{out}");
+    for case in report["cases"].as_array().unwrap() {
+        let claim = &case["settle"]["claim"];
+        assert_eq!(
+            claim["cgroup"]["populated"], false,
+            "{}: {claim}",
+            case["id"]
+        );
+    }
+    assert!(
+        cgroup_removed(&report),
+        "the suite's cgroup is left: {}",
+        report["cgroup"]
+    );
+}
+
+#[test]
+fn in_cgroup_mode_a_process_group_only_kill_is_named_from_the_cgroup() {
+    let subject = defective("process-group-only-kill");
+    let Some((code, out, report)) = with_cgroup(&[
+        "--filter",
+        "dsh-sdk/settle/anonymous-daemon",
+        "--subject",
+        &subject,
+    ]) else {
+        return;
+    };
+    assert_eq!(code, Some(1), "{out}");
+    assert!(
+        out.contains("; in the run's cgroup)"),
+        "the straggler is named as the cgroup's: {out}"
+    );
+    for case in report["cases"].as_array().unwrap() {
+        let claim = &case["settle"]["claim"];
+        assert_eq!(claim["cgroup"]["populated"], true, "{claim}");
+        assert!(
+            !claim["cgroup"]["pids"].as_array().unwrap().is_empty(),
+            "{claim}"
+        );
+    }
+    assert!(
+        cgroup_removed(&report),
+        "the suite's cgroup is left: {}",
+        report["cgroup"]
+    );
+}
+
+#[test]
+fn a_cgroup_parent_that_is_no_cgroup_makes_the_mode_unavailable_and_says_why() {
+    let parent = tempfile::tempdir().unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let json = dir.path().join("report.json");
+    let (code, out, err) = run(&[
+        "--cgroup",
+        "--cgroup-parent",
+        parent.path().to_str().unwrap(),
+        "--filter",
+        "acp/settle/launcher-chain",
+        "--json",
+        json.to_str().unwrap(),
+    ]);
+    // The suite still runs, judged from /proc alone.
+    assert_eq!(code, Some(0), "{out}\n{err}");
+    assert!(out.contains("cgroup mode: unavailable ("), "{out}");
+    assert!(out.contains("has no cgroup.kill"), "{out}");
+    let report: serde_json::Value = serde_json::from_slice(&std::fs::read(&json).unwrap()).unwrap();
+    assert_eq!(report["cgroup"]["mode"], "unavailable");
+    // Nothing of the attempt is left in the folder.
+    assert_eq!(std::fs::read_dir(parent.path()).unwrap().count(), 0);
+}

@@ -83,6 +83,11 @@ pub struct Grandchild {
     /// Never register with the harness: only the ground truth (`/proc`) can find it.
     #[serde(default)]
     pub unregistered: bool,
+    /// Never register, and become a program conform did not write (`sleep`): its arguments
+    /// carry no run id, so only what it inherited (its environment, its cgroup) says whose it
+    /// is — as for a helper a real runtime starts.
+    #[serde(default)]
+    pub anonymous: bool,
 }
 
 /// Declares [`Step`] from one table: every action (its key and, for protocol sugar, the

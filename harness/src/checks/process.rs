@@ -17,6 +17,14 @@ pub fn judge(_scenario: &Scenario, obs: &Observed, f: &mut Vec<Finding>) {
             .filter(|m| m.state == State::Running)
             .map(|m| format!("pid {} ({}; {})", m.pid, m.command, m.how.as_str()))
             .collect();
+        // The kernel's word: a populated cgroup the scan could not name is still a process
+        // of the run that runs.
+        let cgroup_only = claim
+            .cgroup
+            .as_ref()
+            .filter(|c| c.populated && running.is_empty())
+            .map(|c| format!("the run's cgroup {} is still populated", c.dir));
+        let running: Vec<String> = running.into_iter().chain(cgroup_only).collect();
         if !running.is_empty() {
             let (check, what) = if rejected {
                 (
