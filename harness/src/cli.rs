@@ -24,7 +24,7 @@ pub struct Cli {
 #[derive(Debug, Subcommand)]
 pub enum Command {
     /// Run scenarios against a subject and report.
-    Run(RunArgs),
+    Run(Box<RunArgs>),
     /// The redaction property: generated secrets in every untrusted channel of the selected
     /// scenarios; no model-visible text may show one, and every text must equal its snapshot.
     /// Exit 0: no case failed; 1: a case failed (shrunk counterexample shown); 2: could not run.
@@ -37,6 +37,9 @@ pub enum Command {
     /// Real peers: `conform peers diff` compares the real runtimes' recorded wire with the
     /// fakes' (exit 0: every difference explained; 1: not; 2: could not run).
     Peers(PeersArgs),
+    /// Reports: `conform report merge SHARD.json…` joins the JSON reports of the shards of one
+    /// catalog (`--partition k/n`) into one report, one JUnit file and one exit code.
+    Report(ReportArgs),
     /// Print a JSON Schema: `scenario` (for editors) or `subject` (the adapter protocol).
     Schema {
         #[arg(value_parser = ["scenario", "subject"])]
@@ -74,6 +77,22 @@ pub enum Command {
         #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
         args: Vec<String>,
     },
+}
+
+#[derive(Debug, Args)]
+pub struct ReportArgs {
+    /// `merge`: join shards' JSON reports.
+    #[arg(value_parser = ["merge"])]
+    pub action: String,
+    /// The shards' JSON reports (`conform run --partition k/n --json …`), all n of them.
+    #[arg(required = true, value_name = "SHARD.json")]
+    pub reports: Vec<PathBuf>,
+    /// Write the merged JSON report here.
+    #[arg(long)]
+    pub json: Option<PathBuf>,
+    /// Write the merged JUnit XML report here.
+    #[arg(long)]
+    pub junit: Option<PathBuf>,
 }
 
 #[derive(Debug, Args)]
@@ -200,6 +219,20 @@ pub struct RunArgs {
     /// Scenarios that name a product version run only when it is selected.
     #[arg(long, value_name = "PROVIDER=VERSION")]
     pub product_version: Vec<String>,
+    /// Known failures (TOML: `[[known]]` entries with `id` and `reason`): a listed failure is
+    /// reported as known and passes; an unlisted one fails; an entry that no longer matches a
+    /// failure fails as stale.
+    #[arg(long, value_name = "FILE")]
+    pub baseline: Option<PathBuf>,
+    /// Write today's failures here as a baseline to review (keeping the reasons of the
+    /// `--baseline` in use for what it still covers, dropping its stale entries).
+    #[arg(long, value_name = "FILE")]
+    pub write_baseline: Option<PathBuf>,
+    /// Run one shard of the selection: `k/n` or `count:k/n` (round-robin over the sorted
+    /// scenarios), `hash:k/n` (by a hash of each id). An isolation group stays in one shard.
+    /// `conform report merge` joins the shards' JSON reports.
+    #[arg(long, value_name = "SPEC")]
+    pub partition: Option<crate::partition::Partition>,
     /// Write a JUnit XML report here (for CI systems). Opened before anything runs.
     #[arg(long)]
     pub junit: Option<PathBuf>,

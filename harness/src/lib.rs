@@ -4,6 +4,7 @@
 //! and side-channel ledger ([`subject`], [`side`]) → checks ([`verdict`], [`timing`], [`snapshot`]) →
 //! [`report`].
 
+pub mod baseline;
 pub mod cgroup;
 pub mod checks;
 pub mod cli;
@@ -13,6 +14,8 @@ pub mod events;
 pub mod group;
 pub mod interrupt;
 pub mod lifecycle;
+pub mod merge;
+pub mod partition;
 pub mod peers;
 pub mod pool;
 pub mod procs;

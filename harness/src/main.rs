@@ -95,6 +95,7 @@ fn main() -> ExitCode {
             code(conform::cgroup::join_and_exec(&dir, &command))
         }
         Command::Drift(args) => drift(args),
+        Command::Report(args) => merge_reports(args),
         Command::Redaction(args) => redaction(args),
         Command::Peers(args) => {
             let opts = conform::differential::DiffOptions {
@@ -200,6 +201,18 @@ fn main() -> ExitCode {
                     }
                 }
             };
+            let baseline = match args
+                .baseline
+                .as_deref()
+                .map(conform::baseline::Baseline::load)
+            {
+                None => None,
+                Some(Ok(b)) => Some(b),
+                Some(Err(e)) => {
+                    eprintln!("error: {e}");
+                    return code(exit::ERROR);
+                }
+            };
             let snapshots = args.snapshots.unwrap_or_else(|| default_dir("snapshots"));
             // `--accept` creates the folder when it records the first snapshot.
             if !args.accept && !snapshots.is_dir() {
@@ -224,6 +237,20 @@ fn main() -> ExitCode {
                     return code;
                 }
             };
+            let baseline_file = match args
+                .write_baseline
+                .as_deref()
+                .map(ReportFile::open)
+                .transpose()
+            {
+                Ok(f) => f,
+                Err(code) => {
+                    for f in [json_file, junit_file].into_iter().flatten() {
+                        f.discard();
+                    }
+                    return code;
+                }
+            };
             let opts = suite::Options {
                 filters: args.select.filter,
                 subject: args.subject,
@@ -239,6 +266,8 @@ fn main() -> ExitCode {
                 interrupt,
                 cgroup: args.cgroup,
                 cgroup_parent: args.cgroup_parent,
+                baseline,
+                partition: args.partition,
                 ..suite::Options::new(
                     args.select
                         .scenarios
@@ -249,13 +278,18 @@ fn main() -> ExitCode {
             let report = match runtime.block_on(suite::run(opts)) {
                 Ok(report) => report,
                 Err(e) => {
-                    for f in [json_file, junit_file].into_iter().flatten() {
+                    for f in [json_file, junit_file, baseline_file].into_iter().flatten() {
                         f.discard();
                     }
                     eprintln!("error: {e}");
                     return code(exit::ERROR);
                 }
             };
+            if let Some(file) = baseline_file
+                && let Err(code) = file.write(conform::baseline::write(&report).as_bytes())
+            {
+                return code;
+            }
             // Subject text is shown on a terminal: escaped. The JSON and JUnit reports are exact.
             let shown = out(&terminal::escape_controls(&report::human(
                 &report,
@@ -354,6 +388,41 @@ fn checks_table() -> String {
             )
         })
         .collect()
+}
+
+/// `conform report merge`: one report, one JUnit file and one exit code from the shards'.
+fn merge_reports(args: conform::cli::ReportArgs) -> ExitCode {
+    let merged = match conform::merge::merge_files(&args.reports) {
+        Ok(m) => m,
+        Err(e) => {
+            eprintln!("error: {e}");
+            return code(exit::ERROR);
+        }
+    };
+    if let Some(path) = &args.json {
+        let json = serde_json::to_string_pretty(&merged).expect("json");
+        if let Err(c) = ReportFile::open(path).and_then(|f| f.write(json.as_bytes())) {
+            return c;
+        }
+    }
+    if let Some(path) = &args.junit {
+        let xml = match report::junit_from_json(&merged) {
+            Ok(x) => x,
+            Err(e) => {
+                eprintln!("error: cannot render the JUnit report: {e}");
+                return code(exit::ERROR);
+            }
+        };
+        if let Err(c) = ReportFile::open(path).and_then(|f| f.write(xml.as_bytes())) {
+            return c;
+        }
+    }
+    match out(&terminal::escape_controls(&report::summary_from_json(
+        &merged,
+    ))) {
+        Ok(()) => code(merged["exitCode"].as_i64().unwrap_or(exit::ERROR as i64) as i32),
+        Err(c) => c,
+    }
 }
 
 /// A process exit code from one of conform's named codes (`suite::exit`).

@@ -26,6 +26,13 @@ pub fn human(report: &SuiteReport, verbose: bool) -> String {
                     .map(|f| f.check.id().to_owned())
                     .unwrap_or_default(),
             ),
+            Verdict::Known(_) => (
+                "known".to_owned(),
+                c.findings
+                    .first()
+                    .map(|f| format!("{} (baseline)", f.check.id()))
+                    .unwrap_or_default(),
+            ),
             Verdict::Skip(why) => ("skip".to_owned(), why.clone()),
             Verdict::Interrupted(why) => ("interrupted".to_owned(), why.clone()),
         };
@@ -100,6 +107,9 @@ pub fn human(report: &SuiteReport, verbose: bool) -> String {
             let _ = writeln!(out, "  ✗ [{}] {}", f.check, indent(&f.message, "    "));
         }
     }
+    if let Some(b) = &report.baseline {
+        out.push_str(&baseline_section(b));
+    }
     if let Some(signo) = report.interrupted {
         let _ = writeln!(
             out,
@@ -118,14 +128,47 @@ pub fn human(report: &SuiteReport, verbose: bool) -> String {
         let _ = writeln!(out, "\n{why}");
     }
     let count = |f: fn(&Verdict) -> bool| report.cases.iter().filter(|c| f(&c.verdict)).count();
+    let known = count(|v| matches!(v, Verdict::Known(_)));
     let _ = writeln!(
         out,
-        "\n{} passed, {} failed, {} skipped in {:.1} s",
+        "\n{} passed, {} failed, {}{} skipped in {:.1} s",
         count(|v| matches!(v, Verdict::Pass)),
         count(|v| matches!(v, Verdict::Fail)),
+        if report.baseline.is_some() {
+            format!("{known} known, ")
+        } else {
+            String::new()
+        },
         count(|v| matches!(v, Verdict::Skip(_))),
         report.elapsed.as_secs_f64()
     );
+    out
+}
+
+/// The baseline's part of the human report: how many failures it covered, and every stale
+/// entry (each fails the run) with where it is written.
+fn baseline_section(b: &crate::baseline::Outcome) -> String {
+    use crate::baseline::Status;
+    let mut out = String::new();
+    let count = |f: fn(&Status) -> bool| b.entries.iter().filter(|(_, s)| f(s)).count();
+    let _ = writeln!(
+        out,
+        "\nbaseline {}: {} entr(ies) matched a failure, {} stale, {} not run here",
+        b.path.display(),
+        count(|s| matches!(s, Status::Matched(_))),
+        count(|s| matches!(s, Status::Stale(_))),
+        count(|s| matches!(s, Status::NotRun)),
+    );
+    for (e, s) in b.stale() {
+        let Status::Stale(why) = s else { continue };
+        let _ = writeln!(
+            out,
+            "  ✗ stale: {}:{}: `{}` — {why} (delete the entry)",
+            b.path.display(),
+            e.line,
+            e.id
+        );
+    }
     out
 }
 
@@ -209,74 +252,108 @@ fn indent(text: &str, pad: &str) -> String {
 }
 
 /// JUnit XML for CI systems: one test suite per provider, one test case per scenario × mode.
-/// A subject failure is a `failure`, a harness fault an `error`; the description carries the
-/// same detail as the human report (checks, transcripts, stderr tail).
+/// A subject failure is a `failure`, a harness fault an `error`, a known failure (baseline) a
+/// `skipped` with its reason; the description carries the same detail as the human report
+/// (checks, transcripts, stderr tail). Made from the JSON report, so a merged report
+/// (`conform report merge`) gets the same XML.
 pub fn junit(report: &SuiteReport) -> Result<String, quick_junit::SerializeError> {
+    junit_from_json(&json(report))
+}
+
+pub fn junit_from_json(report: &serde_json::Value) -> Result<String, quick_junit::SerializeError> {
     use quick_junit::{NonSuccessKind, Report, TestCase, TestCaseStatus, TestSuite};
+    let text = |v: &serde_json::Value| v.as_str().unwrap_or_default().to_owned();
+    let harness_fault = |findings: &serde_json::Value| {
+        findings
+            .as_array()
+            .is_some_and(|fs| fs.iter().any(|f| f["blame"] == "harness"))
+    };
     let mut out = Report::new("conform");
-    out.set_time(report.elapsed);
+    out.set_time(std::time::Duration::from_millis(
+        report["elapsedMs"].as_u64().unwrap_or_default(),
+    ));
     let mut suites: std::collections::BTreeMap<String, TestSuite> = Default::default();
-    for c in &report.cases {
-        let provider = c.scenario.file.provider.as_str();
-        let status = match &c.verdict {
-            Verdict::Pass => TestCaseStatus::success(),
-            Verdict::Skip(why) | Verdict::Interrupted(why) => {
+    for c in report["cases"].as_array().into_iter().flatten() {
+        let provider = text(&c["provider"]);
+        let status = match c["verdict"].as_str().unwrap_or_default() {
+            "pass" => TestCaseStatus::success(),
+            "skip" | "interrupted" => {
                 let mut s = TestCaseStatus::skipped();
-                s.set_message(why.as_str());
+                s.set_message(text(&c["skipReason"]));
                 s
             }
-            Verdict::Fail => {
-                let harness = c
-                    .findings
-                    .iter()
-                    .any(|f| f.blame() == crate::checks::Blame::Harness);
-                let kind = if harness {
+            "known" => {
+                let mut s = TestCaseStatus::skipped();
+                s.set_message(format!(
+                    "known failure (baseline): {}",
+                    text(&c["baselineReason"])
+                ));
+                s.set_description(text(&c["detail"]));
+                s
+            }
+            _ => {
+                let kind = if harness_fault(&c["findings"]) {
                     NonSuccessKind::Error
                 } else {
                     NonSuccessKind::Failure
                 };
                 let mut s = TestCaseStatus::non_success(kind);
-                if let Some(first) = c.findings.first() {
+                if let Some(first) = c["findings"].as_array().and_then(|f| f.first()) {
                     s.set_message(format!(
                         "[{}] {}",
-                        first.check,
-                        first.message.lines().next().unwrap_or_default()
+                        text(&first["check"]),
+                        text(&first["message"]).lines().next().unwrap_or_default()
                     ));
-                    s.set_type(first.check.id());
+                    s.set_type(text(&first["check"]));
                 }
-                s.set_description(case_detail(c));
+                s.set_description(text(&c["detail"]));
                 s
             }
         };
-        let mut case = TestCase::new(format!("{} ({})", c.scenario.id, c.mode), status);
-        case.set_classname(provider);
-        if let Some(obs) = &c.obs {
-            case.set_time(obs.elapsed);
+        let mut case = TestCase::new(format!("{} ({})", text(&c["id"]), text(&c["mode"])), status);
+        case.set_classname(provider.clone());
+        if let Some(ms) = c["elapsedMs"].as_u64() {
+            case.set_time(std::time::Duration::from_millis(ms));
         }
         suites
-            .entry(provider.to_owned())
+            .entry(provider.clone())
             .or_insert_with(|| TestSuite::new(provider))
             .add_test_case(case);
     }
-    if !report.findings.is_empty() || !report.stragglers.is_empty() {
-        let harness = report
-            .findings
-            .iter()
-            .any(|f| f.blame() == crate::checks::Blame::Harness);
-        let mut s = TestCaseStatus::non_success(if harness {
+    let findings = report["findings"].as_array().cloned().unwrap_or_default();
+    let stragglers = report["stragglers"].as_array().cloned().unwrap_or_default();
+    let stale: Vec<&serde_json::Value> = report["baseline"]["entries"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter(|e| e["status"] == "stale")
+        .collect();
+    if !findings.is_empty() || !stragglers.is_empty() || !stale.is_empty() {
+        let mut s = TestCaseStatus::non_success(if harness_fault(&report["findings"]) {
             NonSuccessKind::Error
         } else {
             NonSuccessKind::Failure
         });
         let mut detail = String::new();
-        for f in &report.findings {
-            let _ = writeln!(detail, "[{}] {}", f.check, f.message);
+        for f in &findings {
+            let _ = writeln!(detail, "[{}] {}", text(&f["check"]), text(&f["message"]));
         }
-        if !report.stragglers.is_empty() {
+        if !stragglers.is_empty() {
+            let names: Vec<String> = stragglers.iter().map(text).collect();
             let _ = writeln!(
                 detail,
                 "[process.settled] processes left behind after the suite (killed): {}",
-                report.stragglers.join(", ")
+                names.join(", ")
+            );
+        }
+        for e in stale {
+            let _ = writeln!(
+                detail,
+                "[baseline] stale entry `{}` ({}:{}): {}",
+                text(&e["id"]),
+                text(&report["baseline"]["file"]),
+                e["line"],
+                text(&e["why"])
             );
         }
         s.set_message(detail.lines().next().unwrap_or_default().to_owned());
@@ -298,16 +375,39 @@ pub fn json(report: &SuiteReport) -> serde_json::Value {
         "findings": report.findings.iter().map(finding_json).collect::<Vec<_>>(),
         "nothingTested": report.nothing_tested(),
         "interruptedBy": report.interrupted.map(crate::interrupt::name),
+        "interruptedSignal": report.interrupted,
+        "allowSkips": report.allow_skips,
+        "partition": report.partition.map(|p| p.to_string()),
+        "baseline": report.baseline.as_ref().map(|b| json!({
+            "file": b.path,
+            "entries": b.entries.iter().map(|(e, s)| json!({
+                "id": e.id,
+                "reason": e.reason,
+                "line": e.line,
+                "status": s.as_str(),
+                "why": match s { crate::baseline::Status::Stale(why) => Some(why), _ => None },
+            })).collect::<Vec<_>>(),
+        })),
         "cgroup": match &report.cgroup {
             crate::suite::CgroupMode::Off => json!({"mode": "off"}),
             crate::suite::CgroupMode::On(dir) => json!({"mode": "on", "dir": dir}),
             crate::suite::CgroupMode::Unavailable(why) => json!({"mode": "unavailable", "why": why}),
         },
-        "cases": report.cases.iter().map(|c| json!({
+        "cases": report.cases.iter().enumerate().map(|(i, c)| json!({
             "id": c.scenario.id,
             "mode": c.mode,
-            "verdict": match &c.verdict { Verdict::Pass => "pass", Verdict::Fail => "fail", Verdict::Skip(_) => "skip", Verdict::Interrupted(_) => "interrupted" },
+            "provider": c.scenario.file.provider,
+            // Where the case stands in the whole selection, before any partition: merged
+            // shards are put back in this order.
+            "order": [
+                report.positions.get(&c.scenario.id).copied().unwrap_or(i),
+                c.scenario.file.modes.iter().position(|m| *m == c.mode).unwrap_or_default(),
+            ],
+            "verdict": match &c.verdict { Verdict::Pass => "pass", Verdict::Fail => "fail", Verdict::Known(_) => "known", Verdict::Skip(_) => "skip", Verdict::Interrupted(_) => "interrupted" },
             "skipReason": match &c.verdict { Verdict::Skip(r) | Verdict::Interrupted(r) => Some(r.clone()), _ => None },
+            "baselineReason": match &c.verdict { Verdict::Known(r) => Some(r.clone()), _ => None },
+            // The human report's block for the case (checks, transcripts, stderr tail).
+            "detail": matches!(c.verdict, Verdict::Fail | Verdict::Known(_)).then(|| case_detail(c)),
             "findings": c.findings.iter().map(finding_json).collect::<Vec<_>>(),
             "elapsedMs": c.obs.as_ref().map(|o| o.elapsed.as_millis() as u64),
             // What the snapshot holds (job ids masked): runs compare across reports.
@@ -341,4 +441,90 @@ fn settle_json(o: &Observed) -> serde_json::Value {
 
 fn finding_json(f: &crate::checks::Finding) -> serde_json::Value {
     json!({"check": f.check, "blame": format!("{:?}", f.blame()).to_lowercase(), "message": f.message})
+}
+
+/// The human form of a merged report (`conform report merge`): each failed case's block, the
+/// suite's own findings, stale baseline entries, and the counts.
+pub fn summary_from_json(report: &serde_json::Value) -> String {
+    let text = |v: &serde_json::Value| v.as_str().unwrap_or_default().to_owned();
+    let mut out = String::new();
+    let _ = writeln!(out, "subject: {}", text(&report["subject"]));
+    for s in report["shards"].as_array().into_iter().flatten() {
+        let _ = writeln!(
+            out,
+            "  shard {} ({}): exit {}, {:.1} s",
+            text(&s["partition"]),
+            text(&s["file"]),
+            s["exitCode"],
+            s["elapsedMs"].as_u64().unwrap_or_default() as f64 / 1000.0
+        );
+    }
+    let cases = report["cases"].as_array().cloned().unwrap_or_default();
+    for c in cases.iter().filter(|c| c["verdict"] == "fail") {
+        out.push_str(&text(&c["detail"]));
+    }
+    let stragglers: Vec<String> = report["stragglers"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .map(text)
+        .collect();
+    if !stragglers.is_empty() {
+        let _ = writeln!(
+            out,
+            "\nprocesses left behind after the suite (killed): {}",
+            stragglers.join(", ")
+        );
+    }
+    let findings = report["findings"].as_array().cloned().unwrap_or_default();
+    if !findings.is_empty() {
+        let _ = writeln!(out, "\n━━ the suite");
+        for f in &findings {
+            let _ = writeln!(
+                out,
+                "  ✗ [{}] {}",
+                text(&f["check"]),
+                indent(&text(&f["message"]), "    ")
+            );
+        }
+    }
+    let baseline = &report["baseline"];
+    if !baseline.is_null() {
+        let entries = baseline["entries"].as_array().cloned().unwrap_or_default();
+        let count = |s: &str| entries.iter().filter(|e| e["status"] == s).count();
+        let _ = writeln!(
+            out,
+            "\nbaseline {}: {} entr(ies) matched a failure, {} stale, {} not run",
+            text(&baseline["file"]),
+            count("matched"),
+            count("stale"),
+            count("not-run")
+        );
+        for e in entries.iter().filter(|e| e["status"] == "stale") {
+            let _ = writeln!(
+                out,
+                "  ✗ stale: {}:{}: `{}` — {} (delete the entry)",
+                text(&baseline["file"]),
+                e["line"],
+                text(&e["id"]),
+                text(&e["why"])
+            );
+        }
+    }
+    let count = |v: &str| cases.iter().filter(|c| c["verdict"] == v).count();
+    let _ = writeln!(
+        out,
+        "\n{} passed, {} failed, {}{} skipped in {:.1} s (merged from {} shards)",
+        count("pass"),
+        count("fail"),
+        if baseline.is_null() {
+            String::new()
+        } else {
+            format!("{} known, ", count("known"))
+        },
+        count("skip") + count("interrupted"),
+        report["elapsedMs"].as_u64().unwrap_or_default() as f64 / 1000.0,
+        report["shards"].as_array().map_or(0, Vec::len),
+    );
+    out
 }

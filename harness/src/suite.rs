@@ -24,6 +24,8 @@ use crate::subject::Transcripts;
 pub enum Verdict {
     Pass,
     Fail,
+    /// Failed as the baseline in use says it does (its reasons): not a failure of the suite.
+    Known(String),
     Skip(String),
     /// The suite was interrupted (a signal) before this case could finish or start.
     Interrupted(String),
@@ -54,6 +56,12 @@ pub struct SuiteReport {
     pub interrupted: Option<i32>,
     /// The strong settling mode, as asked for and as had.
     pub cgroup: CgroupMode,
+    /// The known-failure baseline, as applied (`--baseline`).
+    pub baseline: Option<crate::baseline::Outcome>,
+    /// The shard of the catalog this suite ran (`--partition`).
+    pub partition: Option<crate::partition::Partition>,
+    /// Each scenario's place in the whole selection, before any partition.
+    pub positions: std::collections::BTreeMap<String, usize>,
 }
 
 /// `--cgroup`: not asked for, on (the suite's cgroup), or asked for and not to be had here.
@@ -78,31 +86,60 @@ pub mod exit {
     // Interrupted by signal n: 128 + n (`SuiteReport::exit_code`).
 }
 
-impl SuiteReport {
-    pub fn exit_code(&self) -> i32 {
+/// What decides a suite's exit code; a merged report (`conform report merge`) has the same.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct ExitFacts {
+    pub interrupted: Option<i32>,
+    /// A finding the harness is to blame for, anywhere.
+    pub harness_fault: bool,
+    /// A failed case, a suite finding, a straggler, or a stale baseline entry.
+    pub failed: bool,
+    pub nothing_tested: bool,
+    pub allow_skips: bool,
+}
+
+impl ExitFacts {
+    pub fn exit_code(self) -> i32 {
         if let Some(signo) = self.interrupted {
-            return 128 + signo;
-        }
-        let findings = || {
-            self.findings
-                .iter()
-                .chain(self.cases.iter().flat_map(|c| &c.findings))
-        };
-        if findings().any(|f| f.blame() == Blame::Harness) {
+            128 + signo
+        } else if self.harness_fault {
             exit::ERROR
-        } else if !self.stragglers.is_empty()
-            || !self.findings.is_empty()
-            || self
-                .cases
-                .iter()
-                .any(|c| matches!(c.verdict, Verdict::Fail))
-        {
+        } else if self.failed {
             exit::FAIL
-        } else if self.nothing_tested().is_some() && !self.allow_skips {
+        } else if self.nothing_tested && !self.allow_skips {
             exit::ERROR
         } else {
             exit::PASS
         }
+    }
+}
+
+impl SuiteReport {
+    pub fn exit_facts(&self) -> ExitFacts {
+        let mut findings = self
+            .findings
+            .iter()
+            .chain(self.cases.iter().flat_map(|c| &c.findings));
+        ExitFacts {
+            interrupted: self.interrupted,
+            harness_fault: findings.any(|f| f.blame() == Blame::Harness),
+            failed: !self.stragglers.is_empty()
+                || !self.findings.is_empty()
+                || self
+                    .cases
+                    .iter()
+                    .any(|c| matches!(c.verdict, Verdict::Fail))
+                || self
+                    .baseline
+                    .as_ref()
+                    .is_some_and(|b| b.stale().next().is_some()),
+            nothing_tested: self.nothing_tested().is_some(),
+            allow_skips: self.allow_skips,
+        }
+    }
+
+    pub fn exit_code(&self) -> i32 {
+        self.exit_facts().exit_code()
     }
 
     /// Why nothing was tested, when every case was skipped.
@@ -162,6 +199,10 @@ pub struct Options {
     pub cgroup: bool,
     /// Where the suite's cgroup goes (`--cgroup-parent`; default: the harness's own).
     pub cgroup_parent: Option<PathBuf>,
+    /// Known failures (`--baseline`).
+    pub baseline: Option<crate::baseline::Baseline>,
+    /// Run one shard of the selection (`--partition`).
+    pub partition: Option<crate::partition::Partition>,
 }
 
 impl Options {
@@ -186,6 +227,8 @@ impl Options {
             interrupt: crate::interrupt::never(),
             cgroup: false,
             cgroup_parent: None,
+            baseline: None,
+            partition: None,
         }
     }
 }
@@ -205,12 +248,17 @@ pub enum SuiteError {
 /// Loads and filters scenarios.
 pub fn select(dir: &std::path::Path, filters: &[String]) -> Result<Vec<Scenario>, SuiteError> {
     let all = scenario::discover(dir).map_err(SuiteError::Scenarios)?;
+    select_from(&all, filters)
+}
+
+/// Filters loaded scenarios (an isolation group's members come along with any one of them).
+fn select_from(all: &[Scenario], filters: &[String]) -> Result<Vec<Scenario>, SuiteError> {
     let chosen: Vec<Scenario> = all
         .iter()
         .filter(|s| filters.is_empty() || filters.iter().any(|f| s.id.contains(f.as_str())))
         .cloned()
         .collect();
-    let chosen = crate::group::complete(chosen, &all);
+    let chosen = crate::group::complete(chosen, all);
     if chosen.is_empty() {
         return Err(SuiteError::NothingSelected);
     }
@@ -218,11 +266,26 @@ pub fn select(dir: &std::path::Path, filters: &[String]) -> Result<Vec<Scenario>
 }
 
 pub async fn run(opts: Options) -> Result<SuiteReport, SuiteError> {
-    let scenarios: Vec<Arc<Scenario>> = select(&opts.scenarios, &opts.filters)?
-        .into_iter()
-        .map(Arc::new)
+    let all = scenario::discover(&opts.scenarios).map_err(SuiteError::Scenarios)?;
+    let catalog: std::collections::BTreeSet<String> = all.iter().map(|s| s.id.clone()).collect();
+    let mut chosen = select_from(&all, &opts.filters)?;
+    drop(all);
+    let positions = chosen
+        .iter()
+        .enumerate()
+        .map(|(i, s)| (s.id.clone(), i))
         .collect();
-    run_scenarios(&opts, scenarios).await
+    if let Some(p) = &opts.partition {
+        chosen = p.shard(chosen);
+    }
+    let scenarios: Vec<Arc<Scenario>> = chosen.into_iter().map(Arc::new).collect();
+    let mut report = run_scenarios(&opts, scenarios).await?;
+    report.partition = opts.partition;
+    report.positions = positions;
+    if let Some(b) = &opts.baseline {
+        crate::baseline::apply(&mut report, b, &catalog);
+    }
+    Ok(report)
 }
 
 /// Runs these scenarios (already loaded, perhaps rewritten) in each of their modes.
@@ -426,6 +489,9 @@ pub async fn run_scenarios(
         elapsed: started.elapsed(),
         interrupted: *ctx.interrupt.borrow(),
         cgroup: cgroup_mode,
+        baseline: None,
+        partition: None,
+        positions: Default::default(),
     })
 }
 

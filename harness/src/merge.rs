@@ -1,0 +1,182 @@
+//! `conform report merge`: the JSON reports of the shards of one catalog (`--partition k/n`)
+//! become one report — cases back in the order of the unpartitioned run, one exit code by the
+//! same rule as a single run ([`crate::suite::ExitFacts`]), one baseline verdict per entry.
+
+use std::path::PathBuf;
+
+use serde_json::{Value, json};
+
+use crate::suite::ExitFacts;
+
+#[derive(Debug, thiserror::Error)]
+pub enum MergeError {
+    #[error("{0}: {1}")]
+    Read(PathBuf, String),
+    #[error("{0}: not a shard's report (it ran no --partition)")]
+    NotAShard(PathBuf),
+    #[error("the reports are shards of different splits: {0} and {1}")]
+    Mixed(String, String),
+    #[error("shard {0} is given twice")]
+    Twice(String),
+    #[error("shard(s) missing: {0}")]
+    Missing(String),
+    #[error("the shards ran different subjects: `{0}` and `{1}`")]
+    Subjects(String, String),
+}
+
+/// Reads and merges the shards' reports.
+pub fn merge_files(paths: &[PathBuf]) -> Result<Value, MergeError> {
+    let mut shards = Vec::new();
+    for p in paths {
+        let text =
+            std::fs::read_to_string(p).map_err(|e| MergeError::Read(p.clone(), e.to_string()))?;
+        let v: Value =
+            serde_json::from_str(&text).map_err(|e| MergeError::Read(p.clone(), e.to_string()))?;
+        shards.push((p.clone(), v));
+    }
+    merge(shards)
+}
+
+pub fn merge(shards: Vec<(PathBuf, Value)>) -> Result<Value, MergeError> {
+    // Every shard of one split, once each.
+    let mut split: Option<(String, u32)> = None;
+    let mut seen = std::collections::BTreeSet::new();
+    for (path, r) in &shards {
+        let spec = r["partition"]
+            .as_str()
+            .ok_or_else(|| MergeError::NotAShard(path.clone()))?;
+        let parsed: crate::partition::Partition = spec
+            .parse()
+            .map_err(|e: String| MergeError::Read(path.clone(), e))?;
+        let kind = spec.split(':').next().unwrap_or_default().to_owned();
+        match &split {
+            None => split = Some((kind, parsed.of)),
+            Some((k, n)) if *k != kind || *n != parsed.of => {
+                return Err(MergeError::Mixed(format!("{k}:…/{n}"), spec.to_owned()));
+            }
+            Some(_) => {}
+        }
+        if !seen.insert(parsed.shard) {
+            return Err(MergeError::Twice(spec.to_owned()));
+        }
+    }
+    let (kind, of) = split.expect("clap requires one report at least");
+    let missing: Vec<String> = (1..=of)
+        .filter(|k| !seen.contains(k))
+        .map(|k| format!("{kind}:{k}/{of}"))
+        .collect();
+    if !missing.is_empty() {
+        return Err(MergeError::Missing(missing.join(", ")));
+    }
+    let subject = shards[0].1["subject"].clone();
+    for (_, r) in &shards[1..] {
+        if r["subject"] != subject {
+            return Err(MergeError::Subjects(
+                subject.as_str().unwrap_or_default().to_owned(),
+                r["subject"].as_str().unwrap_or_default().to_owned(),
+            ));
+        }
+    }
+
+    let all = |key: &str| -> Vec<Value> {
+        shards
+            .iter()
+            .flat_map(|(_, r)| r[key].as_array().cloned().unwrap_or_default())
+            .collect()
+    };
+    let mut cases = all("cases");
+    cases.sort_by_key(|c| {
+        let o = &c["order"];
+        (
+            o[0].as_u64().unwrap_or(u64::MAX),
+            o[1].as_u64().unwrap_or(0),
+        )
+    });
+    let findings = all("findings");
+    let stragglers = all("stragglers");
+    let interrupted = shards
+        .iter()
+        .find_map(|(_, r)| r["interruptedSignal"].as_i64())
+        .map(|n| n as i32);
+    let allow_skips = shards.iter().all(|(_, r)| r["allowSkips"] == true);
+    let baseline = merge_baselines(&shards);
+    let stale = baseline["entries"]
+        .as_array()
+        .is_some_and(|es| es.iter().any(|e| e["status"] == "stale"));
+    let blamed_on_harness = |fs: &Value| {
+        fs.as_array()
+            .is_some_and(|fs| fs.iter().any(|f| f["blame"] == "harness"))
+    };
+    let nothing_tested = cases
+        .iter()
+        .all(|c| matches!(c["verdict"].as_str(), Some("skip" | "interrupted")));
+    let facts = ExitFacts {
+        interrupted,
+        harness_fault: findings.iter().any(|f| f["blame"] == "harness")
+            || cases.iter().any(|c| blamed_on_harness(&c["findings"])),
+        failed: cases.iter().any(|c| c["verdict"] == "fail")
+            || !findings.is_empty()
+            || !stragglers.is_empty()
+            || stale,
+        nothing_tested,
+        allow_skips,
+    };
+    Ok(json!({
+        "subject": subject,
+        "exitCode": facts.exit_code(),
+        // The shards ran side by side: the merged suite took as long as the slowest.
+        "elapsedMs": shards.iter().filter_map(|(_, r)| r["elapsedMs"].as_u64()).max(),
+        "stragglers": stragglers,
+        "findings": findings,
+        "nothingTested": nothing_tested.then(|| format!("nothing was tested: all {} case(s) were skipped", cases.len())),
+        "interruptedBy": shards.iter().find_map(|(_, r)| r["interruptedBy"].as_str()),
+        "interruptedSignal": interrupted,
+        "allowSkips": allow_skips,
+        "partition": Value::Null,
+        "shards": shards.iter().map(|(path, r)| json!({
+            "file": path,
+            "partition": r["partition"],
+            "elapsedMs": r["elapsedMs"],
+            "exitCode": r["exitCode"],
+        })).collect::<Vec<_>>(),
+        "cgroup": shards[0].1["cgroup"],
+        "baseline": baseline,
+        "cases": cases,
+    }))
+}
+
+/// One status per entry over all shards: matched anywhere, else stale where its case ran, else
+/// not run. (Each case ran in one shard; an entry naming no scenario is stale in all.)
+fn merge_baselines(shards: &[(PathBuf, Value)]) -> Value {
+    let with: Vec<&Value> = shards
+        .iter()
+        .map(|(_, r)| &r["baseline"])
+        .filter(|b| !b.is_null())
+        .collect();
+    let Some(first) = with.first() else {
+        return Value::Null;
+    };
+    let rank = |s: &str| match s {
+        "matched" => 2,
+        "stale" => 1,
+        _ => 0,
+    };
+    let mut entries: Vec<Value> = first["entries"].as_array().cloned().unwrap_or_default();
+    for e in &mut entries {
+        let id = e["id"].clone();
+        for b in &with[1..] {
+            let Some(other) = b["entries"]
+                .as_array()
+                .and_then(|es| es.iter().find(|o| o["id"] == id))
+            else {
+                continue;
+            };
+            if rank(other["status"].as_str().unwrap_or_default())
+                > rank(e["status"].as_str().unwrap_or_default())
+            {
+                *e = other.clone();
+            }
+        }
+    }
+    json!({"file": first["file"], "entries": entries})
+}
