@@ -242,6 +242,7 @@ impl Engine {
             self.side.send(FakeEvent::Exit {
                 code: None,
                 signal: Some(sig.as_str().into()),
+                peak_rss_kib: crate::process::peak_rss_kib(),
             });
             process::die_by(sig);
             self.fault(format!("steps[{i}]: {name} did not end the process"));
@@ -500,6 +501,7 @@ impl Engine {
         self.side.send(FakeEvent::Exit {
             code: Some(code),
             signal: None,
+            peak_rss_kib: crate::process::peak_rss_kib(),
         });
         std::process::exit(code)
     }

@@ -239,6 +239,8 @@ fn relay(
             side.send(FakeEvent::Exit {
                 code: None,
                 signal: Some(sig.as_str().to_owned()),
+                // The proxy's own peak says nothing of the real runtime.
+                peak_rss_kib: None,
             });
             // Die the same way, so the provider sees the real runtime's fate.
             // SAFETY: resetting a disposition and raising a signal on ourselves.
@@ -256,6 +258,8 @@ fn relay(
             side.send(FakeEvent::Exit {
                 code: Some(code),
                 signal: None,
+                // The proxy's own peak says nothing of the real runtime.
+                peak_rss_kib: None,
             });
             code
         }

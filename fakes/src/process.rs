@@ -152,6 +152,12 @@ pub fn spawn_grandchild(side: &str, run: &str, spec: &Grandchild) -> std::io::Re
     Ok(child.id() as i32)
 }
 
+/// This process's peak resident set so far, in KiB.
+pub fn peak_rss_kib() -> Option<u64> {
+    let usage = nix::sys::resource::getrusage(nix::sys::resource::UsageWho::RUSAGE_SELF).ok()?;
+    u64::try_from(usage.max_rss()).ok()
+}
+
 /// Tells the spawning runtime that this grandchild is registered (see [`spawn_grandchild`]).
 pub fn signal_ready(fd: i32) {
     use std::io::Write;

@@ -62,6 +62,7 @@ impl Signals {
                         side.send(FakeEvent::Exit {
                             code: None,
                             signal: Some(sig.as_str().into()),
+                            peak_rss_kib: crate::process::peak_rss_kib(),
                         });
                         crate::process::die_by(sig);
                     }

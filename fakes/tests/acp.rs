@@ -49,7 +49,7 @@ fn client_handshake(f: &mut common::Fake) {
 }
 
 fn is_exit_code(e: &FakeEvent, code: i32) -> bool {
-    matches!(e, FakeEvent::Exit { code: Some(c), signal: None } if *c == code)
+    matches!(e, FakeEvent::Exit { code: Some(c), signal: None, .. } if *c == code)
 }
 
 #[test]
@@ -276,12 +276,14 @@ fn signal_step_really_dies_by_the_signal() {
     assert_eq!(status.signal(), Some(libc::SIGABRT), "{status:?}");
     assert!(!status.core_dumped());
     f.finish();
-    assert_eq!(
-        f.runtime_events().last(),
-        Some(&FakeEvent::Exit {
-            code: None,
-            signal: Some("SIGABRT".into())
-        })
+    assert!(
+        matches!(
+            f.runtime_events().last(),
+            Some(FakeEvent::Exit { code: None, signal: Some(s), peak_rss_kib: Some(rss) })
+                if s == "SIGABRT" && *rss > 0
+        ),
+        "{:?}",
+        f.runtime_events().last()
     );
 }
 
@@ -323,7 +325,11 @@ fn sigterm_by_default_kills_after_recording() {
             },
             FakeEvent::Exit {
                 code: None,
-                signal: Some("SIGTERM".into())
+                signal: Some("SIGTERM".into()),
+                peak_rss_kib: events.last().and_then(|e| match e {
+                    FakeEvent::Exit { peak_rss_kib, .. } => *peak_rss_kib,
+                    _ => None,
+                }),
             }
         ]
     );

@@ -157,7 +157,7 @@ fn recv_method(f: &mut Fake, method: &str) -> Value {
 }
 
 fn is_exit_code(e: &FakeEvent, code: i32) -> bool {
-    matches!(e, FakeEvent::Exit { code: Some(c), signal: None } if *c == code)
+    matches!(e, FakeEvent::Exit { code: Some(c), signal: None, .. } if *c == code)
 }
 
 /// Every frame the runtime sent, with its `answers`.

@@ -67,7 +67,7 @@ fn status(session: &str, status: &str) -> Value {
 }
 
 fn is_exit_code(e: &FakeEvent, code: i32) -> bool {
-    matches!(e, FakeEvent::Exit { code: Some(c), signal: None } if *c == code)
+    matches!(e, FakeEvent::Exit { code: Some(c), signal: None, .. } if *c == code)
 }
 
 /// The runtime's own actions, without what its stdin reader reports concurrently.

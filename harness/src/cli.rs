@@ -29,6 +29,11 @@ pub enum Command {
     /// scenarios; no model-visible text may show one, and every text must equal its snapshot.
     /// Exit 0: no case failed; 1: a case failed (shrunk counterexample shown); 2: could not run.
     Redaction(RedactionArgs),
+    /// The catalog against every seeded defect of the reference, as a kill matrix (defect ×
+    /// check id). Exit 0: the clean reference passes, every defect is caught and every check
+    /// catches one; 1: not; 2: could not run.
+    #[command(name = "self-test")]
+    SelfTest(SelfTestArgs),
     /// List the scenarios that would run (or, with --checks, every check).
     List(ListArgs),
     /// Compare a real product's protocol vocabulary with the one conform is pinned to.
@@ -64,6 +69,9 @@ pub enum Command {
         #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
         args: Vec<String>,
     },
+    /// Measure what the harness costs on this machine (`ci/bench` prints it).
+    #[command(hide = true)]
+    Bench(BenchArgs),
     /// Join a cgroup, then exec the command (used by the harness in `--cgroup` mode).
     #[command(name = "cgroup-exec", hide = true)]
     CgroupExec {
@@ -77,6 +85,31 @@ pub enum Command {
         #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
         args: Vec<String>,
     },
+}
+
+#[derive(Debug, Args)]
+pub struct SelfTestArgs {
+    /// Runs in flight at once in each suite; at least 1.
+    #[arg(long, short = 'j', default_value_t = 16,
+          value_parser = clap::builder::RangedU64ValueParser::<usize>::new().range(1..))]
+    pub jobs: usize,
+    /// Only the defects and probes whose name contains this (repeatable). The check-id rule
+    /// then applies to what ran.
+    #[arg(long, value_name = "NAME")]
+    pub only: Vec<String>,
+}
+
+#[derive(Debug, Args)]
+pub struct BenchArgs {
+    /// `--jobs` values the catalog's wall time is measured at.
+    #[arg(long, value_delimiter = ',', default_value = "1,2,4,8,32")]
+    pub jobs: Vec<usize>,
+    /// Repetitions of the floor and of the simplest run.
+    #[arg(long, default_value_t = 50)]
+    pub repeat: usize,
+    /// Cases of the redaction property.
+    #[arg(long, default_value_t = 400)]
+    pub redaction_cases: usize,
 }
 
 #[derive(Debug, Args)]

@@ -5,6 +5,7 @@
 //! [`report`].
 
 pub mod baseline;
+pub mod bench;
 pub mod cgroup;
 pub mod checks;
 pub mod cli;
@@ -23,6 +24,7 @@ pub mod redaction;
 pub mod report;
 pub mod run;
 pub mod scenario;
+pub mod selftest;
 pub mod settle;
 pub mod side;
 pub mod snapshot;

@@ -96,6 +96,8 @@ fn main() -> ExitCode {
         }
         Command::Drift(args) => drift(args),
         Command::Report(args) => merge_reports(args),
+        Command::SelfTest(args) => self_test(args),
+        Command::Bench(args) => bench(args),
         Command::Redaction(args) => redaction(args),
         Command::Peers(args) => {
             let opts = conform::differential::DiffOptions {
@@ -388,6 +390,65 @@ fn checks_table() -> String {
             )
         })
         .collect()
+}
+
+/// `conform bench`: the figures of `ci/bench`.
+fn bench(args: conform::cli::BenchArgs) -> ExitCode {
+    let plan = conform::bench::Plan {
+        scenarios: default_dir("scenarios"),
+        snapshots: default_dir("snapshots"),
+        jobs: args.jobs,
+        repeat: args.repeat.max(1),
+        redaction_cases: args.redaction_cases.max(1),
+    };
+    let runtime = match tokio::runtime::Runtime::new() {
+        Ok(r) => r,
+        Err(e) => {
+            eprintln!("error: cannot start the async runtime: {e}");
+            return code(exit::ERROR);
+        }
+    };
+    let started = std::time::Instant::now();
+    let progress = |what: &str| eprintln!("[{:>4.0} s] {what}", started.elapsed().as_secs_f64());
+    match runtime.block_on(conform::bench::run(&plan, progress)) {
+        Ok(table) => match out(&table) {
+            Ok(()) => ExitCode::SUCCESS,
+            Err(c) => c,
+        },
+        Err(e) => {
+            eprintln!("error: {e}");
+            code(exit::ERROR)
+        }
+    }
+}
+
+/// `conform self-test`: the kill matrix of the reference's seeded defects.
+fn self_test(args: conform::cli::SelfTestArgs) -> ExitCode {
+    let plan = conform::selftest::Plan {
+        scenarios: default_dir("scenarios"),
+        snapshots: default_dir("snapshots"),
+        jobs: args.jobs,
+        only: args.only,
+    };
+    let runtime = match tokio::runtime::Runtime::new() {
+        Ok(r) => r,
+        Err(e) => {
+            eprintln!("error: cannot start the async runtime: {e}");
+            return code(exit::ERROR);
+        }
+    };
+    let started = std::time::Instant::now();
+    let progress = |name: &str| eprintln!("[{:>4.0} s] {name}", started.elapsed().as_secs_f64());
+    match runtime.block_on(conform::selftest::run(&plan, progress)) {
+        Ok(m) => match out(&conform::selftest::render(&m)) {
+            Ok(()) => code(if m.passed() { exit::PASS } else { exit::FAIL }),
+            Err(c) => c,
+        },
+        Err(e) => {
+            eprintln!("error: {e}");
+            code(exit::ERROR)
+        }
+    }
 }
 
 /// `conform report merge`: one report, one JUnit file and one exit code from the shards'.

@@ -119,6 +119,16 @@ impl SubjectPool {
         self.state.lock().await.broken.clone()
     }
 
+    /// The highest peak resident set of the subjects still running (KiB).
+    pub fn peak_rss_kib(&self) -> Option<u64> {
+        self.all
+            .lock()
+            .unwrap()
+            .iter()
+            .filter_map(|s| s.peak_rss_kib())
+            .max()
+    }
+
     /// Shuts every subject down (kills what does not exit in time) and waits for each.
     pub async fn shutdown(&self) {
         let all: Vec<_> = self.all.lock().unwrap().drain(..).collect();

@@ -129,6 +129,25 @@ pub fn close_on_exec(pid: i32, fd: &str) -> bool {
         .is_none_or(|flags| flags & nix::libc::O_CLOEXEC as u32 != 0)
 }
 
+/// `pid`'s peak resident set (`VmHWM` in `/proc/<pid>/status`, KiB).
+pub fn peak_rss_kib(pid: i32) -> Option<u64> {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
+    status
+        .lines()
+        .find_map(|l| l.strip_prefix("VmHWM:"))?
+        .trim()
+        .trim_end_matches("kB")
+        .trim()
+        .parse()
+        .ok()
+}
+
+/// This process's own peak resident set (KiB).
+pub fn own_peak_rss_kib() -> Option<u64> {
+    let usage = nix::sys::resource::getrusage(nix::sys::resource::UsageWho::RUSAGE_SELF).ok()?;
+    u64::try_from(usage.max_rss()).ok()
+}
+
 /// Reaps those of `pids` that are exited children of this process (orphans reparented here).
 /// Only these pids: `waitpid(-1)` would take a subject's exit status from tokio.
 pub fn reap_children_among(pids: &[i32]) {

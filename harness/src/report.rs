@@ -377,6 +377,7 @@ pub fn json(report: &SuiteReport) -> serde_json::Value {
         "interruptedBy": report.interrupted.map(crate::interrupt::name),
         "interruptedSignal": report.interrupted,
         "allowSkips": report.allow_skips,
+        "peakRssKiB": report.peak_rss_kib,
         "partition": report.partition.map(|p| p.to_string()),
         "baseline": report.baseline.as_ref().map(|b| json!({
             "file": b.path,

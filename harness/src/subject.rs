@@ -117,6 +117,12 @@ impl Subject {
         self.pgid
     }
 
+    /// The subject's peak resident set so far (`VmHWM`, KiB), while it runs: the process the
+    /// harness started (its group's leader).
+    pub fn peak_rss_kib(&self) -> Option<u64> {
+        crate::procs::peak_rss_kib(self.pgid)
+    }
+
     /// Spawns the subject in its own process group and exchanges `hello` (waiting at most
     /// `hello_timeout`). On any failure the subject's process group is killed and reaped.
     pub async fn start(

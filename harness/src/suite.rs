@@ -62,6 +62,16 @@ pub struct SuiteReport {
     pub partition: Option<crate::partition::Partition>,
     /// Each scenario's place in the whole selection, before any partition.
     pub positions: std::collections::BTreeMap<String, usize>,
+    /// Peak resident sets (KiB): the harness, the subject, the largest fake.
+    pub peak_rss_kib: PeakRss,
+}
+
+#[derive(Clone, Copy, Debug, Default, serde::Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct PeakRss {
+    pub harness: Option<u64>,
+    pub subject: Option<u64>,
+    pub fake: Option<u64>,
 }
 
 /// `--cgroup`: not asked for, on (the suite's cgroup), or asked for and not to be had here.
@@ -451,6 +461,7 @@ pub async fn run_scenarios(
     bar.finish_and_clear();
     reports.sort_by_key(|(i, _)| *i);
 
+    let subject_rss = ctx.pool.peak_rss_kib();
     ctx.pool.shutdown().await;
     // The subject is gone: whatever it said about a run after that run was over is in.
     for (_, report) in reports.iter_mut() {
@@ -480,6 +491,15 @@ pub async fn run_scenarios(
             .map(|p| format!("{p}, left by the subject")),
     );
     let findings = suite_findings(&ctx).await;
+    let fake_rss = reports
+        .iter()
+        .filter_map(|(_, r)| r.obs.as_ref())
+        .flat_map(|o| &o.fake)
+        .filter_map(|l| match l.event {
+            conform_protocol::side::FakeEvent::Exit { peak_rss_kib, .. } => peak_rss_kib,
+            _ => None,
+        })
+        .max();
     Ok(SuiteReport {
         subject: subject_name,
         cases: reports.into_iter().map(|(_, r)| r).collect(),
@@ -492,6 +512,11 @@ pub async fn run_scenarios(
         baseline: None,
         partition: None,
         positions: Default::default(),
+        peak_rss_kib: PeakRss {
+            harness: procs::own_peak_rss_kib(),
+            subject: subject_rss,
+            fake: fake_rss,
+        },
     })
 }
 

@@ -1148,3 +1148,38 @@ fn a_late_job_kill_that_sends_the_notice_again_is_caught() {
         &["[delivery.single-notice] 2 completion notices for one job"],
     );
 }
+
+#[test]
+fn a_result_reported_twice_breaks_the_subject_protocol() {
+    caught(
+        &["result-twice"],
+        "acp/success/end-turn",
+        &[],
+        &["[subject.protocol] out of order: `result` a second time"],
+    );
+}
+
+#[test]
+fn a_result_made_up_without_spawning_the_runtime_is_caught() {
+    caught(
+        &["stub-result"],
+        "acp/success/end-turn",
+        &[],
+        &[
+            "[subject.runtime] the subject reported the run, but the runtime it was given never started",
+        ],
+    );
+}
+
+#[test]
+fn a_result_held_back_after_the_child_exited_is_caught_by_time() {
+    caught(
+        &["late-result-after-exit"],
+        "acp/stage/",
+        &[],
+        &[
+            "[timing.result] `result` came ",
+            " ms after the run's last process was gone",
+        ],
+    );
+}

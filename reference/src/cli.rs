@@ -126,6 +126,12 @@ pub enum Defect {
     NoSigkillRung,
     /// Reap orphaned descendants (reparented to the subject, a child subreaper) only when the subject exits, so they stay zombies after `settled`.
     ReapOrphansLate,
+    /// Report every result twice.
+    ResultTwice,
+    /// Answer every run with an empty completed result without spawning its runtime (a stub left in).
+    StubResult,
+    /// When the child has already exited, wait two seconds before reporting the result.
+    LateResultAfterExit,
 }
 
 /// Deliberate misbehaviours for the harness's self-tests. All off by default.
@@ -185,6 +191,9 @@ pub struct Defects {
     pub settled_early: bool,
     pub no_sigkill_rung: bool,
     pub reap_orphans_late: bool,
+    pub result_twice: bool,
+    pub stub_result: bool,
+    pub late_result_after_exit: bool,
 }
 
 impl Defects {
@@ -246,6 +255,9 @@ impl Defects {
                 Defect::SettledEarly => d.settled_early = true,
                 Defect::NoSigkillRung => d.no_sigkill_rung = true,
                 Defect::ReapOrphansLate => d.reap_orphans_late = true,
+                Defect::ResultTwice => d.result_twice = true,
+                Defect::StubResult => d.stub_result = true,
+                Defect::LateResultAfterExit => d.late_result_after_exit = true,
             }
         }
         d

@@ -115,6 +115,9 @@ pub(crate) async fn drive<D: Driver>(
     if *cancel.borrow() {
         return reject(&events, D::aborted_before_start(), true);
     }
+    if defects.stub_result {
+        return stub_result(&events);
+    }
     let cwd = PathBuf::from(&spec.runtime.cwd);
     if !cwd.is_absolute() || !cwd.is_dir() {
         log(format!(
@@ -132,6 +135,8 @@ pub(crate) async fn drive<D: Driver>(
         D::CHILD,
         spawned.child.pgid()
     ));
+    let child = spawned.child.clone();
+    let late_result = defects.late_result_after_exit;
     let mut run = D::connect(config, defects, log, spawned);
     let session = match run.handshake(&spec, &mut cancel).await {
         Ok(s) => s,
@@ -151,9 +156,27 @@ pub(crate) async fn drive<D: Driver>(
         dispatch_at: rfc3339_now(),
     });
     let result = run.run_task(&spec, &session, &mut cancel).await;
+    if late_result && child.exited().is_some() {
+        // Seeded defect `late-result-after-exit`: nothing is left to wait for.
+        tokio::time::sleep(std::time::Duration::from_secs(2)).await;
+    }
     let _ = events.send(ProviderEvent::Result(result));
     let disposed = run.dispose().await;
     let _ = events.send(ProviderEvent::Disposed(disposed));
+}
+
+/// Seeded defect `stub-result`: a published run that completes empty, nothing spawned.
+fn stub_result(events: &mpsc::UnboundedSender<ProviderEvent>) {
+    let _ = events.send(ProviderEvent::Published {
+        child_session_key: fresh_uuid(),
+        dispatch_at: rfc3339_now(),
+    });
+    let _ = events.send(ProviderEvent::Result(SubagentResult {
+        stop_reason: "completed".into(),
+        output: Vec::new(),
+        diagnostic: None,
+    }));
+    let _ = events.send(ProviderEvent::Disposed(Ok(())));
 }
 
 /// A spawned child wired up: its stderr forwarded to the host log (and kept as a tail), JSON-RPC

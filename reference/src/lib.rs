@@ -30,6 +30,20 @@ use crate::cli::Defects;
 use crate::run::{Control, StartParams};
 use crate::writer::Out;
 
+/// Every seeded defect: its `--defect` name and its one line of help, in declaration order
+/// (`conform self-test` runs the catalog against each).
+pub fn defects() -> Vec<(String, String)> {
+    use clap::ValueEnum;
+    cli::Defect::value_variants()
+        .iter()
+        .filter_map(|d| d.to_possible_value())
+        .map(|v| {
+            let help = v.get_help().map(|h| h.to_string()).unwrap_or_default();
+            (v.get_name().to_owned(), help)
+        })
+        .collect()
+}
+
 /// Runs the reference subject with these arguments (without the program name) and returns
 /// the process exit code. Shared by the `conform-reference` binary and `conform reference`.
 pub fn main_with_args(args: Vec<String>) -> i32 {

@@ -203,12 +203,16 @@ pub async fn host_run(
                 }
                 Some(ProviderEvent::Result(mut r)) => {
                     apply_result_defects(&defects, &mut r);
-                    host.emit(FromSubject::Result {
+                    let message = FromSubject::Result {
                         run: p.run.clone(),
                         stop_reason: r.stop_reason.clone(),
                         output: r.output.clone(),
                         diagnostic: r.diagnostic.clone(),
-                    });
+                    };
+                    if defects.result_twice {
+                        host.emit(message.clone());
+                    }
+                    host.emit(message);
                     result = Some(r);
                 }
                 Some(ProviderEvent::Disposed(disposed)) => {

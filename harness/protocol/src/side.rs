@@ -90,6 +90,9 @@ pub enum FakeEvent {
         code: Option<i32>,
         #[serde(default, skip_serializing_if = "Option::is_none")]
         signal: Option<String>,
+        /// The process's peak resident set, in KiB (`getrusage`), for the benchmark's figures.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        peak_rss_kib: Option<u64>,
     },
     /// The fake itself failed (bad script, I/O error): a harness fault, not the subject's.
     Fault { detail: String },

@@ -1,0 +1,348 @@
+//! `conform bench` (run by `ci/bench`): what the harness costs, measured on this machine in one
+//! sitting, each figure beside the floor it is judged against. Never a timed assertion: the
+//! figures are printed, `docs/performance.md` keeps one table.
+//!
+//! - **floor**: one fake process spawned, its ACP handshake answered, stdin closed, its exit
+//!   awaited — the least any run can cost;
+//! - **simplest run**: `acp/success/end-turn` in the foreground, one at a time, end to end
+//!   (harness → reference subject → fake → verdict), and what it costs above the floor;
+//! - **catalog wall time** at several `--jobs`, each a fresh `conform run` (its peak RSS too);
+//! - **settle verdict latency**: from the run's last process exit to its verdict (p50, p99);
+//! - **redaction property** cases per second;
+//! - **peak RSS** of the harness, the subject and the largest fake;
+//! - the cases that set the catalog's wall time (teardown graces and deadlines).
+
+use std::fmt::Write as _;
+use std::io::{BufRead, Write};
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use serde_json::Value;
+
+pub struct Plan {
+    pub scenarios: PathBuf,
+    pub snapshots: PathBuf,
+    /// `--jobs` values for the catalog's wall time.
+    pub jobs: Vec<usize>,
+    /// Repetitions of the floor and of the simplest run.
+    pub repeat: usize,
+    pub redaction_cases: usize,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum BenchError {
+    #[error("{0}")]
+    Io(#[from] std::io::Error),
+    #[error("{0}")]
+    Suite(#[from] crate::suite::SuiteError),
+    #[error("{0}")]
+    Other(String),
+}
+
+/// The p-th percentile (0–100) of `xs` (sorted here), nearest rank.
+fn percentile(xs: &mut [f64], p: f64) -> f64 {
+    if xs.is_empty() {
+        return f64::NAN;
+    }
+    xs.sort_by(f64::total_cmp);
+    let rank = ((p / 100.0) * xs.len() as f64).ceil() as usize;
+    xs[rank.clamp(1, xs.len()) - 1]
+}
+
+/// One fake spawned, handshake answered, EOF, exit: milliseconds, `repeat` times.
+fn floor(exe: &str, work: &Path, repeat: usize) -> Result<(Vec<f64>, Option<u64>), BenchError> {
+    let root = work.join("floor");
+    std::fs::create_dir_all(root.join("probe"))?;
+    std::fs::create_dir_all(root.join("preludes"))?;
+    let file = root.join("probe/floor.toml");
+    std::fs::write(
+        &file,
+        "title = \"the floor\"\nprovider = \"acp\"\nmodes = [\"foreground\"]\n\n\
+         [[fake.steps]]\nexpect = \"initialize\"\n\n\
+         [[fake.steps]]\nreply = { protocolVersion = 1, agentCapabilities = {} }\n\n\
+         [expect]\nstop_reason = \"completed\"\n",
+    )?;
+    let scenario =
+        crate::scenario::load(&root, &file).map_err(|e| BenchError::Other(e.to_string()))?;
+    let script = work.join("floor.json");
+    std::fs::write(&script, serde_json::to_vec(&scenario.script).expect("json"))?;
+    let router = Arc::new(crate::events::Router::default());
+    let side = crate::side::SideServer::bind_in(work, router.clone())?;
+    let init = "{\"jsonrpc\":\"2.0\",\"id\":0,\"method\":\"initialize\",\"params\":{\"protocolVersion\":1,\"clientCapabilities\":{}}}\n";
+    let mut times = Vec::new();
+    let mut rss = None;
+    for i in 0..repeat {
+        let run = format!("floor-{i}");
+        let _route = router.open(&run);
+        let t = Instant::now();
+        let mut child = Command::new(exe)
+            .args(["fake", "acp", "--script"])
+            .arg(&script)
+            .arg("--side")
+            .arg(side.path())
+            .args(["--run", &run])
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()?;
+        let mut stdin = child.stdin.take().expect("piped");
+        stdin.write_all(init.as_bytes())?;
+        let mut line = String::new();
+        std::io::BufReader::new(child.stdout.take().expect("piped")).read_line(&mut line)?;
+        if !line.contains("\"protocolVersion\"") {
+            return Err(BenchError::Other(format!(
+                "the fake did not answer initialize: {line:?}"
+            )));
+        }
+        if i == 0 {
+            rss = crate::procs::peak_rss_kib(child.id() as i32);
+        }
+        drop(stdin);
+        child.wait()?;
+        times.push(t.elapsed().as_secs_f64() * 1000.0);
+        router.close(&run);
+    }
+    Ok((times, rss))
+}
+
+/// `conform <args>` as a child, with a JSON report: (wall time, report).
+fn conform_json(
+    exe: &str,
+    args: &[&str],
+    work: &Path,
+    name: &str,
+) -> Result<(Duration, Value), BenchError> {
+    let json = work.join(format!("{name}.json"));
+    let t = Instant::now();
+    let out = Command::new(exe)
+        .args(args)
+        .arg("--json")
+        .arg(&json)
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .output()?;
+    let wall = t.elapsed();
+    let text = std::fs::read_to_string(&json).map_err(|e| {
+        BenchError::Other(format!(
+            "conform {} wrote no report ({e}): {}",
+            args.join(" "),
+            String::from_utf8_lossy(&out.stderr)
+        ))
+    })?;
+    let v: Value = serde_json::from_str(&text).map_err(|e| BenchError::Other(e.to_string()))?;
+    if v["exitCode"] != 0 {
+        return Err(BenchError::Other(format!(
+            "conform {} did not pass (exit {}): the figures would measure failures",
+            args.join(" "),
+            v["exitCode"]
+        )));
+    }
+    Ok((wall, v))
+}
+
+pub async fn run(plan: &Plan, mut progress: impl FnMut(&str)) -> Result<String, BenchError> {
+    let exe = std::env::current_exe()?.to_string_lossy().into_owned();
+    let work = tempfile::Builder::new()
+        .prefix("conform-bench-")
+        .tempdir()?;
+    let mut rows: Vec<(String, String, String)> = Vec::new();
+
+    progress("the floor");
+    let (mut floor_ms, fake_rss_idle) = floor(&exe, work.path(), plan.repeat)?;
+    let floor_p50 = percentile(&mut floor_ms, 50.0);
+    rows.push((
+        "floor: spawn a fake, answer its handshake, EOF, exit".into(),
+        format!(
+            "{floor_p50:.1} ms p50 (p90 {:.1} ms, {} runs)",
+            percentile(&mut floor_ms, 90.0),
+            plan.repeat
+        ),
+        "the floor".into(),
+    ));
+
+    progress("the simplest run, one at a time");
+    let simplest = crate::scenario::discover(&plan.scenarios)
+        .map_err(|e| BenchError::Other(format!("{} scenario file(s) failed to load", e.len())))?
+        .into_iter()
+        .find(|s| s.id == "acp/success/end-turn")
+        .ok_or_else(|| BenchError::Other("acp/success/end-turn is missing".into()))?;
+    let mut one = simplest.clone();
+    one.file.modes = vec![conform_protocol::subject::Mode::Foreground];
+    let one = Arc::new(one);
+    let opts = crate::suite::Options {
+        jobs: 1,
+        pending_snapshots: false,
+        ..crate::suite::Options::new(plan.scenarios.clone(), plan.snapshots.clone())
+    };
+    let report =
+        crate::suite::run_scenarios(&opts, std::iter::repeat_n(one, plan.repeat).collect()).await?;
+    if report.exit_code() != crate::suite::exit::PASS {
+        return Err(BenchError::Other(
+            "acp/success/end-turn failed under the bench".into(),
+        ));
+    }
+    let mut run_ms: Vec<f64> = report
+        .cases
+        .iter()
+        .filter_map(|c| c.obs.as_ref())
+        .map(|o| o.elapsed.as_secs_f64() * 1000.0)
+        .collect();
+    let run_p50 = percentile(&mut run_ms, 50.0);
+    rows.push((
+        "simplest run end to end (acp/success/end-turn, -j 1)".into(),
+        format!(
+            "{run_p50:.1} ms p50 (p90 {:.1} ms)",
+            percentile(&mut run_ms, 90.0)
+        ),
+        format!("{:.1}× the floor", run_p50 / floor_p50),
+    ));
+    rows.push((
+        "  above the floor (harness + subject, per run)".into(),
+        format!("{:.1} ms", run_p50 - floor_p50),
+        "target ≤ 2 ms of harness".into(),
+    ));
+
+    let mut catalog: Vec<(usize, Duration, Value)> = Vec::new();
+    for &j in &plan.jobs {
+        progress(&format!("the catalog at -j {j}"));
+        let jobs = j.to_string();
+        let (wall, v) = conform_json(
+            &exe,
+            &["run", "-j", &jobs],
+            work.path(),
+            &format!("catalog-j{j}"),
+        )?;
+        catalog.push((j, wall, v));
+    }
+    let cases = catalog
+        .first()
+        .map(|(_, _, v)| {
+            v["cases"]
+                .as_array()
+                .map_or(0, |cs| cs.iter().filter(|c| c["verdict"] == "pass").count())
+        })
+        .unwrap_or_default();
+    for (j, wall, v) in &catalog {
+        rows.push((
+            format!("catalog wall time, -j {j} ({cases} runs)"),
+            format!("{:.1} s", wall.as_secs_f64()),
+            format!(
+                "{:.1} ms per run; harness peak RSS {}",
+                wall.as_secs_f64() * 1000.0 / cases.max(1) as f64,
+                mib(v["peakRssKiB"]["harness"].as_u64())
+            ),
+        ));
+    }
+
+    // Settle verdict latency and the cases that set the wall time, from the widest run that
+    // is not oversubscribed (-j 8 if measured).
+    if let Some((j, _, v)) = catalog
+        .iter()
+        .find(|(j, _, _)| *j == 8)
+        .or_else(|| catalog.last())
+    {
+        let mut latency: Vec<f64> = v["cases"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter_map(|c| {
+                let elapsed = c["elapsedMs"].as_f64()?;
+                let last = c["settle"]["lastExitAtMs"].as_f64()?;
+                Some(elapsed - last)
+            })
+            .collect();
+        rows.push((
+            format!("last process exit → verdict (-j {j})"),
+            format!(
+                "{:.0} ms p50, {:.0} ms p99",
+                percentile(&mut latency, 50.0),
+                percentile(&mut latency, 99.0)
+            ),
+            "event-driven: pidfd, pipe EOF, channels".into(),
+        ));
+        rows.push((
+            "peak RSS: harness / subject / largest fake".into(),
+            format!(
+                "{} / {} / {}",
+                mib(v["peakRssKiB"]["harness"].as_u64()),
+                mib(v["peakRssKiB"]["subject"].as_u64()),
+                mib(v["peakRssKiB"]["fake"].as_u64().or(fake_rss_idle))
+            ),
+            "target: harness ≤ 40 MiB".into(),
+        ));
+    }
+
+    progress("the redaction property");
+    let t = Instant::now();
+    let cases_arg = plan.redaction_cases.to_string();
+    let out = Command::new(&exe)
+        .args(["redaction", "--cases", &cases_arg, "--seed", "1"])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .status()?;
+    let secs = t.elapsed().as_secs_f64();
+    rows.push((
+        format!("redaction property ({} cases, -j 8)", plan.redaction_cases),
+        format!("{:.0} cases/s", plan.redaction_cases as f64 / secs),
+        if out.success() {
+            "all passed".into()
+        } else {
+            format!("exit {:?}", out.code())
+        },
+    ));
+
+    let mut table = comfy_table::Table::new();
+    table.load_preset(comfy_table::presets::UTF8_BORDERS_ONLY);
+    table.set_header(["figure", "measured", "beside"]);
+    for (a, b, c) in rows {
+        table.add_row([a, b, c]);
+    }
+    let mut text = format!("{table}\n");
+    // What sets the wall time at -j 2: the longest cases (their share of all run time).
+    if let Some((_, _, v)) = catalog
+        .iter()
+        .find(|(j, _, _)| *j == 2)
+        .or_else(|| catalog.first())
+    {
+        let mut by_time: Vec<(f64, String)> = v["cases"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter_map(|c| {
+                Some((
+                    c["elapsedMs"].as_f64()?,
+                    format!("{} ({})", c["id"].as_str()?, c["mode"].as_str()?),
+                ))
+            })
+            .collect();
+        let total: f64 = by_time.iter().map(|(t, _)| t).sum();
+        by_time.sort_by(|a, b| b.0.total_cmp(&a.0));
+        let _ = writeln!(
+            text,
+            "\nlongest runs at -j 2 (of {:.1} s of run time in all):",
+            total / 1000.0
+        );
+        for (t, id) in by_time.iter().take(10) {
+            let _ = writeln!(text, "  {t:>6.0} ms  {id}");
+        }
+        let over_300: f64 = by_time
+            .iter()
+            .filter(|(t, _)| *t >= 300.0)
+            .map(|(t, _)| t)
+            .sum();
+        let _ = writeln!(
+            text,
+            "  runs of 300 ms or more: {} of {}, {:.0} % of all run time",
+            by_time.iter().filter(|(t, _)| *t >= 300.0).count(),
+            by_time.len(),
+            100.0 * over_300 / total.max(1.0)
+        );
+    }
+    Ok(text)
+}
+
+fn mib(kib: Option<u64>) -> String {
+    kib.map_or("?".into(), |k| format!("{:.1} MiB", k as f64 / 1024.0))
+}

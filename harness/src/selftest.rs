@@ -1,0 +1,384 @@
+//! `conform self-test`: the catalog against every seeded defect of the reference, as a kill
+//! matrix (defect × check id). It fails when the clean reference fails, when a defect survives
+//! (no check caught it), or when a check id kills no defect — a check that cannot fail.
+//!
+//! Checks no reference defect can reach — a subject that never starts, a fake or snapshot the
+//! harness cannot use — are killed by [`PROBES`]: small hostile subjects and broken inputs, each
+//! named like a defect.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::fmt::Write as _;
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+use crate::checks::Check;
+use crate::suite::{self, SuiteReport, Verdict};
+
+/// Each run's deadline, unless its scenario sets one: a clean run of the catalog takes under
+/// a second per case (its longest, the teardown ladders, about 0.6 s), and a defect that leaves
+/// runs hanging (no notice, no answer) costs its deadline for each of them. The clean run is
+/// held to the same deadline, so it cannot make a kill of its own.
+pub const DEADLINE: Duration = Duration::from_secs(5);
+
+/// A way to make checks fail besides the reference's own defects.
+pub struct Probe {
+    pub name: &'static str,
+    pub help: &'static str,
+    /// The subject command line (`sh -c`); `{exe}` is the conform binary.
+    pub subject: &'static str,
+    /// Scenarios to run (`--filter`); empty: the whole catalog.
+    pub filter: &'static [&'static str],
+    /// A broken input the probe runs against instead of the workspace's own.
+    pub breaks: Breaks,
+}
+
+#[derive(Clone, Copy)]
+pub enum Breaks {
+    Nothing,
+    /// A scenario whose fake faults (its script asks for a signal that does not exist).
+    FakeScript,
+    /// A scenario whose fake sends a frame its protocol's schema rejects, unmarked.
+    FakeFrame,
+    /// A stored snapshot that cannot be read.
+    Snapshot,
+}
+
+pub const PROBES: &[Probe] = &[
+    Probe {
+        name: "probe:no-hello",
+        help: "A subject that starts and never says hello.",
+        subject: "exec sleep 3600",
+        filter: &["acp/stop/refusal"],
+        breaks: Breaks::Nothing,
+    },
+    Probe {
+        name: "probe:fake-fault",
+        help: "A scenario whose fake cannot run its script.",
+        subject: "",
+        filter: &["probe/"],
+        breaks: Breaks::FakeScript,
+    },
+    Probe {
+        name: "probe:fake-frame",
+        help: "A scenario whose fake sends a frame its protocol rejects, unmarked.",
+        subject: "",
+        filter: &["probe/"],
+        breaks: Breaks::FakeFrame,
+    },
+    Probe {
+        name: "probe:unreadable-snapshot",
+        help: "A stored snapshot that is not a snapshot.",
+        subject: "",
+        filter: &["acp/stop/refusal"],
+        breaks: Breaks::Snapshot,
+    },
+];
+
+/// One row of the matrix.
+pub struct Row {
+    pub name: String,
+    pub help: String,
+    pub killed: BTreeSet<&'static str>,
+    pub elapsed: Duration,
+    /// The run could not judge at all (exit 2 without a harness check to name).
+    pub error: Option<String>,
+}
+
+pub struct Matrix {
+    pub clean: Result<(), String>,
+    pub rows: Vec<Row>,
+    pub elapsed: Duration,
+}
+
+impl Matrix {
+    pub fn survivors(&self) -> impl Iterator<Item = &Row> {
+        self.rows.iter().filter(|r| r.killed.is_empty())
+    }
+
+    /// Check ids no row killed.
+    pub fn unkilled(&self) -> Vec<&'static str> {
+        Check::ALL
+            .iter()
+            .map(|c| c.id())
+            .filter(|id| !self.rows.iter().any(|r| r.killed.contains(id)))
+            .collect()
+    }
+
+    pub fn passed(&self) -> bool {
+        self.clean.is_ok() && self.survivors().next().is_none() && self.unkilled().is_empty()
+    }
+}
+
+/// What a suite's report killed: every check id a failed case or the suite names.
+fn killed(report: &SuiteReport) -> BTreeSet<&'static str> {
+    // A case the harness failed proves nothing about the subject: only its harness checks
+    // count there.
+    let counted = |fs: &'_ [crate::checks::Finding]| -> Vec<&'static str> {
+        let harness = fs
+            .iter()
+            .any(|f| f.blame() == crate::checks::Blame::Harness);
+        fs.iter()
+            .filter(|f| !harness || f.blame() == crate::checks::Blame::Harness)
+            .map(|f| f.check.id())
+            .collect()
+    };
+    let mut out: BTreeSet<&'static str> = report
+        .cases
+        .iter()
+        .filter(|c| matches!(c.verdict, Verdict::Fail))
+        .flat_map(|c| counted(&c.findings))
+        .chain(counted(&report.findings))
+        .collect();
+    if !report.stragglers.is_empty() {
+        out.insert(Check::ProcessSettled.id());
+    }
+    out
+}
+
+pub struct Plan {
+    pub scenarios: PathBuf,
+    pub snapshots: PathBuf,
+    pub jobs: usize,
+    /// Only defects and probes whose name contains one of these (empty: all).
+    pub only: Vec<String>,
+}
+
+/// Runs the clean reference, every defect and every probe, one suite after another.
+pub async fn run(plan: &Plan, mut progress: impl FnMut(&str)) -> Result<Matrix, suite::SuiteError> {
+    let started = Instant::now();
+    let exe = std::env::current_exe()?.to_string_lossy().into_owned();
+    let quote = |s: &str| format!("'{}'", s.replace('\'', r"'\''"));
+    let options = |subject: String| suite::Options {
+        subject: Some(subject),
+        jobs: plan.jobs,
+        deadline: DEADLINE,
+        allow_skips: true,
+        pending_snapshots: false,
+        ..suite::Options::new(plan.scenarios.clone(), plan.snapshots.clone())
+    };
+    // Scenarios that run only when their product speaks a newer version (`codex/upgrade/`)
+    // are a suite of their own per version, so every defect meets them too.
+    let mut versioned: BTreeMap<(conform_protocol::vocab::Provider, String), Vec<String>> =
+        BTreeMap::new();
+    for s in crate::scenario::discover(&plan.scenarios).map_err(suite::SuiteError::Scenarios)? {
+        if let Some(v) = &s.file.product_version {
+            versioned
+                .entry((s.file.provider, v.clone()))
+                .or_default()
+                .push(s.id.clone());
+        }
+    }
+    // The catalog, then each versioned part: what failed, and the worst exit code.
+    let catalog = |subject: String| {
+        let versioned = &versioned;
+        let options = &options;
+        async move {
+            let mut killed_here = BTreeSet::new();
+            let mut worst = suite::exit::PASS;
+            let mut runs = vec![options(subject.clone())];
+            for ((provider, version), ids) in versioned {
+                runs.push(suite::Options {
+                    filters: ids.clone(),
+                    product_versions: [(*provider, version.clone())].into_iter().collect(),
+                    ..options(subject.clone())
+                });
+            }
+            for opts in runs {
+                let report = suite::run(opts).await?;
+                killed_here.extend(killed(&report));
+                worst = worst.max(report.exit_code());
+            }
+            Ok::<_, suite::SuiteError>((killed_here, worst))
+        }
+    };
+    progress("the clean reference");
+    let (clean_killed, clean_code) = catalog(format!("{} reference", quote(&exe))).await?;
+    let clean = match clean_code {
+        suite::exit::PASS => Ok(()),
+        code => Err(format!(
+            "the clean reference fails its own catalog (exit {code}): {}",
+            clean_killed.into_iter().collect::<Vec<_>>().join(", ")
+        )),
+    };
+    let wanted =
+        |name: &str| plan.only.is_empty() || plan.only.iter().any(|o| name.contains(o.as_str()));
+    let mut rows = Vec::new();
+    for (name, help) in conform_reference::defects() {
+        if !wanted(&name) {
+            continue;
+        }
+        progress(&name);
+        let t = Instant::now();
+        let (killed, _) = catalog(format!("{} reference --defect {name}", quote(&exe))).await?;
+        rows.push(Row {
+            name,
+            help,
+            killed,
+            elapsed: t.elapsed(),
+            error: None,
+        });
+    }
+    for probe in PROBES.iter().filter(|p| wanted(p.name)) {
+        progress(probe.name);
+        let t = Instant::now();
+        let work = tempfile::tempdir()?;
+        let (scenarios, snapshots) = prepare(probe.breaks, work.path(), plan)?;
+        let subject = if probe.subject.is_empty() {
+            format!("{} reference", quote(&exe))
+        } else {
+            probe.subject.replace("{exe}", &quote(&exe))
+        };
+        let opts = suite::Options {
+            filters: probe.filter.iter().map(|f| (*f).to_owned()).collect(),
+            hello_timeout: Duration::from_secs(2),
+            ..suite::Options {
+                scenarios,
+                snapshots,
+                ..options(subject)
+            }
+        };
+        let (killed, error) = match suite::run(opts).await {
+            Ok(report) => (killed(&report), None),
+            Err(e) => (BTreeSet::new(), Some(e.to_string())),
+        };
+        rows.push(Row {
+            name: probe.name.to_owned(),
+            help: probe.help.to_owned(),
+            killed,
+            elapsed: t.elapsed(),
+            error,
+        });
+    }
+    Ok(Matrix {
+        clean,
+        rows,
+        elapsed: started.elapsed(),
+    })
+}
+
+/// The scenario and snapshot folders a probe runs against: the workspace's own, or a copy of
+/// one scenario with the break in it.
+fn prepare(breaks: Breaks, work: &Path, plan: &Plan) -> std::io::Result<(PathBuf, PathBuf)> {
+    let scenario = |steps: &str| -> std::io::Result<(PathBuf, PathBuf)> {
+        let dir = work.join("scenarios");
+        std::fs::create_dir_all(dir.join("probe"))?;
+        std::fs::create_dir_all(dir.join("preludes"))?;
+        for prelude in std::fs::read_dir(plan.scenarios.join("preludes"))?.flatten() {
+            std::fs::copy(
+                prelude.path(),
+                dir.join("preludes").join(prelude.file_name()),
+            )?;
+        }
+        std::fs::write(
+            dir.join("probe").join("broken.toml"),
+            format!(
+                "title = \"a scenario the self-test breaks on purpose\"\nprovider = \"acp\"\nmodes = [\"foreground\"]\n\n{steps}\n[expect]\nstop_reason = \"completed\"\noutput = \"done\"\n"
+            ),
+        )?;
+        let snaps = work.join("snapshots");
+        std::fs::create_dir_all(&snaps)?;
+        Ok((dir, snaps))
+    };
+    match breaks {
+        Breaks::Nothing => Ok((plan.scenarios.clone(), plan.snapshots.clone())),
+        // `reply` with no request open: the fake cannot do what its script says.
+        Breaks::FakeScript => scenario("[[fake.steps]]\nreply = { x = 1 }\n"),
+        Breaks::FakeFrame => scenario(
+            "[[fake.steps]]\ninclude = \"acp-prompt\"\n\n[[fake.steps]]\nupdate = { sessionUpdate = \"agent_message_chunk\", content = { type = \"text\" } }\n\n[[fake.steps]]\nchunk = \"done\"\n\n[[fake.steps]]\nstop = \"end_turn\"\n",
+        ),
+        Breaks::Snapshot => {
+            let snaps = work.join("snapshots");
+            std::fs::create_dir_all(&snaps)?;
+            for mode in ["foreground", "background"] {
+                std::fs::write(
+                    snaps.join(format!("acp__stop__refusal@{mode}.snap")),
+                    [0xff, 0xfe, 0x00],
+                )?;
+            }
+            Ok((plan.scenarios.clone(), snaps))
+        }
+    }
+}
+
+/// The matrix as text: one line per defect or probe with what killed it, then each check id
+/// with how many rows it killed, then the verdict.
+pub fn render(m: &Matrix) -> String {
+    let mut out = String::new();
+    if let Err(why) = &m.clean {
+        let _ = writeln!(out, "✗ {why}\n");
+    }
+    let width = m.rows.iter().map(|r| r.name.len()).max().unwrap_or(0);
+    let _ = writeln!(
+        out,
+        "kill matrix: {} defects and probes × {} checks\n",
+        m.rows.len(),
+        Check::ALL.len()
+    );
+    for r in &m.rows {
+        let mark = if r.killed.is_empty() {
+            "✗ SURVIVED"
+        } else {
+            "killed by"
+        };
+        let _ = writeln!(
+            out,
+            "{:<width$}  {:>5.1} s  {mark} {}{}",
+            r.name,
+            r.elapsed.as_secs_f64(),
+            r.killed.iter().copied().collect::<Vec<_>>().join(", "),
+            r.error
+                .as_ref()
+                .map(|e| format!(" (could not run: {e})"))
+                .unwrap_or_default()
+        );
+    }
+    let mut by_check: BTreeMap<&str, Vec<&str>> = BTreeMap::new();
+    for r in &m.rows {
+        for c in &r.killed {
+            by_check.entry(c).or_default().push(&r.name);
+        }
+    }
+    let _ = writeln!(out, "\nper check (the defects and probes it kills):");
+    let cw = Check::ALL.iter().map(|c| c.id().len()).max().unwrap_or(0);
+    for c in Check::ALL {
+        let rows = by_check.get(c.id()).cloned().unwrap_or_default();
+        if rows.is_empty() {
+            let _ = writeln!(
+                out,
+                "  {:<cw$}  ✗ kills nothing: a check that cannot fail",
+                c.id()
+            );
+        } else {
+            let _ = writeln!(
+                out,
+                "  {:<cw$}  {:>2}  {}",
+                c.id(),
+                rows.len(),
+                rows.join(", ")
+            );
+        }
+    }
+    let survivors: Vec<&str> = m.survivors().map(|r| r.name.as_str()).collect();
+    let unkilled = m.unkilled();
+    let _ = writeln!(
+        out,
+        "\n{}: {} of {} defects and probes killed, {} of {} checks kill one, in {:.0} s",
+        if m.passed() {
+            "self-test passed"
+        } else {
+            "self-test FAILED"
+        },
+        m.rows.len() - survivors.len(),
+        m.rows.len(),
+        Check::ALL.len() - unkilled.len(),
+        Check::ALL.len(),
+        m.elapsed.as_secs_f64()
+    );
+    if !survivors.is_empty() {
+        let _ = writeln!(out, "  survived: {}", survivors.join(", "));
+    }
+    if !unkilled.is_empty() {
+        let _ = writeln!(out, "  kill nothing: {}", unkilled.join(", "));
+    }
+    out
+}
