@@ -3,7 +3,7 @@
 //! ```text
 //! fake-<protocol> --script <file.json> --side <socket> --run <id>
 //! fake-<protocol> --grandchild --side <socket> --run <id> [--trap-sigterm] [--setsid] [--daemon]
-//!     [--unregistered] [--anonymous]
+//!     [--unregistered] [--anonymous [--clear-env]]
 //! ```
 //!
 //! Errors (bad arguments, unreadable or invalid script) go to stderr and, when the side
@@ -57,6 +57,9 @@ pub struct Args {
     /// Grandchild: never register, and exec `sleep` (arguments without the run's id).
     #[arg(long)]
     pub anonymous: bool,
+    /// Grandchild, with `--anonymous`: exec with an empty environment.
+    #[arg(long)]
+    pub clear_env: bool,
     /// Grandchild: the fd to write one byte to once registered.
     #[arg(long)]
     pub ready_fd: Option<i32>,
@@ -141,7 +144,7 @@ pub fn main_with_args(codec: Box<dyn Codec>, args: Vec<String>, self_args: Vec<S
 
 async fn run(argv: Vec<String>, mut codec: Box<dyn Codec>) {
     let usage = "usage: --script <file.json> --side <socket> --run <id> \
-                 | --grandchild --side <socket> --run <id> [--trap-sigterm] [--setsid] [--daemon] [--unregistered] [--anonymous]";
+                 | --grandchild --side <socket> --run <id> [--trap-sigterm] [--setsid] [--daemon] [--unregistered] [--anonymous [--clear-env]]";
     let args = Args::parse(argv);
     let Some(side_path) = args.side.clone() else {
         let why = args
@@ -175,7 +178,20 @@ async fn run(argv: Vec<String>, mut codec: Box<dyn Codec>) {
             process::signal_ready(fd);
         }
         use std::os::unix::process::CommandExt;
-        let e = std::process::Command::new("sleep").arg("86400").exec();
+        // Found before the environment (and its PATH) goes.
+        let sleep = std::env::var_os("PATH")
+            .and_then(|path| {
+                std::env::split_paths(&path)
+                    .map(|d| d.join("sleep"))
+                    .find(|p| p.is_file())
+            })
+            .unwrap_or_else(|| "/bin/sleep".into());
+        let mut cmd = std::process::Command::new(sleep);
+        cmd.arg("86400");
+        if args.clear_env {
+            cmd.env_clear();
+        }
+        let e = cmd.exec();
         eprintln!("fake: the anonymous grandchild could not exec sleep: {e}");
         std::process::exit(FAULT_EXIT);
     }

@@ -119,6 +119,9 @@ pub fn spawn_grandchild(side: &str, run: &str, spec: &Grandchild) -> std::io::Re
     if spec.anonymous {
         cmd.arg("--anonymous");
     }
+    if spec.clear_env {
+        cmd.arg("--clear-env");
+    }
     let (setsid, trap) = (spec.setsid, spec.trap_sigterm);
     // SAFETY: only async-signal-safe calls between fork and exec (fcntl, setsid, signal).
     unsafe {

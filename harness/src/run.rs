@@ -310,7 +310,11 @@ pub async fn run_case(
                         // The contract: the child's whole tree is gone (exited and reaped) *before*
                         // the subject says so. Whatever of the run still runs when the claim is
                         // read was running when it was sent.
-                        tree.scan(&registered(&ctx.side.ledger(&run)), &ctx.router);
+                        tree.scan(
+                            &registered(&ctx.side.ledger(&run)),
+                            &runtime_pipes(&obs),
+                            &ctx.router,
+                        );
                         let claim = crate::settle::claim(
                             what,
                             ms_since(started),
@@ -389,7 +393,11 @@ pub async fn run_case(
                         // A process appeared: whatever of the run it brought along (its
                         // launcher, a daemon that will never register) is seen while it lives.
                         FakeEvent::Register { .. } | FakeEvent::Spawned { .. } => {
-                            tree.scan(&registered(&ctx.side.ledger(&run)), &ctx.router);
+                            tree.scan(
+                                &registered(&ctx.side.ledger(&run)),
+                                &runtime_pipes(&obs),
+                                &ctx.router,
+                            );
                         }
                         _ => {}
                     }
@@ -489,7 +497,7 @@ pub async fn run_case(
     let ledger = ctx.side.ledger(&run);
     // What never registered is found by the ground-truth scans (a double-forked daemon, a
     // launcher, a helper of a real runtime).
-    tree.scan(&registered(&ledger), &ctx.router);
+    tree.scan(&registered(&ledger), &runtime_pipes(&obs), &ctx.router);
     obs.unregistered = tree.unregistered().map(|t| t.member.clone()).collect();
     let unregistered: Vec<(
         String,

@@ -32,6 +32,8 @@ pub enum How {
     Environment,
     /// It is in the run's cgroup (`--cgroup`).
     Cgroup,
+    /// It holds one of the runtime's stdio pipes (inherited, not a close-on-exec copy).
+    Pipe,
     Descendant,
     Launcher,
 }
@@ -43,6 +45,7 @@ impl How {
             How::Marked => "marked with the run's id",
             How::Environment => "the run's mark in its environment",
             How::Cgroup => "in the run's cgroup",
+            How::Pipe => "holds the runtime's stdio",
             How::Descendant => "a descendant",
             How::Launcher => "a launcher",
         }
@@ -229,9 +232,11 @@ impl Tracker {
     /// Scans `/proc` for the run's processes; a new unregistered one gets a pidfd and an exit
     /// watch that tells the run when it is gone ([`RunEvent::ProcessGone`]).
     /// `registered`: pid, start time and role of each registration.
+    /// `pipes`: the runtime's stdio (`pipe:[inode]`), as its registration names them.
     pub fn scan(
         &mut self,
         registered: &[(i32, u64, &'static str)],
+        pipes: &[String],
         router: &std::sync::Arc<crate::events::Router>,
     ) {
         let ids: Vec<(i32, u64)> = registered.iter().map(|r| (r.0, r.1)).collect();
@@ -241,7 +246,14 @@ impl Tracker {
             .map(crate::cgroup::RunGroup::procs)
             .unwrap_or_default();
         let table = Table::read();
-        for mut m in members_in(&table, &self.mark, &ids, &in_cgroup, self.subject_pgid) {
+        for mut m in members_in(
+            &table,
+            &self.mark,
+            &ids,
+            &in_cgroup,
+            pipes,
+            self.subject_pgid,
+        ) {
             if self
                 .known
                 .iter()
@@ -291,6 +303,7 @@ fn members_in(
     mark: &Mark,
     registered: &[(i32, u64)],
     in_cgroup: &[(i32, u64)],
+    pipes: &[String],
     subject_pgid: i32,
 ) -> Vec<Member> {
     let me = std::process::id() as i32;
@@ -313,6 +326,8 @@ fn members_in(
             out.insert(pid, (st.start_time, How::Marked));
         } else if marked_in_env(pid, mark) {
             out.insert(pid, (st.start_time, How::Environment));
+        } else if holds_pipe(pid, pipes).is_some() {
+            out.insert(pid, (st.start_time, How::Pipe));
         }
     }
     let live = |out: &BTreeMap<i32, (u64, How)>, pid: i32| {
@@ -371,6 +386,21 @@ fn members_in(
             command: procs::command_line(pid),
         })
         .collect()
+}
+
+/// The first of `pipes` (`pipe:[inode]`) that `pid` holds. A close-on-exec copy is no hold: a
+/// child between fork and exec copies every fd of its parent for a moment.
+fn holds_pipe(pid: i32, pipes: &[String]) -> Option<String> {
+    if pipes.is_empty() {
+        return None;
+    }
+    let fds = std::fs::read_dir(format!("/proc/{pid}/fd")).ok()?;
+    fds.flatten().find_map(|fd| {
+        let target = std::fs::read_link(fd.path()).ok()?;
+        let target = target.to_string_lossy();
+        let pipe = pipes.iter().find(|p| **p == target)?;
+        (!procs::close_on_exec(pid, &fd.file_name().to_string_lossy())).then(|| pipe.clone())
+    })
 }
 
 /// The members' states now, and the holders of `pipes` (`pipe:[inode]`) other than the
@@ -438,26 +468,12 @@ pub fn claim(
             if pid == me || st.pgrp == subject_pgid {
                 continue;
             }
-            let Ok(fds) = std::fs::read_dir(format!("/proc/{pid}/fd")) else {
-                continue;
-            };
-            for fd in fds.flatten() {
-                let Ok(target) = std::fs::read_link(fd.path()) else {
-                    continue;
-                };
-                let target = target.to_string_lossy();
-                // A close-on-exec copy is a child of the subject between fork and exec (it
-                // copies every fd of its parent), not a holder.
-                if let Some(pipe) = pipes.iter().find(|p| **p == target)
-                    && !procs::close_on_exec(pid, &fd.file_name().to_string_lossy())
-                {
-                    holders.push(Holder {
-                        pid,
-                        command: procs::command_line(pid),
-                        pipe: pipe.clone(),
-                    });
-                    break;
-                }
+            if let Some(pipe) = holds_pipe(pid, pipes) {
+                holders.push(Holder {
+                    pid,
+                    command: procs::command_line(pid),
+                    pipe,
+                });
             }
         }
     }
@@ -501,7 +517,7 @@ mod tests {
             side: "/nowhere/side.sock".into(),
             run: "r-x".into(),
         };
-        let m = members_in(&table, &mark, &[(21, 7), (31, 7)], &[], 10);
+        let m = members_in(&table, &mark, &[(21, 7), (31, 7)], &[], &[], 10);
         let got: Vec<(i32, How)> = m.iter().map(|m| (m.pid, m.how)).collect();
         assert_eq!(
             got,

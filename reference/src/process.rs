@@ -75,7 +75,11 @@ static MANAGED: std::sync::Mutex<std::collections::BTreeSet<i32>> =
 /// unless `reap_late` (the seeded defect `reap-orphans-late`).
 pub fn become_reaper(reap_late: bool) {
     // SAFETY: prctl with PR_SET_CHILD_SUBREAPER only sets a flag of this process.
-    if unsafe { libc::prctl(libc::PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) } != 0 || reap_late {
+    if unsafe { libc::prctl(libc::PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) } != 0 {
+        return;
+    }
+    if reap_late {
+        // Seeded defect `reap-orphans-late`: orphans stay zombies until the subject exits.
         return;
     }
     let Ok(mut sigchld) = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::child())

@@ -88,6 +88,10 @@ pub struct Grandchild {
     /// is — as for a helper a real runtime starts.
     #[serde(default)]
     pub anonymous: bool,
+    /// With `anonymous`: exec with an empty environment, so not even what it inherited names
+    /// the run — only the runtime's pipes it holds (`hold_stdout`) or its cgroup do.
+    #[serde(default)]
+    pub clear_env: bool,
 }
 
 /// Declares [`Step`] from one table: every action (its key and, for protocol sugar, the
