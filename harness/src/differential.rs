@@ -511,6 +511,7 @@ async fn ledgers(
         product_versions,
         allow_skips: true,
         peers,
+        keep_ledgers: true,
         ..crate::suite::Options::new(opts.scenarios.clone(), opts.snapshots.clone())
     })
     .await

@@ -198,28 +198,13 @@ fn transcripts(obs: &Observed) -> String {
         let _ = writeln!(out, "    {line}");
     }
     let _ = writeln!(out, "  runtime ledger:");
-    for l in &obs.fake {
-        let text = match &l.event {
-            FakeEvent::Frame {
-                dir,
-                frame,
-                violation,
-                ..
-            } => format!(
-                "{} {}{}",
-                match dir {
-                    Direction::Recv => "subject→runtime",
-                    Direction::Sent => "runtime→subject",
-                },
-                frame,
-                violation
-                    .as_ref()
-                    .map(|v| format!("   (violation on purpose: {v})"))
-                    .unwrap_or_default()
-            ),
-            other => serde_json::to_string(other).unwrap_or_default(),
-        };
-        let _ = writeln!(out, "    [{}] {text}", l.pid);
+    for line in obs
+        .fake
+        .iter()
+        .map(ledger_line)
+        .chain(obs.ledger_text.iter().cloned())
+    {
+        let _ = writeln!(out, "    {line}");
     }
     if obs.wire_lines_dropped > 0 {
         let _ = writeln!(
@@ -245,6 +230,31 @@ fn transcripts(obs: &Observed) -> String {
         );
     }
     out
+}
+
+/// One line of the runtime ledger as the failure report prints it.
+pub fn ledger_line(l: &conform_protocol::side::FakeLine) -> String {
+    let text = match &l.event {
+        FakeEvent::Frame {
+            dir,
+            frame,
+            violation,
+            ..
+        } => format!(
+            "{} {}{}",
+            match dir {
+                Direction::Recv => "subject→runtime",
+                Direction::Sent => "runtime→subject",
+            },
+            frame,
+            violation
+                .as_ref()
+                .map(|v| format!("   (violation on purpose: {v})"))
+                .unwrap_or_default()
+        ),
+        other => serde_json::to_string(other).unwrap_or_default(),
+    };
+    format!("[{}] {text}", l.pid)
 }
 
 fn indent(text: &str, pad: &str) -> String {
@@ -431,6 +441,7 @@ fn settle_json(o: &Observed) -> serde_json::Value {
     json!({
         "claim": o.claim,
         "lastExitAtMs": last_exit,
+        "lastSubjectMessageAtMs": o.last_subject_at_ms,
         // Negative: the claim came before the last exit (a failure of process.settle-claim).
         "claimAfterLastExitMs": o.claim.as_ref().zip(last_exit).map(|(c, l)| c.at_ms as i64 - l as i64),
         "unregistered": o.unregistered.iter().map(|m| json!({"pid": m.pid, "how": m.how, "command": m.command})).collect::<Vec<_>>(),

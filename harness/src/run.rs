@@ -90,6 +90,11 @@ pub struct Observed {
     /// The case was not run: the subject could not be started (the suite reports why once).
     pub not_run: Option<String>,
     pub fake: Vec<FakeLine>,
+    /// `fake` as the failure report prints it, once the run is judged and `fake` let go
+    /// ([`Observed::compact`]).
+    pub ledger_text: Vec<String>,
+    /// The largest peak RSS a fake of the run reported at its exit (KiB).
+    pub fake_peak_rss_kib: Option<u64>,
     /// When each line of `fake` arrived, in ms since the run started (timing that matters:
     /// a slow `initialize`, retries that outlast a deadline).
     pub fake_at_ms: Vec<u64>,
@@ -113,6 +118,8 @@ pub struct Observed {
     /// `fake_at_ms`).
     pub result_at_ms: Option<u64>,
     pub settled_at_ms: Option<u64>,
+    /// When the subject's last message for the run arrived.
+    pub last_subject_at_ms: Option<u64>,
     pub gone_at_ms: std::collections::BTreeMap<i32, u64>,
     /// The product version the fake spoke (`None`: the protocol's default).
     pub product_version: Option<String>,
@@ -700,6 +707,43 @@ fn ms_since(started: Instant) -> u64 {
     started.elapsed().as_millis() as u64
 }
 
+impl Observed {
+    /// Lets go of the runtime ledger's parsed frames once the run is judged, keeping it as the
+    /// text the failure report prints: a suite holds every run's observation to the end, and a
+    /// parsed frame costs several times its text.
+    /// `drop_text`: a run that passed keeps not even the text, only that it was dropped
+    /// (`--verbose` keeps it).
+    pub fn compact(&mut self, drop_text: bool) {
+        self.fake_peak_rss_kib = self
+            .fake
+            .iter()
+            .filter_map(|l| match l.event {
+                FakeEvent::Exit { peak_rss_kib, .. } => peak_rss_kib,
+                _ => None,
+            })
+            .max();
+        self.ledger_text = if drop_text {
+            vec![format!(
+                "({} line(s) not kept: the run passed when it was judged; --verbose keeps them)",
+                self.fake.len()
+            )]
+        } else {
+            self.fake.iter().map(crate::report::ledger_line).collect()
+        };
+        self.fake = Vec::new();
+        self.fake_at_ms = Vec::new();
+        if drop_text {
+            // What only a failure report prints.
+            let lines = self.transcript.len();
+            self.transcript = vec![format!(
+                "({lines} line(s) not kept: the run passed when it was judged; --verbose keeps them)"
+            )];
+            self.host_logs_dropped += self.host_logs.len() as u64;
+            self.host_logs = Vec::new();
+        }
+    }
+}
+
 /// Pid, start time and role of each registered process.
 fn registered(ledger: &[std::sync::Arc<crate::side::Registered>]) -> Vec<(i32, u64, &'static str)> {
     ledger
@@ -744,6 +788,7 @@ fn fault(run: &str, detail: String) -> FakeLine {
 /// Takes a subject message if the protocol allows it now; otherwise it is a `subject.protocol`
 /// (or `subject.after-end`) failure and is not taken as the run's.
 fn take_subject(obs: &mut Observed, lifecycle: &mut Lifecycle, msg: FromSubject, started: Instant) {
+    obs.last_subject_at_ms = Some(ms_since(started));
     match lifecycle.accept(&msg) {
         Ok(()) => {
             match msg {

@@ -331,6 +331,7 @@ pub struct Scenario {
     /// Stable id: the path under `scenarios/` without `.toml`, e.g. `acp/stop/max-turn-requests`.
     pub id: String,
     pub path: PathBuf,
+    /// The file as written, but its `fake.steps` (emptied once expanded into `script`).
     pub file: ScenarioFile,
     /// The fake's script with preludes spliced in.
     pub script: Script,
@@ -471,11 +472,16 @@ pub fn load(root: &Path, path: &Path) -> Result<Scenario, ScenarioError> {
             ),
         ));
     }
-    let script = Script {
+    let mut script = Script {
         protocol: file.provider,
         product_version: file.product_version.clone(),
         steps,
     };
+    script.steps.shrink_to_fit();
+    // The steps as written served the expansion; the script is what runs. A step is a wide
+    // struct (one optional field per key), and a suite holds every scenario at once.
+    let mut file = file;
+    file.fake.steps = Vec::new();
     Ok(Scenario {
         id,
         path: path.to_owned(),

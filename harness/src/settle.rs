@@ -464,8 +464,11 @@ pub fn claim(
         .collect();
     let mut holders = Vec::new();
     if !pipes.is_empty() {
+        // Only what descends from the harness can hold them: it is a child subreaper, and
+        // nothing outside its tree was ever handed the runtime's stdio.
+        let below_me = table.descendants_of(me);
         for (&pid, st) in &table.all {
-            if pid == me || st.pgrp == subject_pgid {
+            if !below_me.contains(&pid) || st.pgrp == subject_pgid {
                 continue;
             }
             if let Some(pipe) = holds_pipe(pid, pipes) {

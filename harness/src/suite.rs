@@ -209,6 +209,12 @@ pub struct Options {
     pub cgroup: bool,
     /// Where the suite's cgroup goes (`--cgroup-parent`; default: the harness's own).
     pub cgroup_parent: Option<PathBuf>,
+    /// Keep each run's runtime ledger parsed after judging (the peer differential reads it);
+    /// otherwise it is kept as text only ([`crate::run::Observed::compact`]).
+    pub keep_ledgers: bool,
+    /// Keep the ledger text of runs that passed too (`--verbose` prints it); otherwise only a
+    /// failed run's is kept.
+    pub keep_passing_ledgers: bool,
     /// Known failures (`--baseline`).
     pub baseline: Option<crate::baseline::Baseline>,
     /// Run one shard of the selection (`--partition`).
@@ -237,6 +243,8 @@ impl Options {
             interrupt: crate::interrupt::never(),
             cgroup: false,
             cgroup_parent: None,
+            keep_ledgers: false,
+            keep_passing_ledgers: false,
             baseline: None,
             partition: None,
         }
@@ -404,6 +412,8 @@ pub async fn run_scenarios(
         let snapshots = opts.snapshots.clone();
         let accept = opts.accept;
         let pending = opts.pending_snapshots;
+        let keep_ledgers = opts.keep_ledgers;
+        let keep_passing = opts.keep_passing_ledgers;
         set.spawn(async move {
             // A unit still waiting for its turn when the suite is interrupted never starts.
             let mut interrupt = ctx.interrupt.clone();
@@ -447,6 +457,14 @@ pub async fn run_scenarios(
                     .collect();
                 if grouped {
                     isolation(&mut done);
+                }
+                if !keep_ledgers {
+                    for (_, r) in &mut done {
+                        let passed = matches!(r.verdict, Verdict::Pass);
+                        if let Some(o) = r.obs.as_mut() {
+                            o.compact(passed && !keep_passing);
+                        }
+                    }
                 }
                 done
             })
@@ -494,10 +512,18 @@ pub async fn run_scenarios(
     let fake_rss = reports
         .iter()
         .filter_map(|(_, r)| r.obs.as_ref())
-        .flat_map(|o| &o.fake)
-        .filter_map(|l| match l.event {
-            conform_protocol::side::FakeEvent::Exit { peak_rss_kib, .. } => peak_rss_kib,
-            _ => None,
+        .filter_map(|o| {
+            o.fake_peak_rss_kib.or_else(|| {
+                o.fake
+                    .iter()
+                    .filter_map(|l| match l.event {
+                        conform_protocol::side::FakeEvent::Exit { peak_rss_kib, .. } => {
+                            peak_rss_kib
+                        }
+                        _ => None,
+                    })
+                    .max()
+            })
         })
         .max();
     Ok(SuiteReport {

@@ -164,7 +164,7 @@ fn a_helper_with_no_run_id_in_its_arguments_is_found_by_the_mark_it_inherited() 
         "codex/settle/anonymous-daemon",
         &[
             "[process.settle-claim] `settled` came while processes of the run still ran: pid ",
-            "(sleep 86400; the run's mark in its environment)",
+            "sleep 86400; the run's mark in its environment)",
         ],
     );
     for pid in pids_after(&out, "[process.settled] ") {

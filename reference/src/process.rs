@@ -180,6 +180,8 @@ pub struct ManagedChild {
     /// `pipe:[inode]` of the child's stdin, stdout and stderr.
     pipes: Vec<String>,
     exit_rx: watch::Receiver<Option<ExitFacts>>,
+    /// What the scans found the run owns (pid, start time), until each is gone.
+    known: std::sync::Arc<std::sync::Mutex<std::collections::BTreeSet<(i32, u64)>>>,
 }
 
 pub struct Spawned {
@@ -260,6 +262,7 @@ pub fn spawn(
             marker,
             pipes,
             exit_rx,
+            known: Default::default(),
         },
         stdin,
         stdout,
@@ -296,16 +299,32 @@ impl ManagedChild {
     /// and every descendant of this process (orphans come here: it is a child subreaper) that
     /// carries the run's [`RUN_MARKER`] or holds one of the runtime's stdio pipes. With
     /// `group_only` (the seeded defect `process-group-only-kill`), the group alone.
+    ///
+    /// Once found, a process stays the run's until it is gone: a process on its way out has
+    /// lost its memory (no environment to read) and then its descriptors before it is a
+    /// zombie, and it is not gone before that.
     pub fn owned(&self, group_only: bool) -> Vec<(i32, u64)> {
-        let me = std::process::id() as i32;
         let table = table();
+        let mut known = self.known.lock().expect("known processes");
+        known.retain(|(pid, start)| {
+            table.iter().any(|p| {
+                p.pid == *pid && p.start_time == *start && p.state != 'Z' && p.state != 'X'
+            })
+        });
+        known.extend(self.found(&table, group_only));
+        known.iter().copied().collect()
+    }
+
+    /// The live processes the scan's criteria find in `table`.
+    fn found(&self, table: &[Proc], group_only: bool) -> Vec<(i32, u64)> {
+        let me = std::process::id() as i32;
         // Our runtime's pid, and its group id, name ours only while no later process took
         // the number: a group id is free for reuse only once the group is empty.
         let reused = table
             .iter()
             .any(|p| p.pid == self.pid && p.start_time != self.start_time);
         if reused {
-            return self.owned_orphans(&table, me, group_only);
+            return self.owned_orphans(table, me, group_only);
         }
         let parent: HashMap<i32, i32> = table.iter().map(|p| (p.pid, p.ppid)).collect();
         let descends = |pid: i32, ancestor: i32| descends_in(&parent, table.len(), pid, ancestor);

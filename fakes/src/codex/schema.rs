@@ -14,9 +14,9 @@
 
 use crate::schema::check;
 use std::collections::HashMap;
-use std::sync::LazyLock;
+use std::sync::{Arc, LazyLock, Mutex};
 
-use jsonschema::{Draft, ValidatorMap};
+use jsonschema::{Draft, Validator};
 use serde_json::Value;
 
 use super::method;
@@ -36,9 +36,13 @@ const RESULTS: &[(&str, &str)] = &[
     ),
 ];
 
-/// Every subschema of one version's bundle, compiled once, and where the unions' branches are.
+/// One version's bundle and where the unions' branches are; each subschema is compiled the
+/// first time a frame needs it, with only the definitions it refers to (the whole bundle
+/// compiled at once held some 70 MiB in the harness, which checks every fake frame).
 struct Bundle {
-    map: ValidatorMap,
+    root: Value,
+    version: &'static str,
+    compiled: Mutex<HashMap<String, Arc<Validator>>>,
     /// `ServerNotification` branch pointer by method.
     notifications: HashMap<String, String>,
     /// `ServerRequest` branch pointer by method.
@@ -46,13 +50,9 @@ struct Bundle {
 }
 
 impl Bundle {
-    fn build(text: &str, version: &str) -> Bundle {
+    fn build(text: &str, version: &'static str) -> Bundle {
         let root: Value = serde_json::from_str(text)
             .unwrap_or_else(|e| panic!("vendored Codex {version} schema is not JSON: {e}"));
-        let map = jsonschema::options()
-            .with_draft(Draft::Draft7)
-            .build_map(&root)
-            .unwrap_or_else(|e| panic!("vendored Codex {version} schema does not compile: {e}"));
         let branches = |union: &str| -> HashMap<String, String> {
             let all = root["definitions"][union]["oneOf"]
                 .as_array()
@@ -73,17 +73,105 @@ impl Bundle {
         Bundle {
             notifications: branches("ServerNotification"),
             requests: branches("ServerRequest"),
-            map,
+            root,
+            version,
+            compiled: Mutex::new(HashMap::new()),
         }
     }
 
-    fn check(&self, pointer: &str, value: &Value, what: &str) -> Result<(), String> {
-        let validator = self
-            .map
-            .get(pointer)
+    fn validator(&self, pointer: &str) -> Arc<Validator> {
+        if let Some(v) = self.compiled.lock().expect("compiled").get(pointer) {
+            return v.clone();
+        }
+        let doc = closure(&self.root, pointer)
             .unwrap_or_else(|| panic!("the Codex bundle has no subschema {pointer}"));
-        check(validator, value, what)
+        let v = Arc::new(
+            jsonschema::options()
+                .with_draft(Draft::Draft7)
+                .build(&doc)
+                .unwrap_or_else(|e| {
+                    panic!(
+                        "Codex {} subschema {pointer} does not compile: {e}",
+                        self.version
+                    )
+                }),
+        );
+        self.compiled
+            .lock()
+            .expect("compiled")
+            .insert(pointer.to_owned(), v.clone());
+        v
     }
+
+    fn check(&self, pointer: &str, value: &Value, what: &str) -> Result<(), String> {
+        check(&self.validator(pointer), value, what)
+    }
+}
+
+/// The subschema at `pointer` as a document of its own: the subschema at the root, and under
+/// `definitions` every definition it refers to, directly or not, at the path it has in the
+/// bundle (so each `#/definitions/…` reference resolves as before).
+fn closure(root: &Value, pointer: &str) -> Option<Value> {
+    let mut doc = root.pointer(pointer.strip_prefix('#')?)?.clone();
+    let mut definitions = serde_json::Map::new();
+    let mut pending = vec![doc.clone()];
+    let mut seen = std::collections::BTreeSet::new();
+    while let Some(schema) = pending.pop() {
+        for r in refs(&schema) {
+            // A reference names a definition, or a place inside one: the definition whole.
+            let Some(path) = r.strip_prefix("#/definitions/") else {
+                continue;
+            };
+            let mut segments: Vec<&str> = path.split('/').collect();
+            let depth = if segments.first() == Some(&"v2") {
+                2
+            } else {
+                1
+            };
+            segments.truncate(depth);
+            let entry = segments.join("/");
+            if !seen.insert(entry.clone()) {
+                continue;
+            }
+            let Some(def) = root.pointer(&format!("/definitions/{entry}")) else {
+                continue;
+            };
+            pending.push(def.clone());
+            let slot = if depth == 2 {
+                definitions
+                    .entry("v2")
+                    .or_insert_with(|| Value::Object(Default::default()))
+                    .as_object_mut()?
+                    .entry(segments[1])
+                    .or_insert(Value::Null)
+            } else {
+                definitions.entry(segments[0]).or_insert(Value::Null)
+            };
+            *slot = def.clone();
+        }
+    }
+    let obj = doc.as_object_mut()?;
+    obj.insert("definitions".into(), Value::Object(definitions));
+    Some(doc)
+}
+
+/// Every `$ref` string inside `schema`.
+fn refs(schema: &Value) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut stack = vec![schema];
+    while let Some(v) = stack.pop() {
+        match v {
+            Value::Object(m) => {
+                if let Some(Value::String(r)) = m.get("$ref") {
+                    out.push(r.clone());
+                }
+                stack.extend(m.values());
+            }
+            Value::Array(a) => stack.extend(a),
+            _ => {}
+        }
+    }
+    out
 }
 
 static BUNDLE_0_147_0: LazyLock<Bundle> =
