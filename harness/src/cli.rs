@@ -97,6 +97,12 @@ pub struct SelfTestArgs {
     /// then applies to what ran.
     #[arg(long, value_name = "NAME")]
     pub only: Vec<String>,
+    /// Folder of scenario files [default: `scenarios/` of this workspace].
+    #[arg(long)]
+    pub scenarios: Option<PathBuf>,
+    /// Folder of snapshots [default: `snapshots/` of this workspace].
+    #[arg(long)]
+    pub snapshots: Option<PathBuf>,
 }
 
 #[derive(Debug, Args)]

@@ -433,8 +433,8 @@ fn bench(args: conform::cli::BenchArgs) -> ExitCode {
 /// `conform self-test`: the kill matrix of the reference's seeded defects.
 fn self_test(args: conform::cli::SelfTestArgs) -> ExitCode {
     let plan = conform::selftest::Plan {
-        scenarios: default_dir("scenarios"),
-        snapshots: default_dir("snapshots"),
+        scenarios: args.scenarios.unwrap_or_else(|| default_dir("scenarios")),
+        snapshots: args.snapshots.unwrap_or_else(|| default_dir("snapshots")),
         jobs: args.jobs,
         only: args.only,
     };
