@@ -63,6 +63,10 @@ pub struct Args {
     /// Grandchild: the fd to write one byte to once registered.
     #[arg(long)]
     pub ready_fd: Option<i32>,
+    /// The runtime's own command line, after `--` (the flags a provider appends for its
+    /// product: Claude Code's `--output-format stream-json …`).
+    #[arg(last = true)]
+    pub runtime_args: Vec<String>,
     /// The problem met while parsing, if any: it is reported on the side channel, so `--side`
     /// is still looked for in arguments clap rejected.
     #[arg(skip)]
@@ -231,7 +235,7 @@ async fn run(argv: Vec<String>, mut codec: Box<dyn Codec>) {
     } else {
         Role::Runtime
     };
-    side.send(process::register_event(role));
+    side.send(process::register_event(role, &args.runtime_args));
 
     if let Err(e) = args.check() {
         fail(&side, &format!("{e}\n{usage}"));
@@ -243,6 +247,14 @@ async fn run(argv: Vec<String>, mut codec: Box<dyn Codec>) {
         },
         _ => None,
     };
+
+    if script.is_some()
+        && let Err(e) = codec.runtime_args(&args.runtime_args)
+    {
+        side.send(FakeEvent::Violation {
+            detail: format!("the runtime's command line: {e}"),
+        });
+    }
 
     let policy = Arc::new(SignalPolicy::default());
     policy.set_ignore_sigterm(args.trap_sigterm);

@@ -75,6 +75,34 @@ pub trait Codec: Send {
         Ok(())
     }
 
+    /// Whether the runtime takes its own command line after the fake's (`-- <args>`): the
+    /// provider appends the product's flags (Claude Code's `--output-format stream-json …`).
+    fn takes_runtime_args(&self) -> bool {
+        false
+    }
+
+    /// Reads the runtime's own command line as the real product would; the error is what the
+    /// product refuses (the subject's violation).
+    fn runtime_args(&mut self, args: &[String]) -> Result<(), String> {
+        match args {
+            [] => Ok(()),
+            _ => Err(format!(
+                "this runtime takes no arguments of its own, got {args:?}"
+            )),
+        }
+    }
+
+    /// The status the runtime exits with when its stdin reaches EOF after the script (Claude
+    /// Code: 1 once it sent an `is_error` result, as the real CLI does).
+    fn exit_code_at_eof(&self) -> i32 {
+        0
+    }
+
+    /// A mistake of the subject that expanding a sugar step uncovered (the engine reports it).
+    fn take_violation(&mut self) -> Option<String> {
+        None
+    }
+
     /// Whether `frame`, sent by the fake, is valid for this protocol (at the product version
     /// set by [`Codec::set_product_version`]); `answers`: the request a response answers. The
     /// error says what is wrong and where.
@@ -236,6 +264,7 @@ pub fn for_provider(provider: Provider) -> Box<dyn Codec> {
         Provider::Acp => Box::new(crate::acp::AcpCodec::new()),
         Provider::DshSdk => Box::new(crate::dsh_sdk::DshSdkCodec::new()),
         Provider::Codex => Box::new(crate::codex::CodexCodec::new()),
+        Provider::ClaudeCode => Box::new(crate::claude_code::ClaudeCodeCodec::new()),
     }
 }
 
@@ -243,7 +272,17 @@ pub fn for_provider(provider: Provider) -> Box<dyn Codec> {
 /// type (`turn/start`), an ACP `session/update`'s update kind (`tool_call`). The one rule for
 /// naming frames, used by real-peer checkpoints and the wire differential.
 pub fn notification_kind(frame: &Value) -> Option<&str> {
-    let method = frame.get("method")?.as_str()?;
+    let Some(method) = frame.get("method").and_then(Value::as_str) else {
+        // Claude Code stream-json: a message by its `type`, a `system` one by its subtype, a
+        // control request by its request's subtype.
+        let ty = frame.get("type")?.as_str()?;
+        let sub = match ty {
+            "system" => frame.get("subtype"),
+            "control_request" => frame.pointer("/request/subtype"),
+            _ => None,
+        };
+        return sub.and_then(Value::as_str).or(Some(ty));
+    };
     let sub = match method {
         "session.event" => frame.pointer("/params/event/type"),
         "session/update" => frame.pointer("/params/update/sessionUpdate"),

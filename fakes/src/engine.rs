@@ -164,7 +164,11 @@ impl Engine {
             let frame = serde_json::from_str(line).unwrap_or_else(|_| Value::String(line.clone()));
             return self.write(line, frame, violation, None);
         }
-        match self.codec.sugar(step) {
+        let sugar = self.codec.sugar(step);
+        if let Some(detail) = self.codec.take_violation() {
+            self.violation(detail);
+        }
+        match sugar {
             Ok(Some(Sugar::Notify { method, params })) => {
                 let frame = self.codec.notification(&method, params);
                 return self.send(frame, violation, None);
@@ -494,7 +498,7 @@ impl Engine {
         if self.ignore_eof {
             return park().await;
         }
-        self.exit(0)
+        self.exit(self.codec.exit_code_at_eof())
     }
 
     fn exit(&self, code: i32) -> ! {

@@ -89,11 +89,13 @@ async fn handle(stream: TcpStream, turn: u64) -> std::io::Result<()> {
         Some(r) => r,
         None => return Ok(()),
     };
-    let mut segments = request.path.trim_start_matches('/').split('/');
+    // The query string routes nothing (Claude Code asks `…/v1/messages?beta=true`).
+    let path = request.path.split('?').next().unwrap_or_default();
+    let mut segments = path.trim_start_matches('/').split('/');
     let behaviour = segments.next().and_then(Behaviour::from_name);
-    let format = if request.path.ends_with("/messages") {
+    let format = if path.ends_with("/messages") {
         Some(Format::Anthropic)
-    } else if request.path.ends_with("/responses") {
+    } else if path.ends_with("/responses") {
         Some(Format::Responses)
     } else {
         None
@@ -126,7 +128,7 @@ async fn handle(stream: TcpStream, turn: u64) -> std::io::Result<()> {
             respond_json(&mut write, 200, &whole_answer(format, behaviour, turn)).await
         }
         _ => {
-            let events = stream_events(format, behaviour, turn);
+            let events = stream_events(format, behaviour, turn, shell_tool(&request.body));
             write
                 .write_all(
                     b"HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\ncache-control: no-cache\r\nconnection: close\r\n\r\n",
@@ -147,6 +149,28 @@ async fn handle(stream: TcpStream, turn: u64) -> std::io::Result<()> {
             }
             write.shutdown().await
         }
+    }
+}
+
+/// The shell tool's name among the tools a Messages request offers: Claude Code's `Bash`, else
+/// `bash` (the DSH SDK runtime's).
+fn shell_tool(body: &Value) -> &'static str {
+    let offered = body["tools"].as_array().into_iter().flatten();
+    if offered.into_iter().any(|t| t["name"] == "Bash") {
+        "Bash"
+    } else {
+        "bash"
+    }
+}
+
+/// The shell call's input: a marker printed for the DSH SDK runtime; for Claude Code a file
+/// written in the workspace, which no permission mode but bypass allows unasked (an `echo` it
+/// runs without asking).
+fn shell_input(shell: &str) -> &'static str {
+    if shell == "Bash" {
+        "{\"command\": \"touch mock-tool-marker\", \"description\": \"Write a marker file\"}"
+    } else {
+        "{\"command\": \"echo mock-tool\", \"description\": \"Print a marker\"}"
     }
 }
 
@@ -267,7 +291,12 @@ fn error_body(format: Format, behaviour: Behaviour) -> (u16, Value) {
 }
 
 /// The SSE events of one streamed answer: `(event name, data)`.
-fn stream_events(format: Format, behaviour: Behaviour, turn: u64) -> Vec<(String, Value)> {
+fn stream_events(
+    format: Format,
+    behaviour: Behaviour,
+    turn: u64,
+    shell: &str,
+) -> Vec<(String, Value)> {
     let ev = |name: &str, data: Value| (name.to_owned(), data);
     match format {
         Format::Anthropic => {
@@ -279,11 +308,11 @@ fn stream_events(format: Format, behaviour: Behaviour, turn: u64) -> Vec<(String
             let stop = if behaviour == Behaviour::Tool {
                 out.push(ev(
                     "content_block_start",
-                    json!({"type": "content_block_start", "index": 0, "content_block": {"type": "tool_use", "id": format!("toolu_mock_{turn}"), "name": "bash", "input": {}}}),
+                    json!({"type": "content_block_start", "index": 0, "content_block": {"type": "tool_use", "id": format!("toolu_mock_{turn}"), "name": shell, "input": {}}}),
                 ));
                 out.push(ev(
                     "content_block_delta",
-                    json!({"type": "content_block_delta", "index": 0, "delta": {"type": "input_json_delta", "partial_json": "{\"command\": \"echo mock-tool\", \"description\": \"Print a marker\"}"}}),
+                    json!({"type": "content_block_delta", "index": 0, "delta": {"type": "input_json_delta", "partial_json": shell_input(shell)}}),
                 ));
                 "tool_use"
             } else {
@@ -445,6 +474,9 @@ mod tests {
         let addr = server().await;
         let a = post(addr, "/success/v1/messages", r#"{"stream":true}"#).await;
         assert!(a.starts_with("HTTP/1.1 200 OK"), "{a}");
+        // As Claude Code 2.1.220 asks: a query string routes nothing.
+        let q = post(addr, "/success/v1/messages?beta=true", r#"{"stream":true}"#).await;
+        assert!(q.starts_with("HTTP/1.1 200 OK"), "{q}");
         assert!(
             a.contains(r#""text":"Hello, ""#) && a.contains("event: message_stop"),
             "{a}"

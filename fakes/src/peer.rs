@@ -73,7 +73,7 @@ pub fn main_with_args(args: Vec<String>) -> std::process::ExitCode {
         }
     };
     let side = Arc::new(side);
-    side.send(process::register_event(Role::Runtime));
+    side.send(process::register_event(Role::Runtime, &[]));
     // The harness opens a pidfd before it acknowledges: only then may the real runtime start.
     let ack = tokio::runtime::Builder::new_current_thread()
         .build()

@@ -9,7 +9,7 @@ use conform_protocol::side::{FakeEvent, Role};
 use nix::sys::signal::Signal;
 
 /// The `Register` event for this process.
-pub fn register_event(role: Role) -> FakeEvent {
+pub fn register_event(role: Role, args: &[String]) -> FakeEvent {
     // SAFETY: these calls only read this process's ids.
     let (ppid, pgid, sid) = unsafe { (libc::getppid(), libc::getpgid(0), libc::getsid(0)) };
     FakeEvent::Register {
@@ -25,6 +25,7 @@ pub fn register_event(role: Role) -> FakeEvent {
                     .unwrap_or_else(|e| format!("error: {e}"))
             })
             .collect(),
+        args: args.to_vec(),
     }
 }
 

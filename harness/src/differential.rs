@@ -107,6 +107,28 @@ pub fn kind(frame: &Value, answers: Option<&str>) -> String {
             _ => format!("{prefix}{method}"),
         };
     }
+    // Claude Code stream-json: a control request by its subtype, a control response as a
+    // response, any other message by its `type` and `subtype` (`system:init`, `result:success`).
+    if let Some(ty) = frame.get("type").and_then(Value::as_str) {
+        let sub = |v: Option<&Value>| v.and_then(Value::as_str).map(str::to_owned);
+        return match ty {
+            "control_request" => format!(
+                "request:{}",
+                sub(frame.pointer("/request/subtype")).unwrap_or_else(|| "?".into())
+            ),
+            "control_response" => {
+                let what = match frame.pointer("/response/subtype").and_then(Value::as_str) {
+                    Some("error") => "error",
+                    _ => "response",
+                };
+                format!("{what}:{}", answers.unwrap_or("?"))
+            }
+            _ => match sub(frame.get("subtype")) {
+                Some(s) => format!("{ty}:{s}"),
+                None => ty.to_owned(),
+            },
+        };
+    }
     let what = if frame.get("error").is_some() {
         "error"
     } else {
@@ -289,6 +311,16 @@ fn schema_rejections(
     version: Option<&str>,
     real: &[(String, Value)],
 ) -> Vec<Difference> {
+    // A recorded wire names the ids the runtime made up `<id>` (a stable fixture); the schema
+    // sees a well-formed one in its place, so only what the runtime chose is judged.
+    fn unmask(v: &mut Value) {
+        match v {
+            Value::String(s) if s == "<id>" => *s = "00000000-0000-4000-8000-000000000000".into(),
+            Value::Array(a) => a.iter_mut().for_each(unmask),
+            Value::Object(o) => o.values_mut().for_each(unmask),
+            _ => {}
+        }
+    }
     let lines: Vec<FakeLine> = real
         .iter()
         .map(|(kind, frame)| FakeLine {
@@ -296,7 +328,11 @@ fn schema_rejections(
             pid: 0,
             event: FakeEvent::Frame {
                 dir: Direction::Sent,
-                frame: frame.clone(),
+                frame: {
+                    let mut f = frame.clone();
+                    unmask(&mut f);
+                    f
+                },
                 violation: None,
                 answers: kind
                     .strip_prefix("response:")

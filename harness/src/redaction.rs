@@ -76,7 +76,10 @@ pub fn inject(
         }
     };
     let mut s = base.clone();
-    plant("task", &mut s.file.task, true);
+    // A blank task is the case itself (rejected before spawning), not a channel to write in.
+    if !s.file.task.trim().is_empty() {
+        plant("task", &mut s.file.task, true);
+    }
     // What the subject passes in, echoed by the runtime: its working directory (the check holds
     // the run's folder untrusted) and an environment variable carrying a secret.
     let mut env_secret = ECHO_ENV.to_owned();

@@ -424,6 +424,9 @@ pub fn json(report: &SuiteReport) -> serde_json::Value {
             // What the snapshot holds (job ids masked): runs compare across reports.
             "modelVisible": c.obs.as_ref().map(crate::snapshot::render),
             "settle": c.obs.as_ref().map(settle_json),
+            // The runtime's ledger as the failure report prints it (a passing run keeps it only
+            // with --verbose): what a real peer can be replayed against (`ci/claude-sdk`).
+            "ledger": c.obs.as_ref().map(|o| &o.ledger_text),
             "delivery": c.obs.as_ref().filter(|_| c.mode == conform_protocol::subject::Mode::Background).map(|o| json!({
                 "dispatch": o.dispatch_receipt,
                 "completion": o.completion_receipt,

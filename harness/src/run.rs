@@ -929,6 +929,10 @@ fn start_message(
                 "--run".into(),
                 run.to_owned(),
             ]);
+            // The provider appends the product's own flags after these (Claude Code's CLI).
+            if conform_fakes::codec::for_provider(*provider).takes_runtime_args() {
+                argv.push("--".into());
+            }
         }
     }
     let subject = &scenario.file.subject;

@@ -34,12 +34,12 @@ fn the_reference_passes_the_whole_catalog() {
     assert_eq!(code, Some(0), "{out}\n{err}");
     // The upgrade scenarios need `--product-version codex=0.169.0`, the real-peer ones
     // `--peers` (ci/peers); everything else runs.
-    assert!(out.contains(" 0 failed, 66 skipped"), "{out}");
+    assert!(out.contains(" 0 failed, 76 skipped"), "{out}");
     assert!(
         out.contains("real peer `dsh-sdk`: run `ci/peers` (or pass --peers DIR)"),
         "{out}"
     );
-    for family in ["acp/", "dsh-sdk/", "codex/", "isolation/"] {
+    for family in ["acp/", "dsh-sdk/", "codex/", "claude-code/", "isolation/"] {
         assert!(out.contains(family), "{family} scenarios ran: {out}");
     }
 }
@@ -1180,6 +1180,50 @@ fn a_result_held_back_after_the_child_exited_is_caught_by_time() {
         &[
             "[timing.result] `result` came ",
             " ms after the run's last process was gone",
+        ],
+    );
+}
+
+#[test]
+fn a_blank_claude_code_success_counted_as_completed_is_caught() {
+    caught(
+        &["blank-success-completed"],
+        "claude-code/success/blank-result",
+        &[],
+        &["[expect.stop-reason] stop reason `completed`, expected `error`"],
+    );
+}
+
+#[test]
+fn a_claude_code_error_max_turns_shown_as_max_tokens_is_caught() {
+    caught(
+        &["max-turns-as-max-tokens"],
+        "claude-code/result/error_max_turns",
+        &[],
+        &["[expect.stop-reason] stop reason `max-tokens`, expected `error`"],
+    );
+}
+
+#[test]
+fn a_dropped_claude_code_permission_fact_is_caught() {
+    caught(
+        &["claude-permission-fact-dropped"],
+        "claude-code/permission/tool-denied-dontAsk",
+        &[],
+        &[
+            "[expect.diagnostic] diagnostic \"Product subagent failure (product: Claude Code; stage: query-run; category: error_max_turns; exit code: 1)\", expected",
+        ],
+    );
+}
+
+#[test]
+fn a_claude_code_cli_started_without_the_stdio_prompt_tool_is_caught_by_the_fake() {
+    caught(
+        &["no-permission-prompt-tool"],
+        "claude-code/permission/tool-denied-dontAsk",
+        &[],
+        &[
+            "[wire.violation] the runtime saw a protocol violation: the script asks `can_use_tool`, but the CLI was started without `--permission-prompt-tool stdio`",
         ],
     );
 }

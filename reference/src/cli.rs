@@ -5,7 +5,7 @@ use clap::{Parser, ValueEnum};
 /// The reference subject of conform.
 ///
 /// Speaks the subject protocol (conform-subject/1) on stdin/stdout, one JSON object per line,
-/// and hosts one provider run per `start` (providers `acp`, `dsh-sdk` and `codex`).
+/// and hosts one provider run per `start` (providers `acp`, `dsh-sdk`, `codex` and `claude-code`).
 #[derive(Debug, Parser)]
 #[command(name = "conform-reference", version)]
 pub struct Cli {
@@ -132,6 +132,15 @@ pub enum Defect {
     StubResult,
     /// When the child has already exited, wait two seconds before reporting the result.
     LateResultAfterExit,
+    /// Claude Code: count a `success` result as completed whatever its text (blank included).
+    BlankSuccessCompleted,
+    /// Claude Code: map the result subtype `error_max_turns` to the shared `max-tokens`.
+    MaxTurnsAsMaxTokens,
+    /// Claude Code: leave the unattended permission decision out of the diagnostic.
+    ClaudePermissionFactDropped,
+    /// Claude Code: start the CLI without `--permission-prompt-tool stdio` while installing the
+    /// permission callback (the CLI would never ask).
+    NoPermissionPromptTool,
 }
 
 /// Deliberate misbehaviours for the harness's self-tests. All off by default.
@@ -194,6 +203,10 @@ pub struct Defects {
     pub result_twice: bool,
     pub stub_result: bool,
     pub late_result_after_exit: bool,
+    pub blank_success_completed: bool,
+    pub max_turns_as_max_tokens: bool,
+    pub claude_permission_fact_dropped: bool,
+    pub no_permission_prompt_tool: bool,
 }
 
 impl Defects {
@@ -258,6 +271,10 @@ impl Defects {
                 Defect::ResultTwice => d.result_twice = true,
                 Defect::StubResult => d.stub_result = true,
                 Defect::LateResultAfterExit => d.late_result_after_exit = true,
+                Defect::BlankSuccessCompleted => d.blank_success_completed = true,
+                Defect::MaxTurnsAsMaxTokens => d.max_turns_as_max_tokens = true,
+                Defect::ClaudePermissionFactDropped => d.claude_permission_fact_dropped = true,
+                Defect::NoPermissionPromptTool => d.no_permission_prompt_tool = true,
             }
         }
         d

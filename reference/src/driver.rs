@@ -6,7 +6,7 @@
 
 use std::path::{Path, PathBuf};
 
-use conform_protocol::subject::StartError;
+use conform_protocol::subject::{Runtime, StartError};
 use tokio::sync::{mpsc, watch};
 
 use crate::cli::Defects;
@@ -46,6 +46,10 @@ pub(crate) trait Driver: Sized + Send {
     fn precheck(_spec: &RunSpec) -> Result<(), StartError> {
         Ok(())
     }
+
+    /// What the provider adds to the runtime's command line and environment (Claude Code: the
+    /// flags and variables the Agent SDK passes its CLI).
+    fn extend_runtime(_config: &Self::Config, _defects: &Defects, _runtime: &mut Runtime) {}
 
     /// The rejection of a start cancelled before the child was spawned.
     fn aborted_before_start() -> StartError;
@@ -126,7 +130,9 @@ pub(crate) async fn drive<D: Driver>(
         ));
         return refuse(D::bad_cwd());
     }
-    let spawned = match spawn_runtime(&spec.runtime, Path::new(&cwd), &log, &defects) {
+    let mut runtime = spec.runtime.clone();
+    D::extend_runtime(&config, &defects, &mut runtime);
+    let spawned = match spawn_runtime(&runtime, Path::new(&cwd), &log, &defects) {
         Ok(s) => s,
         Err(e) => return refuse(D::spawn_failed(&e, &log)),
     };

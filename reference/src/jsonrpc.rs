@@ -1,4 +1,7 @@
-//! Newline-delimited JSON-RPC 2.0 over a child's stdin/stdout, protocol-neutral.
+//! Newline-delimited JSON-RPC 2.0 over a child's stdin/stdout, protocol-neutral — or the same
+//! request/notification/response model in the Claude Agent SDK's stream-json framing
+//! ([`Framing::StreamJson`]): requests are `control_request`s, answers `control_response`s, and
+//! every other object is a message named by its `type`.
 //!
 //! One reader task owns the child's stdout: it resolves pending requests, hands inbound requests
 //! and notifications to a synchronous [`Handler`] *in wire order* (so a notification that precedes
@@ -81,10 +84,23 @@ pub enum IdStyle {
     Prefixed(&'static str),
 }
 
+/// How frames are spelled on the wire.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Framing {
+    /// `{"jsonrpc":"2.0","id","method","params"}` and `{"id","result"|"error"}`.
+    JsonRpc,
+    /// Claude Code's stream-json: `{"type":"control_request","request_id","request":{"subtype",
+    /// …}}`, `{"type":"control_response","response":{"subtype":"success"|"error","request_id",
+    /// "response"|"error"}}`; any other object is a message whose method is its `type` and whose
+    /// params are the whole object.
+    StreamJson,
+}
+
 /// Pending requests, keyed by the JSON text of their id (`5` and `"5"` stay distinct).
 type Pending = HashMap<String, (String, oneshot::Sender<Result<Value, RpcError>>)>;
 
 struct Inner {
+    framing: Framing,
     ids: IdStyle,
     next_id: AtomicU64,
     pending: Mutex<Pending>,
@@ -119,8 +135,20 @@ impl JsonRpc {
         handler: Arc<dyn Handler>,
         ids: IdStyle,
     ) -> Self {
+        Self::framed(reader, writer, handler, ids, Framing::JsonRpc)
+    }
+
+    /// As [`JsonRpc::with_ids`], in the given framing.
+    pub fn framed(
+        reader: impl AsyncRead + Send + Unpin + 'static,
+        writer: impl AsyncWrite + Send + Unpin + 'static,
+        handler: Arc<dyn Handler>,
+        ids: IdStyle,
+        framing: Framing,
+    ) -> Self {
         let (eof_tx, _) = watch::channel(false);
         let inner = Arc::new(Inner {
+            framing,
             ids,
             next_id: AtomicU64::new(0),
             pending: Mutex::new(HashMap::new()),
@@ -185,7 +213,18 @@ impl JsonRpc {
             forget();
             return Err(RpcError::WireLost("stdout already closed".into()));
         }
-        let frame = json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params});
+        let frame = match self.inner.framing {
+            Framing::JsonRpc => {
+                json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params})
+            }
+            Framing::StreamJson => {
+                let mut request = json!({ "subtype": method });
+                if let (Some(r), Value::Object(p)) = (request.as_object_mut(), params) {
+                    r.extend(p);
+                }
+                json!({"request_id": id, "type": "control_request", "request": request})
+            }
+        };
         if let Err(e) = self.write(&frame).await {
             forget();
             return Err(e);
@@ -207,14 +246,27 @@ impl JsonRpc {
     }
 
     pub async fn notify(&self, method: &str, params: Value) -> Result<(), RpcError> {
-        self.write(&json!({"jsonrpc": "2.0", "method": method, "params": params}))
-            .await
+        let frame = match self.inner.framing {
+            Framing::JsonRpc => json!({"jsonrpc": "2.0", "method": method, "params": params}),
+            Framing::StreamJson => {
+                let mut frame = json!({ "type": method });
+                if let (Some(f), Value::Object(p)) = (frame.as_object_mut(), params) {
+                    f.extend(p);
+                }
+                frame
+            }
+        };
+        self.write(&frame).await
     }
 
     pub async fn respond(&self, id: &Value, reply: Result<Value, ErrorObject>) {
-        let frame = match reply {
-            Ok(result) => json!({"jsonrpc": "2.0", "id": id, "result": result}),
-            Err(e) => {
+        let frame = match (self.inner.framing, reply) {
+            (Framing::StreamJson, Ok(result)) => json!({"type": "control_response",
+                "response": {"subtype": "success", "request_id": id, "response": result}}),
+            (Framing::StreamJson, Err(e)) => json!({"type": "control_response",
+                "response": {"subtype": "error", "request_id": id, "error": e.message}}),
+            (Framing::JsonRpc, Ok(result)) => json!({"jsonrpc": "2.0", "id": id, "result": result}),
+            (Framing::JsonRpc, Err(e)) => {
                 let mut error = json!({"code": e.code, "message": e.message});
                 if let Some(data) = e.data {
                     error["data"] = data;
@@ -300,6 +352,13 @@ impl JsonRpc {
             handler.on_garbage(line);
             return;
         };
+        if self.inner.framing == Framing::StreamJson {
+            let Some(m) = stream_json_as_jsonrpc(msg) else {
+                handler.on_garbage(line);
+                return;
+            };
+            msg = m;
+        }
         let method = msg.get("method").and_then(Value::as_str).map(str::to_owned);
         let id = msg.remove("id").filter(|id| !id.is_null());
         let params = match msg.remove("params") {
@@ -343,6 +402,40 @@ impl JsonRpc {
             }
             (None, None) => handler.on_garbage(line),
         }
+    }
+}
+
+/// A stream-json object in JSON-RPC's terms (`None`: not a message of the framing).
+fn stream_json_as_jsonrpc(
+    mut msg: serde_json::Map<String, Value>,
+) -> Option<serde_json::Map<String, Value>> {
+    let ty = msg.get("type")?.as_str()?.to_owned();
+    let out = match ty.as_str() {
+        "control_request" => {
+            let id = msg.remove("request_id")?;
+            let request = msg.remove("request")?;
+            let method = request.get("subtype")?.as_str()?.to_owned();
+            json!({"id": id, "method": method, "params": request})
+        }
+        "control_response" => {
+            let mut response = msg.remove("response")?;
+            let id = response.get_mut("request_id")?.take();
+            match response.get("subtype")?.as_str()? {
+                "success" => {
+                    json!({"id": id, "result": response.get_mut("response").map(Value::take)})
+                }
+                "error" => {
+                    let message = response.get("error")?.as_str().unwrap_or("control error");
+                    json!({"id": id, "error": {"code": 0, "message": message}})
+                }
+                _ => return None,
+            }
+        }
+        _ => json!({"method": ty, "params": Value::Object(msg)}),
+    };
+    match out {
+        Value::Object(m) => Some(m),
+        _ => None,
     }
 }
 

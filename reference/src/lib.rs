@@ -1,7 +1,8 @@
 //! `conform-reference`: the reference subject. Speaks `conform-subject/1` on stdin/stdout and
-//! hosts one provider run (ACP, DSH SDK or Codex) per `start` (see `conform-reference --help`).
+//! hosts one provider run (ACP, DSH SDK, Codex or Claude Code) per `start` (see `conform-reference --help`).
 
 mod acp;
+mod claude_code;
 mod cli;
 mod codex;
 mod diagnostic;

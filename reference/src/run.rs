@@ -14,7 +14,7 @@ use crate::driver::drive;
 use crate::host::{self, JobOutcome, SubagentResult};
 use crate::provider::{self, ProviderEvent, RunSpec};
 use crate::writer::Out;
-use crate::{acp, codex, dsh_sdk};
+use crate::{acp, claude_code, codex, dsh_sdk};
 
 #[derive(Debug)]
 pub enum Control {
@@ -132,6 +132,9 @@ pub async fn host_run(
             spec, defects, log, cancel_rx, ev_tx,
         )),
         Provider::Codex => tokio::spawn(drive::<codex::CodexRun>(
+            spec, defects, log, cancel_rx, ev_tx,
+        )),
+        Provider::ClaudeCode => tokio::spawn(drive::<claude_code::ClaudeCodeRun>(
             spec, defects, log, cancel_rx, ev_tx,
         )),
     };

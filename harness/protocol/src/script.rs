@@ -204,6 +204,24 @@ step! {
         /// A server request with this method (approvals, user input, elicitation); `params` are
         /// merged over `{threadId, turnId, itemId}`; waits for the answer (`answer` checks it).
         ask = "ask" for Some(Provider::Codex) => String,
+        /// `system` `init` opening the turn, with this session id (`""`: the fake's default); the
+        /// session every later Claude Code message names.
+        init = "init" for Some(Provider::ClaudeCode) => String,
+        /// An `assistant` message whose content is one text block with this text.
+        assistant = "assistant" for Some(Provider::ClaudeCode) => String,
+        /// A `stream_event` carrying a `text_delta` of this text (`--include-partial-messages`).
+        partial = "partial" for Some(Provider::ClaudeCode) => String,
+        /// The turn's `result`: `{ subtype = "success", result = "…" }` or an error subtype with
+        /// `errors = […]`; members are written over the SDK's required defaults (`is_error`,
+        /// durations, usage, `permission_denials`, the session).
+        result = "result" for Some(Provider::ClaudeCode) => Value,
+        /// A `control_request` with this subtype (`can_use_tool`, `elicitation`,
+        /// `request_user_dialog`); `params` are written over the subtype's defaults; waits for the
+        /// `control_response` (`answer` checks it).
+        control = "control" for Some(Provider::ClaudeCode) => String,
+        /// `system` `permission_denied`: the CLI denied a tool before any prompt; members are
+        /// written over `{tool_name = "Bash", message = …}`.
+        denied = "denied" for Some(Provider::ClaudeCode) => Value,
         /// Write this text to stderr (a newline is added).
         stderr = "stderr" for None => String,
         /// Write this text to stderr as one write, without a newline (a line split across
@@ -304,13 +322,16 @@ impl Step {
                 ));
             }
         };
-        if self.params.is_some() && !matches!(action, "expect" | "notify" | "request" | "ask") {
+        if self.params.is_some()
+            && !matches!(action, "expect" | "notify" | "request" | "ask" | "control")
+        {
             return Err(format!("`params` does not apply to `{action}`"));
         }
         if self.exact.is_some() && action != "expect" {
             return Err(format!("`exact` does not apply to `{action}`"));
         }
-        if self.answer.is_some() && !matches!(action, "request" | "permission" | "ask") {
+        if self.answer.is_some() && !matches!(action, "request" | "permission" | "ask" | "control")
+        {
             return Err(format!("`answer` does not apply to `{action}`"));
         }
         if self.to.is_some() && !matches!(action, "reply" | "error" | "stop") {

@@ -50,6 +50,9 @@ pub enum FakeEvent {
         start_time: u64,
         /// `pipe:[inode]` (or other link text) of fds 0, 1, 2.
         stdio: Vec<String>,
+        /// The runtime's own command line, after `--` (the product flags a provider appended).
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        args: Vec<String>,
     },
     /// A frame on the wire. `frame` is the parsed JSON, or a JSON string holding the raw line
     /// when it was not JSON.

@@ -80,6 +80,8 @@ vocabulary! {
         DshSdk = "dsh-sdk",
         /// The Codex app-server.
         Codex = "codex",
+        /// The Claude Code CLI as the Claude Agent SDK drives it (stream-json over stdio).
+        ClaudeCode = "claude-code",
     }
 }
 

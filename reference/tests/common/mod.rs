@@ -76,7 +76,10 @@ impl Subject {
         assert_eq!(hello["type"], "hello");
         assert_eq!(hello["protocol"], "conform-subject/1");
         assert_eq!(hello["subject"]["name"], "conform-reference");
-        assert_eq!(hello["providers"], json!(["acp", "dsh-sdk", "codex"]));
+        assert_eq!(
+            hello["providers"],
+            json!(["acp", "dsh-sdk", "codex", "claude-code"])
+        );
         assert_eq!(hello["modes"], json!(["foreground", "background"]));
         s
     }

@@ -1,0 +1,587 @@
+//! The Claude Code codec: stream-json framing (objects with a `type`; control requests and
+//! responses carry their own ids) and the Claude Code sugar steps.
+
+use conform_protocol::script::{RpcError, Step};
+use conform_protocol::vocab::Provider;
+use serde_json::{Map, Value, json};
+
+use super::args::CliArgs;
+use super::{CLI_VERSION, kind};
+use crate::codec::{Codec, Msg, Sugar, string_at, string_leaves, string_leaves_mut};
+
+/// The session the fake's messages name before (or without) an `init` that names one.
+pub const DEFAULT_SESSION_ID: &str = "c1a0de00-5e55-4000-8000-000000000001";
+/// The model the fake claims to run: the real CLI 2.1.220's default.
+const MODEL: &str = "claude-opus-5[1m]";
+
+static NULL: Value = Value::Null;
+
+#[derive(Debug)]
+pub struct ClaudeCodeCodec {
+    session_id: String,
+    args: CliArgs,
+    /// Message uuids and tool-use ids handed out so far.
+    uuids: u64,
+    tool_uses: u64,
+    /// The subject's mistake a sugar step uncovered, for the engine to report.
+    violation: Option<String>,
+    /// An `is_error` result was sent: the real CLI then exits 1 when its input ends.
+    error_result: bool,
+}
+
+impl Default for ClaudeCodeCodec {
+    fn default() -> Self {
+        ClaudeCodeCodec {
+            session_id: DEFAULT_SESSION_ID.into(),
+            args: CliArgs::default(),
+            uuids: 0,
+            tool_uses: 0,
+            violation: None,
+            error_result: false,
+        }
+    }
+}
+
+impl ClaudeCodeCodec {
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    pub fn session_id(&self) -> &str {
+        &self.session_id
+    }
+
+    fn uuid(&mut self) -> String {
+        self.uuids += 1;
+        format!("00000000-0000-4000-8000-{:012x}", self.uuids)
+    }
+
+    fn tool_use_id(&mut self) -> String {
+        self.tool_uses += 1;
+        format!("toolu_{:024}", self.tool_uses)
+    }
+
+    fn message(&mut self, ty: &str, mut body: Map<String, Value>) -> Sugar {
+        body.entry("uuid").or_insert_with(|| self.uuid().into());
+        body.entry("session_id")
+            .or_insert_with(|| self.session_id.clone().into());
+        Sugar::Notify {
+            method: ty.into(),
+            params: Some(Value::Object(body)),
+        }
+    }
+
+    fn init(&mut self, session: &str) -> Sugar {
+        if !session.is_empty() {
+            self.session_id = session.to_owned();
+        }
+        let cwd = std::env::current_dir()
+            .map(|d| d.to_string_lossy().into_owned())
+            .unwrap_or_default();
+        let mode = self.args.permission_mode.as_deref().unwrap_or("default");
+        let tools: Vec<&str> = ["Bash", "Edit", "Read", "Write", "Glob", "Grep"]
+            .into_iter()
+            .filter(|t| !self.args.disallowed_tools.iter().any(|d| d == t))
+            .collect();
+        let body = json!({
+            "subtype": "init",
+            "cwd": cwd.clone(),
+            "tools": tools,
+            "mcp_servers": [],
+            "model": MODEL,
+            "permissionMode": mode,
+            "slash_commands": ["review"],
+            // What the real CLI 2.1.220 reports for a key in ANTHROPIC_API_KEY (outside the
+            // SDK's published `ApiKeySource`; see schema.rs).
+            "apiKeySource": "ANTHROPIC_API_KEY",
+            "claude_code_version": CLI_VERSION,
+            "output_style": "default",
+            "agents": ["general-purpose"],
+            "skills": ["review"],
+            "plugins": [],
+            "capabilities": ["interrupt_receipt_v1", "interrupt_cancel_queued_v1"],
+            "analytics_disabled": true,
+            "product_feedback_disabled": true,
+            "memory_paths": {"auto": format!("{cwd}/.claude/memory")},
+            "fast_mode_state": "off",
+            "fast_mode_disabled_reason": "sdk_opt_in_required",
+        });
+        self.message(kind::SYSTEM, into_map(body))
+    }
+
+    fn assistant(&mut self, text: &str) -> Sugar {
+        let id = format!("msg_{:024}", self.uuids + 1);
+        let body = json!({
+            "message": {
+                "id": id,
+                "type": "message",
+                "role": "assistant",
+                "model": MODEL,
+                "content": [{"type": "text", "text": text, "citations": null}],
+                "stop_reason": null,
+                "stop_sequence": null,
+                "stop_details": null,
+                "container": null,
+                "context_management": null,
+                "usage": usage(),
+            },
+            "parent_tool_use_id": null,
+            "timestamp": TIMESTAMP,
+        });
+        self.message(kind::ASSISTANT, into_map(body))
+    }
+
+    fn partial(&mut self, text: &str) -> Sugar {
+        let body = json!({
+            "event": {
+                "type": "content_block_delta",
+                "index": 0,
+                "delta": {"type": "text_delta", "text": text},
+            },
+            "parent_tool_use_id": null,
+        });
+        self.message(kind::STREAM_EVENT, into_map(body))
+    }
+
+    fn result(&mut self, over: &Value) -> Result<Sugar, String> {
+        let Value::Object(over) = over else {
+            return Err(
+                "`result` needs a table (`{ subtype = \"success\", result = \"…\" }`)".into(),
+            );
+        };
+        let subtype = over
+            .get("subtype")
+            .and_then(Value::as_str)
+            .unwrap_or("success")
+            .to_owned();
+        let success = subtype == "success";
+        let mut body = into_map(json!({
+            "subtype": subtype,
+            "is_error": !success,
+            "duration_ms": 1200,
+            "duration_api_ms": 1000,
+            "num_turns": 1,
+            "stop_reason": if success { json!("end_turn") } else { Value::Null },
+            "total_cost_usd": 0.0012,
+            "usage": usage(),
+            "modelUsage": {MODEL: {
+                "inputTokens": 12, "outputTokens": 8, "cacheReadInputTokens": 0,
+                "cacheCreationInputTokens": 0, "webSearchRequests": 0, "costUSD": 0.0012,
+                "contextWindow": 1000000, "maxOutputTokens": 64000,
+                "canonicalModel": "claude-opus-5", "provider": "firstParty",
+            }},
+            "permission_denials": [],
+            // As the real CLI 2.1.220 ends a turn (`terminal_reason` by how it ended).
+            "terminal_reason": terminal_reason(&subtype),
+            "fast_mode_state": "off",
+            "fast_mode_disabled_reason": "sdk_opt_in_required",
+            "api_error_status": null,
+            "ttft_ms": 400,
+            "ttft_stream_ms": 398,
+            "time_to_request_ms": 380,
+        }));
+        if !success {
+            body.insert("errors".into(), json!([]));
+        }
+        if success && over.get("is_error") == Some(&Value::Bool(true)) {
+            // How the real CLI reports an API error: a success result flagged is_error, ended
+            // by the API error, without the model's timings (it never answered).
+            body.insert("terminal_reason".into(), "api_error".into());
+            for timing in ["ttft_ms", "ttft_stream_ms", "time_to_request_ms"] {
+                body.remove(timing);
+            }
+            body.insert("modelUsage".into(), json!({}));
+            body.insert("total_cost_usd".into(), json!(0));
+            body.insert("duration_api_ms".into(), json!(0));
+            body.insert("stop_reason".into(), "stop_sequence".into());
+        }
+        body.extend(over.clone());
+        self.error_result |= body.get("is_error") == Some(&Value::Bool(true));
+        Ok(self.message(kind::RESULT, body))
+    }
+
+    fn denied(&mut self, over: &Value) -> Result<Sugar, String> {
+        let Value::Object(over) = over else {
+            return Err("`denied` needs a table (`{ tool_name = \"Bash\" }`)".into());
+        };
+        let tool_use_id = self.tool_use_id();
+        let mut body = into_map(json!({
+            "subtype": "permission_denied",
+            "tool_name": "Bash",
+            "tool_use_id": tool_use_id,
+            "message": "Permission to use Bash has been denied.",
+        }));
+        body.extend(over.clone());
+        Ok(self.message(kind::SYSTEM, body))
+    }
+
+    fn control(&mut self, subtype: &str, params: Option<&Value>) -> Result<Sugar, String> {
+        let mut request = match subtype {
+            kind::CAN_USE_TOOL => {
+                if !self.args.prompts_over_stdio {
+                    // Not the script's mistake: the real CLI started without the flag never
+                    // asks over stdio (it decides alone), so the subject skipped it.
+                    self.violation = Some(
+                        "the script asks `can_use_tool`, but the CLI was started without \
+                         `--permission-prompt-tool stdio`: the real CLI would never ask"
+                            .into(),
+                    );
+                }
+                json!({
+                    "tool_name": "Bash",
+                    "input": {"command": "ls"},
+                    "tool_use_id": self.tool_use_id(),
+                })
+            }
+            kind::ELICITATION => json!({
+                "mcp_server_name": "workspace",
+                "message": "Which environment?",
+            }),
+            kind::USER_DIALOG => json!({
+                "dialog_kind": "refusal_fallback_prompt",
+                "payload": {},
+            }),
+            _ => json!({}),
+        };
+        match params {
+            Some(Value::Object(p)) => {
+                if let Value::Object(r) = &mut request {
+                    r.extend(p.clone());
+                }
+            }
+            Some(other) => {
+                return Err(format!(
+                    "`params` of `control` must be a table, not {other}"
+                ));
+            }
+            None => {}
+        }
+        Ok(Sugar::Request {
+            method: subtype.into(),
+            params: Some(request),
+            answer: None,
+        })
+    }
+}
+
+/// When the fake's messages say they were made.
+const TIMESTAMP: &str = "2026-01-01T00:00:00.000Z";
+
+/// The `terminal_reason` the real CLI gives a result of this subtype.
+fn terminal_reason(subtype: &str) -> &'static str {
+    match subtype {
+        "success" => "completed",
+        "error_max_turns" => "max_turns",
+        "error_max_budget_usd" => "budget_exhausted",
+        "error_max_structured_output_retries" => "structured_output_retry_exhausted",
+        _ => "model_error",
+    }
+}
+
+fn into_map(v: Value) -> Map<String, Value> {
+    match v {
+        Value::Object(m) => m,
+        _ => Map::new(),
+    }
+}
+
+/// Token usage as the SDK types it (`NonNullableUsage`, which `BetaUsage` accepts too).
+fn usage() -> Value {
+    json!({
+        "input_tokens": 12,
+        "cache_creation_input_tokens": 0,
+        "cache_read_input_tokens": 0,
+        "cache_creation": {"ephemeral_1h_input_tokens": 0, "ephemeral_5m_input_tokens": 0},
+        "output_tokens": 8,
+        "server_tool_use": {"web_search_requests": 0, "web_fetch_requests": 0},
+        "service_tier": "standard",
+        "inference_geo": "",
+        "iterations": [],
+        "speed": "standard",
+    })
+}
+
+impl Codec for ClaudeCodeCodec {
+    fn provider(&self) -> Provider {
+        Provider::ClaudeCode
+    }
+
+    fn jsonrpc_version(&self) -> Option<&'static str> {
+        None
+    }
+
+    fn takes_runtime_args(&self) -> bool {
+        true
+    }
+
+    fn runtime_args(&mut self, args: &[String]) -> Result<(), String> {
+        self.args = super::check_args(args)?;
+        Ok(())
+    }
+
+    fn exit_code_at_eof(&self) -> i32 {
+        // Observed on the real CLI 2.1.220: exit 1 after an API error's `is_error` success
+        // result and after `error_max_turns`.
+        i32::from(self.error_result)
+    }
+
+    fn take_violation(&mut self) -> Option<String> {
+        self.violation.take()
+    }
+
+    fn validate_frame(&self, frame: &Value, answers: Option<&str>) -> Result<(), String> {
+        super::validate_frame(frame, answers)
+    }
+
+    fn sugar(&mut self, step: &Step) -> Result<Option<Sugar>, String> {
+        let mut sugar = if let Some(session) = &step.init {
+            self.init(session)
+        } else if let Some(text) = &step.assistant {
+            self.assistant(text)
+        } else if let Some(text) = &step.partial {
+            if !self.args.include_partial_messages {
+                return Err("the CLI sends `stream_event` only when started with \
+                     `--include-partial-messages`"
+                    .into());
+            }
+            self.partial(text)
+        } else if let Some(over) = &step.result {
+            self.result(over)?
+        } else if let Some(over) = &step.denied {
+            self.denied(over)?
+        } else if let Some(subtype) = &step.control {
+            self.control(subtype, step.params.as_ref())?
+        } else {
+            return Ok(None);
+        };
+        if let Sugar::Request { answer, .. } = &mut sugar {
+            *answer = step.answer.clone();
+        }
+        Ok(Some(sugar))
+    }
+
+    fn tolerated(&self, method: &str, is_request: bool) -> bool {
+        // The SDK interrupts a turn and keeps the wire alive unasked.
+        (is_request && method == kind::INTERRUPT) || (!is_request && method == "keep_alive")
+    }
+
+    fn unknown_method_error(&self, method: &str) -> RpcError {
+        RpcError {
+            code: 0,
+            message: format!("Unsupported control request subtype: {method}"),
+            data: None,
+        }
+    }
+
+    fn is_terminal(&self, _method: &str) -> bool {
+        false
+    }
+
+    fn is_terminal_notification(&self, method: &str, _params: Option<&Value>) -> bool {
+        method == kind::RESULT
+    }
+
+    fn untrusted_text(&self, step: &Step, out: &mut Vec<String>) {
+        if let Some(over) = &step.result {
+            for key in ["errors", "permission_denials", "terminal_reason"] {
+                if let Some(v) = over.get(key) {
+                    string_leaves(v, out);
+                }
+            }
+            // A failed result's `result` is never the answer.
+            if over
+                .get("subtype")
+                .and_then(Value::as_str)
+                .unwrap_or("success")
+                != "success"
+                && let Some(Value::String(t)) = over.get("result")
+            {
+                out.push(t.clone());
+            }
+        }
+        if let Some(over) = &step.denied {
+            string_leaves(over, out);
+        }
+        if step.control.is_some()
+            && let Some(p) = &step.params
+        {
+            string_leaves(p, out);
+        }
+    }
+
+    fn free_text(&self, step: &mut Step, visit: &mut dyn FnMut(&'static str, &mut String)) {
+        if let Some(over) = &mut step.result {
+            if let Some(errors) = over.get_mut("errors") {
+                string_leaves_mut(errors, &mut |t| visit("errors[]", t));
+            }
+            // A denial's tool input is the untrusted part (its id pairs it with the request).
+            if let Some(Value::Array(denials)) = over.get_mut("permission_denials") {
+                for input in denials.iter_mut().filter_map(|d| d.get_mut("tool_input")) {
+                    string_leaves_mut(input, &mut |t| visit("permission_denials", t));
+                }
+            }
+        }
+        if let Some(over) = &mut step.denied {
+            for (pointer, channel) in [
+                ("/message", "permission_denied message"),
+                ("/decision_reason", "decision_reason"),
+            ] {
+                if let Some(t) = string_at(over, pointer) {
+                    visit(channel, t);
+                }
+            }
+        }
+        if step.control.is_some()
+            && let Some(p) = &mut step.params
+        {
+            for (pointer, channel) in [
+                ("/input", "tool input"),
+                ("/decision_reason", "decision_reason"),
+                ("/blocked_path", "blocked_path"),
+                ("/title", "tool title"),
+                ("/message", "elicitation message"),
+            ] {
+                if let Some(v) = p.pointer_mut(pointer) {
+                    string_leaves_mut(v, &mut |t| visit(channel, t));
+                }
+            }
+        }
+    }
+
+    fn request_id(&self, n: u64) -> Value {
+        Value::from(format!("cli-{:08x}-{n}", 0xc1a0de))
+    }
+
+    fn classify<'a>(&self, frame: &'a Value) -> Msg<'a> {
+        let Value::Object(m) = frame else {
+            return match frame {
+                Value::String(raw) => Msg::Malformed(format!("not JSON: {raw:?}")),
+                other => Msg::Malformed(format!("not a JSON object: {other}")),
+            };
+        };
+        match m.get("type") {
+            Some(Value::String(t)) if t == kind::CONTROL_REQUEST => {
+                let Some(id) = m.get("request_id") else {
+                    return Msg::Malformed("a control_request needs a `request_id`".into());
+                };
+                match frame.pointer("/request/subtype") {
+                    Some(Value::String(subtype)) => Msg::Request {
+                        id,
+                        method: subtype,
+                        params: m.get("request"),
+                    },
+                    _ => Msg::Malformed("a control_request needs `request.subtype`".into()),
+                }
+            }
+            Some(Value::String(t)) if t == kind::CONTROL_RESPONSE => {
+                let response = &frame["response"];
+                let Some(id) = response.get("request_id") else {
+                    return Msg::Malformed("a control_response needs `response.request_id`".into());
+                };
+                match response.get("subtype").and_then(Value::as_str) {
+                    Some("success") => Msg::Response {
+                        id,
+                        outcome: Ok(response.get("response").unwrap_or(&NULL)),
+                    },
+                    Some("error") => Msg::Response {
+                        id,
+                        outcome: Err(response.get("error").unwrap_or(&NULL)),
+                    },
+                    _ => Msg::Malformed(
+                        "a control_response's `response.subtype` is `success` or `error`".into(),
+                    ),
+                }
+            }
+            Some(Value::String(t)) => Msg::Notification {
+                method: t,
+                params: Some(frame),
+            },
+            Some(other) => Msg::Malformed(format!("`type` is not a string: {other}")),
+            None => Msg::Malformed("no `type`".into()),
+        }
+    }
+
+    fn request(&self, id: Value, method: &str, params: Option<Value>) -> Value {
+        let mut request = Map::new();
+        request.insert("subtype".into(), method.into());
+        if let Some(Value::Object(p)) = params {
+            request.extend(p);
+        }
+        json!({"type": kind::CONTROL_REQUEST, "request_id": id, "request": request})
+    }
+
+    fn notification(&self, method: &str, params: Option<Value>) -> Value {
+        let mut m = Map::new();
+        m.insert("type".into(), method.into());
+        if let Some(Value::Object(p)) = params {
+            m.extend(p.into_iter().filter(|(k, _)| k != "type"));
+        }
+        Value::Object(m)
+    }
+
+    fn response(&self, id: Value, outcome: Result<Value, RpcError>) -> Value {
+        let response = match outcome {
+            Ok(result) => json!({"subtype": "success", "request_id": id, "response": result}),
+            Err(error) => json!({"subtype": "error", "request_id": id, "error": error.message}),
+        };
+        json!({"type": kind::CONTROL_RESPONSE, "response": response})
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn control_frames_classify_by_their_own_ids() {
+        let c = ClaudeCodeCodec::new();
+        let init = json!({"request_id": "r1", "type": "control_request",
+            "request": {"subtype": "initialize", "systemPrompt": [""]}});
+        assert!(matches!(
+            c.classify(&init),
+            Msg::Request {
+                method: "initialize",
+                ..
+            }
+        ));
+        let deny = json!({"type": "control_response", "response": {"subtype": "success",
+            "request_id": "r2", "response": {"behavior": "deny", "message": "m"}}});
+        assert!(matches!(
+            c.classify(&deny),
+            Msg::Response { outcome: Ok(_), .. }
+        ));
+        let err = json!({"type": "control_response", "response": {"subtype": "error",
+            "request_id": "r2", "error": "canUseTool callback is not provided."}});
+        assert!(matches!(
+            c.classify(&err),
+            Msg::Response {
+                outcome: Err(_),
+                ..
+            }
+        ));
+        let user = json!({"type": "user", "message": {"role": "user", "content": "t"}});
+        assert!(matches!(
+            c.classify(&user),
+            Msg::Notification { method: "user", .. }
+        ));
+        assert!(matches!(c.classify(&json!({"x": 1})), Msg::Malformed(_)));
+        // What the fake builds is what it reads back.
+        let req = c.request(
+            c.request_id(0),
+            "can_use_tool",
+            Some(json!({"tool_name": "Bash"})),
+        );
+        assert!(matches!(
+            c.classify(&req),
+            Msg::Request {
+                method: "can_use_tool",
+                ..
+            }
+        ));
+        let resp = c.response(json!("r1"), Ok(json!({"commands": []})));
+        assert!(matches!(
+            c.classify(&resp),
+            Msg::Response { outcome: Ok(_), .. }
+        ));
+    }
+}
