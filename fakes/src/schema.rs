@@ -46,3 +46,71 @@ pub fn unmarked_invalid_frames<'a>(
             .collect(),
     )
 }
+
+/// The subschema at `pointer` as a document of its own: the subschema at the root, and under
+/// `definitions` every definition it refers to, directly or not, at the path it has in the
+/// bundle (so each `#/definitions/…` reference resolves as before). `groups`: definitions that
+/// hold definitions of their own (Codex's `v2`). Compiling a subschema with the whole bundle
+/// keeps a copy of all of it per validator.
+pub(crate) fn closure(root: &Value, pointer: &str, groups: &[&str]) -> Option<Value> {
+    let mut doc = root.pointer(pointer.strip_prefix('#')?)?.clone();
+    let mut definitions = serde_json::Map::new();
+    let mut pending = vec![doc.clone()];
+    let mut seen = std::collections::BTreeSet::new();
+    while let Some(schema) = pending.pop() {
+        for r in refs(&schema) {
+            // A reference names a definition, or a place inside one: the definition whole.
+            let Some(path) = r.strip_prefix("#/definitions/") else {
+                continue;
+            };
+            let mut segments: Vec<&str> = path.split('/').collect();
+            let depth = if segments.first().is_some_and(|g| groups.contains(g)) {
+                2
+            } else {
+                1
+            };
+            segments.truncate(depth);
+            let entry = segments.join("/");
+            if !seen.insert(entry.clone()) {
+                continue;
+            }
+            let Some(def) = root.pointer(&format!("/definitions/{entry}")) else {
+                continue;
+            };
+            pending.push(def.clone());
+            let slot = if depth == 2 {
+                definitions
+                    .entry("v2")
+                    .or_insert_with(|| Value::Object(Default::default()))
+                    .as_object_mut()?
+                    .entry(segments[1])
+                    .or_insert(Value::Null)
+            } else {
+                definitions.entry(segments[0]).or_insert(Value::Null)
+            };
+            *slot = def.clone();
+        }
+    }
+    let obj = doc.as_object_mut()?;
+    obj.insert("definitions".into(), Value::Object(definitions));
+    Some(doc)
+}
+
+/// Every `$ref` string inside `schema`.
+fn refs(schema: &Value) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut stack = vec![schema];
+    while let Some(v) = stack.pop() {
+        match v {
+            Value::Object(m) => {
+                if let Some(Value::String(r)) = m.get("$ref") {
+                    out.push(r.clone());
+                }
+                stack.extend(m.values());
+            }
+            Value::Array(a) => stack.extend(a),
+            _ => {}
+        }
+    }
+    out
+}

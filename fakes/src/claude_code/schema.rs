@@ -8,14 +8,15 @@ use std::collections::HashMap;
 use std::sync::{Arc, LazyLock, Mutex};
 
 use jsonschema::Validator;
-use serde_json::{Value, json};
+use serde_json::Value;
 
 use super::kind;
-use crate::schema::check;
+use crate::schema::{check, closure};
 
 const SCHEMA: &str = include_str!("../../schemas/claude-code/0.3.220.schema.json");
 
-/// The definitions, each compiled the first time a frame needs it.
+/// The definitions (the file with the observed deviations widened), each compiled the first
+/// time a frame needs it with only the definitions it refers to.
 struct Defs {
     root: Value,
     compiled: Mutex<HashMap<&'static str, Arc<Validator>>>,
@@ -39,7 +40,8 @@ const OBSERVED_DEVIATIONS: &[Deviation] = &[
     Deviation::Optional("BetaTextBlock", "citations"),
 ];
 
-static DEFS: LazyLock<Defs> = LazyLock::new(|| {
+/// The vendored file parsed, with the observed deviations widened.
+fn widened_root() -> Value {
     let mut root: Value =
         serde_json::from_str(SCHEMA).expect("vendored Claude Agent SDK schema is JSON");
     for deviation in OBSERVED_DEVIATIONS {
@@ -56,10 +58,12 @@ static DEFS: LazyLock<Defs> = LazyLock::new(|| {
             }
         }
     }
-    Defs {
-        root,
-        compiled: Mutex::new(HashMap::new()),
-    }
+    root
+}
+
+static DEFS: LazyLock<Defs> = LazyLock::new(|| Defs {
+    root: widened_root(),
+    compiled: Mutex::new(HashMap::new()),
 });
 
 impl Defs {
@@ -71,8 +75,10 @@ impl Defs {
         if let Some(v) = compiled.get(def) {
             return Ok(v.clone());
         }
-        let mut sub = json!({ "$ref": format!("#/definitions/{def}") });
-        sub["definitions"] = self.root["definitions"].clone();
+        // Only the definitions it refers to: the whole file per validator held megabytes.
+        let pointer = format!("#/definitions/{def}");
+        let mut sub = closure(&self.root, &pointer, &[])
+            .ok_or_else(|| format!("the Claude Agent SDK's `{def}` cannot be resolved"))?;
         if let Some(s) = self.root.get("$schema") {
             sub["$schema"] = s.clone();
         }
@@ -155,6 +161,7 @@ pub fn validate_frame(frame: &Value, answers: Option<&str>) -> Result<(), String
 #[cfg(test)]
 mod tests {
     use super::*;
+    use serde_json::json;
 
     fn validator(root: &Value, def: &str) -> Validator {
         let mut sub = json!({ "$ref": format!("#/definitions/{def}") });

@@ -12,7 +12,7 @@
 //!
 //! The real server never sends `jsonrpc`, so a frame carrying it fails too.
 
-use crate::schema::check;
+use crate::schema::{check, closure};
 use std::collections::HashMap;
 use std::sync::{Arc, LazyLock, Mutex};
 
@@ -83,7 +83,7 @@ impl Bundle {
         if let Some(v) = self.compiled.lock().expect("compiled").get(pointer) {
             return v.clone();
         }
-        let doc = closure(&self.root, pointer)
+        let doc = closure(&self.root, pointer, &["v2"])
             .unwrap_or_else(|| panic!("the Codex bundle has no subschema {pointer}"));
         let v = Arc::new(
             jsonschema::options()
@@ -106,72 +106,6 @@ impl Bundle {
     fn check(&self, pointer: &str, value: &Value, what: &str) -> Result<(), String> {
         check(&self.validator(pointer), value, what)
     }
-}
-
-/// The subschema at `pointer` as a document of its own: the subschema at the root, and under
-/// `definitions` every definition it refers to, directly or not, at the path it has in the
-/// bundle (so each `#/definitions/…` reference resolves as before).
-fn closure(root: &Value, pointer: &str) -> Option<Value> {
-    let mut doc = root.pointer(pointer.strip_prefix('#')?)?.clone();
-    let mut definitions = serde_json::Map::new();
-    let mut pending = vec![doc.clone()];
-    let mut seen = std::collections::BTreeSet::new();
-    while let Some(schema) = pending.pop() {
-        for r in refs(&schema) {
-            // A reference names a definition, or a place inside one: the definition whole.
-            let Some(path) = r.strip_prefix("#/definitions/") else {
-                continue;
-            };
-            let mut segments: Vec<&str> = path.split('/').collect();
-            let depth = if segments.first() == Some(&"v2") {
-                2
-            } else {
-                1
-            };
-            segments.truncate(depth);
-            let entry = segments.join("/");
-            if !seen.insert(entry.clone()) {
-                continue;
-            }
-            let Some(def) = root.pointer(&format!("/definitions/{entry}")) else {
-                continue;
-            };
-            pending.push(def.clone());
-            let slot = if depth == 2 {
-                definitions
-                    .entry("v2")
-                    .or_insert_with(|| Value::Object(Default::default()))
-                    .as_object_mut()?
-                    .entry(segments[1])
-                    .or_insert(Value::Null)
-            } else {
-                definitions.entry(segments[0]).or_insert(Value::Null)
-            };
-            *slot = def.clone();
-        }
-    }
-    let obj = doc.as_object_mut()?;
-    obj.insert("definitions".into(), Value::Object(definitions));
-    Some(doc)
-}
-
-/// Every `$ref` string inside `schema`.
-fn refs(schema: &Value) -> Vec<String> {
-    let mut out = Vec::new();
-    let mut stack = vec![schema];
-    while let Some(v) = stack.pop() {
-        match v {
-            Value::Object(m) => {
-                if let Some(Value::String(r)) = m.get("$ref") {
-                    out.push(r.clone());
-                }
-                stack.extend(m.values());
-            }
-            Value::Array(a) => stack.extend(a),
-            _ => {}
-        }
-    }
-    out
 }
 
 static BUNDLE_0_147_0: LazyLock<Bundle> =
