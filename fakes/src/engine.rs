@@ -218,6 +218,14 @@ impl Engine {
                     wrong.join("; ")
                 ));
             }
+        } else if let Some(want) = &step.expect_args {
+            // The runtime's own arguments: everything after the fake's `--`.
+            let got: Vec<String> = std::env::args().skip_while(|a| a != "--").skip(1).collect();
+            if &got != want {
+                self.violation(format!(
+                    "the runtime's command line differs from the script: got {got:?}, expected {want:?}"
+                ));
+            }
         } else if let Some(what) = &step.echo_to_stderr {
             let echoed = match what.strip_prefix("env:") {
                 Some(name) => std::env::var(name).unwrap_or_default(),

@@ -1224,6 +1224,8 @@ fn a_claude_code_cli_started_without_the_stdio_prompt_tool_is_caught_by_the_fake
         &[],
         &[
             "[wire.violation] the runtime saw a protocol violation: the script asks `can_use_tool`, but the CLI was started without `--permission-prompt-tool stdio`",
+            // The flags the real SDK passes, pinned per mode (`expect_args`).
+            "[wire.violation] the runtime saw a protocol violation: the runtime's command line differs from the script",
         ],
     );
 }

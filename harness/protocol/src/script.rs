@@ -241,6 +241,10 @@ step! {
         /// where the value is `null` (`{ "$json" = "null" }`); a mismatch is the subject's
         /// protocol violation.
         expect_env = "expect_env" for None => serde_json::Map<String, Value>,
+        /// Check the runtime's own command line (what the provider put after `--`, e.g. Claude
+        /// Code's CLI flags): it must be exactly these arguments, in this order; a mismatch is the
+        /// subject's protocol violation.
+        expect_args = "expect_args" for None => Vec<String>,
         /// Sleep. Only for what is genuinely about time (a grace period expiring).
         delay_ms = "delay_ms" for None => u64,
         /// Close stdout (the process stays alive).
@@ -416,6 +420,7 @@ mod tests {
             json!(1),
             json!({}),
             json!({"code": 1, "message": "m"}),
+            json!(["x"]),
         ];
         for (key, _) in ACTIONS {
             let step = samples
