@@ -11,6 +11,7 @@ mod dsh_sdk;
 mod host;
 mod jsonrpc;
 mod process;
+mod product;
 mod provider;
 mod run;
 mod util;

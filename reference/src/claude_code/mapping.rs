@@ -153,13 +153,13 @@ pub struct PermissionFact {
 
 impl fmt::Display for PermissionFact {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(
+        crate::product::write_decision(
             f,
-            "Claude Code unattended decision (mode: {}; request: {}; decision: {}): {}",
+            PRODUCT,
             self.mode.as_str(),
             self.request,
             self.decision,
-            self.reason
+            self.reason,
         )
     }
 }

@@ -26,9 +26,10 @@ use crate::driver::{Driver, StartFailure};
 use crate::host::{SubagentResult, text_output};
 use crate::jsonrpc::{ErrorObject, Framing, Handler, IdStyle, JsonRpc, Reply, RpcError};
 use crate::process::{ManagedChild, SpawnError, Spawned};
+use crate::product::{Rejections, diagnostic};
 use crate::provider::{
-    ABORT_ERROR_NAME, Log, ProviderEvent, RunSpec, StderrTail, Step, cancelled, close_and_settle,
-    forward_stderr, race, request_until_exit,
+    Log, ProviderEvent, RunSpec, StderrTail, Step, cancelled, close_and_settle, forward_stderr,
+    race, request_until_exit,
 };
 
 use config::{ClaudeCodeConfig, PermissionMode, SDK_VERSION};
@@ -37,18 +38,17 @@ use mapping::{
     PREFIX, PermissionFact, Stage, answer, denied_before_prompt, map_ending, unknown_line,
 };
 
+const REJECTIONS: Rejections = Rejections {
+    error_name: ERROR_NAME,
+    prefix: PREFIX,
+};
+
 fn failure(line: &ProductLine) -> StartError {
-    StartError {
-        name: ERROR_NAME.into(),
-        message: format!("{PREFIX}{line}"),
-    }
+    REJECTIONS.failure(line)
 }
 
 fn plain_error(message: &str) -> StartError {
-    StartError {
-        name: ABORT_ERROR_NAME.into(),
-        message: message.into(),
-    }
+    Rejections::plain(message)
 }
 
 /// What the run has seen of its turn, in wire order.
@@ -260,16 +260,7 @@ impl Driver for ClaudeCodeRun {
         if self.defects.leak_raw_error {
             message = self.stderr.leak(message).await;
         }
-        Some(match self.teardown().await {
-            Ok(()) => StartError {
-                name: ERROR_NAME.into(),
-                message,
-            },
-            Err(teardown) => StartError {
-                name: "AggregateError".into(),
-                message: format!("{message}; {PREFIX}{teardown}"),
-            },
-        })
+        Some(REJECTIONS.failed_start(message, self.teardown().await))
     }
 
     async fn run_task(
@@ -306,12 +297,9 @@ impl Driver for ClaudeCodeRun {
             },
         );
         let fact = fact.filter(|_| !self.defects.claude_permission_fact_dropped);
-        let mut diagnostic = mapped.line.map(|l| {
-            limit_diagnostic(&match fact {
-                Some(f) => format!("{l}\n{f}"),
-                None => l.to_string(),
-            })
-        });
+        let mut diagnostic = mapped
+            .line
+            .map(|l| diagnostic(&l, fact.as_ref().map(|f| f as &dyn std::fmt::Display)));
         if self.defects.leak_raw_error && mapped.stop_reason != "completed" {
             diagnostic = Some(limit_diagnostic(
                 &self.stderr.leak(diagnostic.unwrap_or_default()).await,

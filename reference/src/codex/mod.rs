@@ -27,9 +27,10 @@ use crate::driver::{Driver, StartFailure, Wired, wire};
 use crate::host::SubagentResult;
 use crate::jsonrpc::{ErrorObject, Handler, IdStyle, JsonRpc, Reply, RpcError};
 use crate::process::{ManagedChild, SpawnError, Spawned};
+use crate::product::{Rejections, diagnostic};
 use crate::provider::{
-    ABORT_ERROR_NAME, EXIT_DRAIN, Log, ProviderEvent, RunSpec, StderrTail, Step, cancelled,
-    close_and_settle, race, request_until_exit,
+    EXIT_DRAIN, Log, ProviderEvent, RunSpec, StderrTail, Step, cancelled, close_and_settle, race,
+    request_until_exit,
 };
 
 use config::CodexConfig;
@@ -37,29 +38,20 @@ use mapping::{
     ABORTED_BEFORE_PUBLICATION, ABORTED_BEFORE_STARTUP, EMPTY_TASK, ERROR_NAME, MappingDefects,
     NO_WORKING_DIRECTORY, PREFIX, Stage, map_terminal, process_exit_line, unknown_line,
 };
-use requests::{PermissionFact, SANDBOX_FAILURE};
+use requests::SANDBOX_FAILURE;
 use turn::{Settled, TurnState};
 
+const REJECTIONS: Rejections = Rejections {
+    error_name: ERROR_NAME,
+    prefix: PREFIX,
+};
+
 fn failure(line: &ProductLine) -> StartError {
-    StartError {
-        name: ERROR_NAME.into(),
-        message: format!("{PREFIX}{line}"),
-    }
+    REJECTIONS.failure(line)
 }
 
 fn plain_error(message: &str) -> StartError {
-    StartError {
-        name: ABORT_ERROR_NAME.into(),
-        message: message.into(),
-    }
-}
-
-/// `line` + `\n` + the latest permission fact, bounded.
-fn diagnostic(line: &ProductLine, fact: Option<&PermissionFact>) -> String {
-    limit_diagnostic(&match fact {
-        Some(f) => format!("{line}\n{f}"),
-        None => line.to_string(),
-    })
+    Rejections::plain(message)
 }
 
 /// Inbound traffic goes to the run's state in wire order; requests are answered at once.
@@ -227,16 +219,7 @@ impl Driver for CodexRun {
         if self.defects.leak_raw_error {
             message = self.stderr.leak(message).await;
         }
-        Some(match self.teardown().await {
-            Ok(()) => StartError {
-                name: ERROR_NAME.into(),
-                message,
-            },
-            Err(teardown) => StartError {
-                name: "AggregateError".into(),
-                message: format!("{message}; {PREFIX}{teardown}"),
-            },
-        })
+        Some(REJECTIONS.failed_start(message, self.teardown().await))
     }
 
     async fn run_task(
@@ -496,7 +479,8 @@ impl CodexRun {
                 diagnostic: None,
             };
         }
-        let mut diagnostic = line.map(|l| diagnostic(&l, fact.as_ref()));
+        let mut diagnostic =
+            line.map(|l| diagnostic(&l, fact.as_ref().map(|f| f as &dyn std::fmt::Display)));
         // Seeded defect: the failed turn's own error message appended to the diagnostic.
         if self.defects.leak_turn_error
             && let Outcome::Settled(Settled::Terminal(t)) = &outcome
