@@ -57,10 +57,9 @@ impl ErrorObject {
 pub enum Reply {
     Result(Value),
     Error(ErrorObject),
-    /// The handler answers later through [`JsonRpc::respond`] (for providers whose answers
-    /// need async work; the ACP provider answers synchronously).
-    #[allow(dead_code)]
-    Deferred,
+    /// No answer (only a seeded defect leaves a request unanswered: every provider answers
+    /// synchronously, under the writer, so a teardown cannot overtake the answer).
+    Unanswered,
 }
 
 /// Inbound traffic, handled synchronously on the reader task in wire order.
@@ -95,6 +94,9 @@ pub enum Framing {
     /// params are the whole object.
     StreamJson,
 }
+
+/// The peer's stdin, held for a write (`None` once closed).
+type Writer<'a> = tokio::sync::MutexGuard<'a, Option<Box<dyn AsyncWrite + Send + Unpin>>>;
 
 /// Pending requests, keyed by the JSON text of their id (`5` and `"5"` stay distinct).
 type Pending = HashMap<String, (String, oneshot::Sender<Result<Value, RpcError>>)>;
@@ -259,8 +261,8 @@ impl JsonRpc {
         self.write(&frame).await
     }
 
-    pub async fn respond(&self, id: &Value, reply: Result<Value, ErrorObject>) {
-        let frame = match (self.inner.framing, reply) {
+    fn answer_frame(&self, id: &Value, reply: Result<Value, ErrorObject>) -> Value {
+        match (self.inner.framing, reply) {
             (Framing::StreamJson, Ok(result)) => json!({"type": "control_response",
                 "response": {"subtype": "success", "request_id": id, "response": result}}),
             (Framing::StreamJson, Err(e)) => json!({"type": "control_response",
@@ -273,9 +275,7 @@ impl JsonRpc {
                 }
                 json!({"jsonrpc": "2.0", "id": id, "error": error})
             }
-        };
-        // A failed answer is recorded as a write failure; the caller sees it as wire loss later.
-        let _ = self.write(&frame).await;
+        }
     }
 
     /// Close the peer's stdin (EOF). Idempotent.
@@ -287,9 +287,14 @@ impl JsonRpc {
     }
 
     async fn write(&self, frame: &Value) -> Result<(), RpcError> {
+        let mut guard = self.inner.writer.lock().await;
+        self.write_held(&mut guard, frame).await
+    }
+
+    /// Writes one frame through the writer the caller holds.
+    async fn write_held(&self, guard: &mut Writer<'_>, frame: &Value) -> Result<(), RpcError> {
         let mut line = serde_json::to_vec(frame).expect("serializable frame");
         line.push(b'\n');
-        let mut guard = self.inner.writer.lock().await;
         let Some(w) = guard.as_mut() else {
             return Err(RpcError::WireLost("stdin closed".into()));
         };
@@ -300,8 +305,7 @@ impl JsonRpc {
         .await;
         if let Err(e) = res {
             self.inner.write_failed.store(true, Ordering::SeqCst);
-            *guard = None;
-            drop(guard);
+            **guard = None;
             // Losing the write half loses the wire: fail everything pending.
             self.fail_pending(&format!("write failed: {e}"));
             return Err(RpcError::WireLost(format!("write failed: {e}")));
@@ -366,11 +370,20 @@ impl JsonRpc {
             _ => json!({}),
         };
         match (method, id) {
-            (Some(method), Some(id)) => match handler.on_request(&id, &method, params) {
-                Reply::Result(v) => self.respond(&id, Ok(v)).await,
-                Reply::Error(e) => self.respond(&id, Err(e)).await,
-                Reply::Deferred => {}
-            },
+            (Some(method), Some(id)) => {
+                // The writer is held while the handler decides: a teardown its decision sets off
+                // (a failed run closes stdin) waits for this answer instead of closing under it.
+                let mut writer = self.inner.writer.lock().await;
+                let reply = match handler.on_request(&id, &method, params) {
+                    Reply::Result(v) => Ok(v),
+                    Reply::Error(e) => Err(e),
+                    Reply::Unanswered => return,
+                };
+                let frame = self.answer_frame(&id, reply);
+                // A failed answer is recorded as a write failure; the caller sees it as wire
+                // loss later.
+                let _ = self.write_held(&mut writer, &frame).await;
+            }
             (Some(method), None) => handler.on_notification(&method, params),
             (None, Some(id)) => {
                 let key = id.to_string();
