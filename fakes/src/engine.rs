@@ -14,7 +14,7 @@ use crate::params::{Rule, mismatch};
 use crate::process;
 use crate::side::Side;
 use crate::signals::SignalPolicy;
-use crate::wire::{Incoming, Stdout};
+use crate::wire::{Drain, Incoming, Stdout};
 
 /// Checks a script before anything runs: protocol, step shapes, what the codec offers.
 /// Errors name the step (`steps[i]`, 0-based).
@@ -64,6 +64,14 @@ pub struct SideAddr {
     pub run: String,
 }
 
+/// What the engine reads next.
+enum Next {
+    Frame(Value),
+    Eof,
+    /// The reader handed over all stdin held when asked.
+    Drained,
+}
+
 /// A request the subject sent that the script has not answered yet.
 #[derive(Debug)]
 struct Open {
@@ -77,6 +85,7 @@ pub struct Engine {
     addr: SideAddr,
     policy: Arc<SignalPolicy>,
     incoming: mpsc::UnboundedReceiver<Incoming>,
+    drain: Drain,
     control: mpsc::UnboundedReceiver<ToFake>,
     /// Releases that arrived before their `await`.
     released: Vec<String>,
@@ -84,6 +93,9 @@ pub struct Engine {
     open: Vec<Open>,
     next_id: u64,
     eof: bool,
+    /// A drain of stdin was asked for (after a fatal signal) / has ended.
+    draining: bool,
+    drained: bool,
     ignore_eof: bool,
 }
 
@@ -93,7 +105,7 @@ impl Engine {
         side: Arc<Side>,
         addr: SideAddr,
         policy: Arc<SignalPolicy>,
-        incoming: mpsc::UnboundedReceiver<Incoming>,
+        (incoming, drain): (mpsc::UnboundedReceiver<Incoming>, Drain),
         control: mpsc::UnboundedReceiver<ToFake>,
     ) -> Engine {
         Engine {
@@ -102,12 +114,15 @@ impl Engine {
             addr,
             policy,
             incoming,
+            drain,
             control,
             released: Vec::new(),
             stdout: Stdout::default(),
             open: Vec::new(),
             next_id: 0,
             eof: false,
+            draining: false,
+            drained: false,
             ignore_eof: false,
         }
     }
@@ -115,7 +130,12 @@ impl Engine {
     /// Runs the (validated) steps, then serves until EOF. Never returns: the process exits,
     /// dies by a signal, or stays parked.
     pub async fn run(mut self, steps: Vec<Step>) -> Infallible {
+        self.policy.attach();
         for (i, step) in steps.iter().enumerate() {
+            // After a fatal signal only a step that reads what the subject already wrote runs.
+            if step.expect.is_none() {
+                self.die_if_signalled();
+            }
             self.step(i, step).await;
         }
         loop {
@@ -243,7 +263,11 @@ impl Engine {
                 self.stray(&frame, "waiting for stdin EOF");
             }
         } else if let Some(ms) = step.delay_ms {
-            tokio::time::sleep(std::time::Duration::from_millis(ms)).await;
+            let policy = self.policy.clone();
+            tokio::select! {
+                () = tokio::time::sleep(std::time::Duration::from_millis(ms)) => {}
+                () = policy.deferred() => self.die_if_signalled(),
+            }
         } else if step.close_stdout == Some(true) {
             self.stdout.close();
         } else if let Some(code) = step.exit {
@@ -278,32 +302,85 @@ impl Engine {
     // ---- reading ----
 
     /// The next frame from the subject (already reported by the reader), or `None` at EOF.
+    /// After a fatal signal, once what the subject wrote before it is read, the process dies.
     async fn read(&mut self) -> Option<Value> {
-        if self.eof {
-            return None;
-        }
-        match self.incoming.recv().await {
-            Some(Incoming::Frame(frame)) => {
-                if let Some(problem) = self.codec.envelope_problem(&frame) {
-                    self.violation(format!("malformed envelope ({problem}) in {frame}"));
-                }
-                Some(frame)
-            }
-            Some(Incoming::Eof) | None => {
-                self.eof = true;
-                None
+        match self.next().await {
+            Next::Frame(frame) => Some(frame),
+            Next::Eof => None,
+            Next::Drained => {
+                self.die_if_signalled();
+                unreachable!("drained without a signal")
             }
         }
     }
 
-    async fn expect(&mut self, method: &str, params: Option<&Value>, exact: bool) {
+    async fn next(&mut self) -> Next {
+        if self.eof {
+            return Next::Eof;
+        }
+        if self.drained {
+            return Next::Drained;
+        }
+        let policy = self.policy.clone();
         loop {
-            let Some(frame) = self.read().await else {
-                // What the script waits for never came: the subject skipped a step of the
-                // protocol (a fake must not pass whatever it is sent, or not sent).
-                self.violation(format!("stdin closed while the script expected `{method}`"));
-                self.at_eof().await;
-                return;
+            let got = tokio::select! {
+                biased;
+                got = self.incoming.recv() => got,
+                () = policy.deferred(), if !self.draining => {
+                    self.drain.request();
+                    self.draining = true;
+                    continue;
+                }
+            };
+            return match got {
+                Some(Incoming::Frame(frame)) => {
+                    if let Some(problem) = self.codec.envelope_problem(&frame) {
+                        self.violation(format!("malformed envelope ({problem}) in {frame}"));
+                    }
+                    Next::Frame(frame)
+                }
+                Some(Incoming::Drained) => {
+                    self.drained = true;
+                    Next::Drained
+                }
+                Some(Incoming::Eof) | None => {
+                    self.eof = true;
+                    Next::Eof
+                }
+            };
+        }
+    }
+
+    /// Waits for the frame the script expects. A fatal signal meanwhile ends the process once
+    /// what the subject wrote before it has been read: a frame sent before the signal counts.
+    async fn expect(&mut self, method: &str, params: Option<&Value>, exact: bool) {
+        if !self.expect_frame(method, params, exact).await {
+            // What the script waits for never came: the subject skipped a step of the
+            // protocol (a fake must not pass whatever it is sent, or not sent).
+            match self
+                .never_came(&format!("the script expected `{method}`"))
+                .await {}
+        }
+        self.die_if_signalled();
+    }
+
+    /// The subject ended the exchange (stdin EOF, or a fatal signal with nothing more written)
+    /// while the script was `waiting`: its violation, then the end of the process.
+    async fn never_came(&mut self, waiting: &str) -> Infallible {
+        let ended = match self.policy.pending() {
+            Some(sig) if !self.eof => format!("{} arrived", sig.as_str()),
+            _ => "stdin closed".into(),
+        };
+        self.violation(format!("{ended} while {waiting}"));
+        self.at_eof().await
+    }
+
+    /// `false` when stdin ended, or a fatal signal came and the subject had written nothing
+    /// more, before the frame.
+    async fn expect_frame(&mut self, method: &str, params: Option<&Value>, exact: bool) -> bool {
+        loop {
+            let Next::Frame(frame) = self.next().await else {
+                return false;
             };
             let (got, open) = match self.codec.classify(&frame) {
                 Msg::Request {
@@ -336,7 +413,7 @@ impl Engine {
                     method: method.into(),
                 });
             }
-            return;
+            return true;
         }
     }
 
@@ -352,9 +429,9 @@ impl Engine {
         let frame = self.codec.request(id.clone(), method, params);
         self.send(frame, violation, None);
         loop {
-            let Some(frame) = self.read().await else {
-                self.at_eof().await;
-                return;
+            let Next::Frame(frame) = self.next().await else {
+                // A request the runtime sent is answered, even when the run is over.
+                match self.never_came(&format!("`{method}` was unanswered")).await {}
             };
             let outcome = match self.codec.classify(&frame) {
                 Msg::Response { id: got, outcome } if *got == id => outcome,
@@ -460,6 +537,9 @@ impl Engine {
             eprintln!("fake: not sending {line} (stdout was closed by the script)");
             return;
         }
+        if let Err(sig) = self.policy.writing(true) {
+            crate::signals::die_by(&self.side, sig);
+        }
         let terminal = matches!(self.codec.classify(&frame),
             Msg::Notification { method, params } if self.codec.is_terminal_notification(method, params));
         self.side.send(FakeEvent::Frame {
@@ -471,6 +551,7 @@ impl Engine {
         if let Err(e) = self.stdout.write_line(line) {
             eprintln!("fake: writing to stdout failed: {e}");
         }
+        let _ = self.policy.writing(false);
         if terminal {
             self.side.send(FakeEvent::Terminal);
         }
@@ -490,12 +571,17 @@ impl Engine {
                 self.released.remove(at);
                 return;
             }
-            match self.control.recv().await {
+            let policy = self.policy.clone();
+            let got = tokio::select! {
+                got = self.control.recv() => got,
+                () = policy.deferred() => return self.die_if_signalled(),
+            };
+            match got {
                 Some(ToFake::Release { name }) => self.released.push(name),
                 Some(ToFake::Ack) => {}
                 None => {
                     eprintln!("fake: side channel closed while awaiting {name:?}; parked");
-                    park().await;
+                    self.park().await;
                 }
             }
         }
@@ -503,10 +589,25 @@ impl Engine {
 
     /// Stdin is at EOF and the step cannot go on: exit 0, or stay alive after `ignore_eof`.
     async fn at_eof(&mut self) -> Infallible {
+        self.die_if_signalled();
         if self.ignore_eof {
-            return park().await;
+            return self.park().await;
         }
         self.exit(self.codec.exit_code_at_eof())
+    }
+
+    /// Stays alive until a fatal signal.
+    async fn park(&self) -> Infallible {
+        self.policy.deferred().await;
+        self.die_if_signalled();
+        unreachable!("woken without a signal")
+    }
+
+    /// Dies by the fatal signal left to the engine, if one was.
+    fn die_if_signalled(&self) {
+        if let Some(sig) = self.policy.pending() {
+            crate::signals::die_by(&self.side, sig);
+        }
     }
 
     fn exit(&self, code: i32) -> ! {

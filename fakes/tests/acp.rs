@@ -4,7 +4,7 @@ mod common;
 
 use std::os::unix::process::ExitStatusExt;
 
-use common::{fake, fake_with_args, notification, request, result};
+use common::{Fake, fake, fake_with_args, notification, request, result};
 use conform_protocol::side::{Direction, FakeEvent, Role};
 use serde_json::{Value, json};
 
@@ -619,4 +619,95 @@ fn error_to_the_prompt_is_terminal() {
     f.until_event("terminal", |e| *e == FakeEvent::Terminal);
     f.close_stdin();
     f.finish();
+}
+
+/// A fake in its script, about to run `steps` after the checkpoint `in`.
+fn fake_past_checkpoint(steps: Value) -> Fake {
+    let mut all = vec![json!({"checkpoint": "in"})];
+    all.extend(steps.as_array().expect("steps").iter().cloned());
+    let mut f = fake(Value::Array(all));
+    f.until_event("checkpoint", |e| matches!(e, FakeEvent::Checkpoint { .. }));
+    f
+}
+
+fn sigterm(f: &Fake) {
+    // SAFETY: signalling our own child.
+    unsafe { libc::kill(f.pid(), libc::SIGTERM) };
+}
+
+#[test]
+fn a_frame_written_before_sigterm_is_read_before_the_fake_dies() {
+    // The signal and the frame reach the fake by two paths; the frame was first.
+    let mut f = fake_past_checkpoint(json!([{"expect": "initialize"}, {"await": "never"}]));
+    f.send(request(0, "initialize", json!({"protocolVersion": 1})));
+    sigterm(&f);
+    assert_eq!(f.wait().signal(), Some(libc::SIGTERM));
+    f.finish();
+    assert_eq!(f.violations(), Vec::<String>::new());
+    assert!(
+        f.runtime_events().iter().any(|e| matches!(
+            e,
+            FakeEvent::Frame {
+                dir: Direction::Recv,
+                ..
+            }
+        )),
+        "the frame was read: {:?}",
+        f.runtime_events()
+    );
+}
+
+#[test]
+fn sigterm_instead_of_the_expected_frame_is_the_subjects_violation() {
+    let mut f = fake_past_checkpoint(json!([{"expect": "session/cancel"}]));
+    sigterm(&f);
+    assert_eq!(f.wait().signal(), Some(libc::SIGTERM));
+    f.finish();
+    assert_eq!(
+        f.violations(),
+        ["SIGTERM arrived while the script expected `session/cancel`"]
+    );
+}
+
+#[test]
+fn stdin_closed_and_sigterm_at_once_is_a_closed_stdin() {
+    let mut f = fake_past_checkpoint(json!([{"expect": "session/cancel"}]));
+    f.close_stdin();
+    sigterm(&f);
+    // It may exit at EOF before the signal arrives, as a real runtime may.
+    let status = f.wait();
+    assert!(
+        status.code() == Some(0) || status.signal() == Some(libc::SIGTERM),
+        "{status:?}"
+    );
+    f.finish();
+    assert_eq!(
+        f.violations(),
+        ["stdin closed while the script expected `session/cancel`"]
+    );
+}
+
+#[test]
+fn a_request_left_unanswered_at_eof_is_the_subjects_violation() {
+    let mut f = fake(json!([
+        {"request": "fs/read_text_file", "params": {"sessionId": "s", "path": "/ws/a"}}
+    ]));
+    assert_eq!(f.recv()["method"], "fs/read_text_file");
+    f.close_stdin();
+    assert_eq!(f.wait().code(), Some(0));
+    f.finish();
+    assert_eq!(
+        f.violations(),
+        ["stdin closed while `fs/read_text_file` was unanswered"]
+    );
+}
+
+#[test]
+fn sigterm_during_a_delay_kills_at_once() {
+    // Nothing is read from the subject during a delay: the fake dies as a real runtime does.
+    let mut f = fake_past_checkpoint(json!([{"delay_ms": 600000}, {"exit": 3}]));
+    sigterm(&f);
+    assert_eq!(f.wait().signal(), Some(libc::SIGTERM));
+    f.finish();
+    assert_eq!(f.violations(), Vec::<String>::new());
 }

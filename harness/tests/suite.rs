@@ -765,6 +765,20 @@ fn schema_valid_but_wrong_handshakes_are_caught_by_the_pinned_params() {
 }
 
 #[test]
+fn a_request_of_the_runtime_left_unanswered_is_caught() {
+    // The fake used to take EOF in the middle of its own request as the end of the run: a
+    // provider that answered only when it had time (the answer raced the teardown) passed.
+    caught(
+        &["unanswered-request"],
+        "codex/frames/unsupported-request",
+        &[],
+        &[
+            "[wire.violation] the runtime saw a protocol violation: stdin closed while `item/tool/call` was unanswered",
+        ],
+    );
+}
+
+#[test]
 fn a_request_the_script_waits_for_that_never_comes_is_caught() {
     // The fake used to exit quietly at EOF in the middle of an `expect`: a provider that skipped
     // a step of the protocol (here the interrupt of a still-open turn) passed.

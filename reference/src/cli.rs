@@ -74,6 +74,8 @@ pub enum Defect {
     DshSubjectCwd,
     /// Codex: never send turn/interrupt, neither on a local cancel nor when disposing an open turn.
     SkipTurnInterrupt,
+    /// Codex: leave an unsupported server request unanswered (the run still fails on it).
+    UnansweredRequest,
     /// Answer no output as one empty text block (`[{"type":"text","text":""}]`) instead of `[]`.
     EmptyTextBlock,
     /// ACP: copy an unknown stop reason into the diagnostic (`(stop reason: <raw>)`).
@@ -174,6 +176,7 @@ pub struct Defects {
     pub acp_fs_capability: bool,
     pub dsh_subject_cwd: bool,
     pub skip_turn_interrupt: bool,
+    pub unanswered_request: bool,
     pub empty_text_block: bool,
     pub copy_unknown_stop_reason: bool,
     pub error_data_in_diagnostic: bool,
@@ -242,6 +245,7 @@ impl Defects {
                 Defect::AcpFsCapability => d.acp_fs_capability = true,
                 Defect::DshSubjectCwd => d.dsh_subject_cwd = true,
                 Defect::SkipTurnInterrupt => d.skip_turn_interrupt = true,
+                Defect::UnansweredRequest => d.unanswered_request = true,
                 Defect::EmptyTextBlock => d.empty_text_block = true,
                 Defect::CopyUnknownStopReason => d.copy_unknown_stop_reason = true,
                 Defect::ErrorDataInDiagnostic => d.error_data_in_diagnostic = true,

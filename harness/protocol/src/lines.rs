@@ -5,7 +5,6 @@
 
 use std::collections::VecDeque;
 use std::fmt::Write as _;
-use std::io::{self, BufRead};
 
 /// Bytes of an over-long line kept to show what it was.
 pub const HEAD_BYTES: usize = 256;
@@ -88,26 +87,6 @@ impl LineSplitter {
             }
         };
         self.ready.push_back(piece);
-    }
-}
-
-/// Reads the next piece from a blocking reader (`None` at end of input).
-pub fn next_piece<R: BufRead>(
-    reader: &mut R,
-    lines: &mut LineSplitter,
-) -> io::Result<Option<Piece>> {
-    loop {
-        if let Some(p) = lines.pop() {
-            return Ok(Some(p));
-        }
-        let chunk = reader.fill_buf()?;
-        if chunk.is_empty() {
-            lines.finish();
-            return Ok(lines.pop());
-        }
-        let n = chunk.len();
-        lines.push(chunk);
-        reader.consume(n);
     }
 }
 

@@ -59,6 +59,8 @@ struct CodexHandler {
     state: Arc<Mutex<TurnState>>,
     changed: Arc<Notify>,
     log: Log,
+    /// Seeded defect: unsupported requests get no answer.
+    unanswered: bool,
 }
 
 impl Handler for CodexHandler {
@@ -71,6 +73,7 @@ impl Handler for CodexHandler {
         self.changed.notify_one();
         match answer {
             Ok(v) => Reply::Result(v),
+            Err(_) if self.unanswered => Reply::Unanswered,
             Err(message) => {
                 (self.log)(format!(
                     "Codex app-server request {method} refused: {message}"
@@ -179,6 +182,7 @@ impl Driver for CodexRun {
             state: state.clone(),
             changed: changed.clone(),
             log: log.clone(),
+            unanswered: defects.unanswered_request,
         });
         let Wired { child, rpc, stderr } = wire(spawned, handler, IdStyle::Prefixed("req_"), &log);
         CodexRun {
