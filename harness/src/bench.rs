@@ -67,7 +67,10 @@ fn floor(exe: &str, work: &Path, repeat: usize) -> Result<(Vec<f64>, Option<u64>
     let scenario =
         crate::scenario::load(&root, &file).map_err(|e| BenchError::Other(e.to_string()))?;
     let script = work.join("floor.json");
-    std::fs::write(&script, serde_json::to_vec(&scenario.script).expect("json"))?;
+    std::fs::write(
+        &script,
+        serde_json::to_vec(&scenario.script.script()).expect("json"),
+    )?;
     let router = Arc::new(crate::events::Router::default());
     let side = crate::side::SideServer::bind_in(work, router.clone())?;
     let init = "{\"jsonrpc\":\"2.0\",\"id\":0,\"method\":\"initialize\",\"params\":{\"protocolVersion\":1,\"clientCapabilities\":{}}}\n";

@@ -114,19 +114,13 @@ pub fn check(scenarios: &[Scenario]) -> Vec<ScenarioError> {
                 ));
                 continue;
             };
+            let steps = target.script.steps();
             let declared: Vec<&String> = match milestone.split_once(':') {
-                Some(("checkpoint", _)) => target
-                    .script
-                    .steps
+                Some(("checkpoint", _)) => steps
                     .iter()
                     .filter_map(|st| st.checkpoint.as_ref())
                     .collect(),
-                Some(("awaiting", _)) => target
-                    .script
-                    .steps
-                    .iter()
-                    .filter_map(|st| st.await_.as_ref())
-                    .collect(),
+                Some(("awaiting", _)) => steps.iter().filter_map(|st| st.await_.as_ref()).collect(),
                 _ => continue,
             };
             let (kind, name) = milestone.split_once(':').unwrap_or_default();
@@ -148,19 +142,19 @@ fn find(text: &str, needle: &str) -> Option<Range<usize>> {
     text.find(needle).map(|i| i..i + needle.len())
 }
 
-/// The selected scenarios, with every member of a group that any selected scenario belongs to:
-/// a group runs whole or not at all.
-pub fn complete(selected: Vec<Scenario>, all: &[Scenario]) -> Vec<Scenario> {
-    let wanted: BTreeSet<String> = selected
+/// The scenarios `selected` picks, with every member of a group that any of them belongs to (a
+/// group runs whole or not at all), sorted by id. Takes the catalog by value: the chosen
+/// scenarios are moved out, not copied (the catalog is the harness's largest holder).
+pub fn complete(all: Vec<Scenario>, selected: impl Fn(&Scenario) -> bool) -> Vec<Scenario> {
+    let wanted: BTreeSet<String> = all
         .iter()
+        .filter(|s| selected(s))
         .filter_map(|s| group_of(s).map(str::to_owned))
         .collect();
-    let mut out = selected;
-    for s in all {
-        if group_of(s).is_some_and(|g| wanted.contains(g)) && !out.iter().any(|o| o.id == s.id) {
-            out.push(s.clone());
-        }
-    }
+    let mut out: Vec<Scenario> = all
+        .into_iter()
+        .filter(|s| selected(s) || group_of(s).is_some_and(|g| wanted.contains(g)))
+        .collect();
     out.sort_by(|a, b| a.id.cmp(&b.id));
     out
 }

@@ -92,7 +92,7 @@ pub fn inject(
         ..Step::default()
     };
     let mut steps = vec![echo("cwd"), echo(&format!("env:{ECHO_ENV}"))];
-    for mut step in std::mem::take(&mut s.script.steps) {
+    for mut step in s.script.steps() {
         if step.exit.is_some() {
             // A last stderr line the process never ends.
             let mut last = String::new();
@@ -115,8 +115,7 @@ pub fn inject(
         }
         steps.push(step);
     }
-    s.script.steps = steps;
-    for step in &mut s.script.steps {
+    for step in &mut steps {
         if let Some(e) = &mut step.error {
             plant("json-rpc error message", &mut e.message, true);
             if let Some(data) = &mut e.data {
@@ -129,11 +128,12 @@ pub fn inject(
     }
     // What a planted value stood for elsewhere in the script follows it: the prompt the script
     // expects carries the new task, a request names the new session or thread id.
-    for step in &mut s.script.steps {
+    for step in &mut steps {
         for (old, new) in &renames {
             rename_string(step, old, new);
         }
     }
+    s.script.set_steps(steps);
     for p in &planted {
         s.file.secrets.extend(escaped_forms(&p.secret));
     }
@@ -465,9 +465,8 @@ mod tests {
             assert!(channels.contains(&c), "{c} in {channels:?}");
         }
         // The pinned prompt now expects the new task.
-        let prompt = v
-            .script
-            .steps
+        let steps = v.script.steps();
+        let prompt = steps
             .iter()
             .find(|s| s.expect.as_deref() == Some("session/prompt"))
             .unwrap();

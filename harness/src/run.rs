@@ -889,7 +889,7 @@ fn start_message(
     std::fs::create_dir_all(&dir)?;
     let script_path = dir.join("script.json");
     let provider = &scenario.file.provider;
-    let mut script = scenario.script.clone();
+    let mut script = scenario.script.script();
     if let Some(v) = ctx.product_versions.get(provider) {
         script.product_version = Some(v.clone());
     }

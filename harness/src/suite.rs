@@ -266,17 +266,14 @@ pub enum SuiteError {
 /// Loads and filters scenarios.
 pub fn select(dir: &std::path::Path, filters: &[String]) -> Result<Vec<Scenario>, SuiteError> {
     let all = scenario::discover(dir).map_err(SuiteError::Scenarios)?;
-    select_from(&all, filters)
+    select_from(all, filters)
 }
 
 /// Filters loaded scenarios (an isolation group's members come along with any one of them).
-fn select_from(all: &[Scenario], filters: &[String]) -> Result<Vec<Scenario>, SuiteError> {
-    let chosen: Vec<Scenario> = all
-        .iter()
-        .filter(|s| filters.is_empty() || filters.iter().any(|f| s.id.contains(f.as_str())))
-        .cloned()
-        .collect();
-    let chosen = crate::group::complete(chosen, all);
+fn select_from(all: Vec<Scenario>, filters: &[String]) -> Result<Vec<Scenario>, SuiteError> {
+    let chosen = crate::group::complete(all, |s| {
+        filters.is_empty() || filters.iter().any(|f| s.id.contains(f.as_str()))
+    });
     if chosen.is_empty() {
         return Err(SuiteError::NothingSelected);
     }
@@ -286,8 +283,7 @@ fn select_from(all: &[Scenario], filters: &[String]) -> Result<Vec<Scenario>, Su
 pub async fn run(opts: Options) -> Result<SuiteReport, SuiteError> {
     let all = scenario::discover(&opts.scenarios).map_err(SuiteError::Scenarios)?;
     let catalog: std::collections::BTreeSet<String> = all.iter().map(|s| s.id.clone()).collect();
-    let mut chosen = select_from(&all, &opts.filters)?;
-    drop(all);
+    let mut chosen = select_from(all, &opts.filters)?;
     let positions = chosen
         .iter()
         .enumerate()

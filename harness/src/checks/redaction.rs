@@ -153,7 +153,7 @@ pub fn model_visible(obs: &Observed) -> Vec<(&'static str, &str)> {
 pub fn untrusted_strings(scenario: &Scenario) -> Vec<String> {
     let codec = conform_fakes::codec::for_provider(scenario.file.provider);
     let mut out: Vec<String> = vec![scenario.file.task.clone()];
-    for step in &scenario.script.steps {
+    for step in &scenario.script.steps() {
         out.extend(step.stderr.clone());
         out.extend(step.stderr_part.clone());
         out.extend(step.raw.clone());
