@@ -78,6 +78,8 @@ pub fn main_with_args(args: Vec<String>) -> i32 {
 
 struct RunEntry {
     control: mpsc::UnboundedSender<Control>,
+    /// The run's local-cancel signal (set by its host task on `Control::Cancel`).
+    cancel: Arc<tokio::sync::watch::Sender<bool>>,
     task: JoinHandle<()>,
 }
 
@@ -160,6 +162,7 @@ async fn serve(defects: Defects) -> anyhow::Result<i32> {
                     id
                 });
                 let (tx, rx) = mpsc::unbounded_channel();
+                let cancel = Arc::new(tokio::sync::watch::Sender::new(false));
                 let params = StartParams {
                     run: run.clone(),
                     provider,
@@ -174,17 +177,29 @@ async fn serve(defects: Defects) -> anyhow::Result<i32> {
                 let task = tokio::spawn(run::host_run(
                     params,
                     rx,
+                    cancel.clone(),
                     out.clone(),
                     defects,
                     first_dispatch.clone(),
                 ));
-                runs.insert(run, RunEntry { control: tx, task });
+                runs.insert(
+                    run,
+                    RunEntry {
+                        control: tx,
+                        cancel,
+                        task,
+                    },
+                );
             }
             ToSubject::Cancel { run } if defects.cancel_every_run => {
-                for entry in runs.values() {
-                    let _ = entry.control.send(Control::Cancel);
+                // The other runs' signals are raised here, before the named run even hears of
+                // its cancel: a run the cancel leaks into cannot finish first by scheduling luck.
+                for (id, entry) in &runs {
+                    if *id != run {
+                        entry.cancel.send_replace(true);
+                    }
                 }
-                let _ = run;
+                forward(&runs, &out, run, Control::Cancel);
             }
             ToSubject::Cancel { run } => forward(&runs, &out, run, Control::Cancel),
             ToSubject::JobOutput { run, wait } => {

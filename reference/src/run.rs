@@ -95,11 +95,12 @@ impl Host {
 pub async fn host_run(
     p: StartParams,
     mut control: mpsc::UnboundedReceiver<Control>,
+    cancel_tx: Arc<watch::Sender<bool>>,
     out: Out,
     defects: Defects,
     first_dispatch: Arc<AtomicBool>,
 ) {
-    let (cancel_tx, cancel_rx) = watch::channel(false);
+    let cancel_rx = cancel_tx.subscribe();
     let (ev_tx, mut events) = mpsc::unbounded_channel();
     let hung_flag = Arc::new(AtomicBool::new(false));
     let log: provider::Log = {
