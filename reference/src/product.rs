@@ -1,13 +1,14 @@
 //! What the product providers (Codex, Claude Code) share: how a failure line becomes a start
-//! rejection (a failed cleanup aggregated beside it), the diagnostic with its latest unattended
-//! decision, and that decision's fixed line. Each provider names its product, error and prefix.
+//! rejection (a failed cleanup aggregated beside it, a cancelled start's cleanup fact), the
+//! diagnostic with its latest unattended decision, and that decision's fixed line. Each
+//! provider names its product, error and prefix.
 
 use std::fmt;
 
 use conform_protocol::subject::StartError;
 
 use crate::diagnostic::{ProductLine, limit_diagnostic};
-use crate::provider::ABORT_ERROR_NAME;
+use crate::provider::{ABORT_ERROR_NAME, StderrTail};
 
 /// A product provider's names for its rejections.
 #[derive(Clone, Copy, Debug)]
@@ -35,6 +36,30 @@ impl Rejections {
         }
     }
 
+    /// A cancelled start's rejection: the abort's fixed message, or only the cleanup's line when
+    /// the teardown failed.
+    pub fn cancelled_start(&self, aborted: &str, cleanup: Result<(), ProductLine>) -> StartError {
+        match cleanup {
+            Ok(()) => Rejections::plain(aborted),
+            Err(line) => self.failure(&line),
+        }
+    }
+
+    /// A start that failed with `line`: its rejection (the stderr tail leaked into it by the
+    /// seeded defect `leak-raw-error`), with the teardown awaited after the line is taken.
+    pub async fn start_failed(
+        &self,
+        line: &ProductLine,
+        leak: Option<&StderrTail>,
+        teardown: impl Future<Output = Result<(), ProductLine>>,
+    ) -> StartError {
+        let mut message = format!("{}{line}", self.prefix);
+        if let Some(stderr) = leak {
+            message = stderr.leak(message).await;
+        }
+        self.failed_start(message, teardown.await)
+    }
+
     /// A failed start's rejection, `message` being its own: alone when the cleanup settled,
     /// else an `AggregateError` keeping both the start line and the teardown line.
     pub fn failed_start(&self, message: String, cleanup: Result<(), ProductLine>) -> StartError {
@@ -59,18 +84,34 @@ pub fn diagnostic(line: &ProductLine, fact: Option<&dyn fmt::Display>) -> String
     })
 }
 
-/// `<product> unattended decision (mode: …; request: …; decision: …): <reason>` — only the
-/// configured mode, a closed-set request, the decision and a fixed reason.
-pub fn write_decision(
-    f: &mut fmt::Formatter<'_>,
-    product: &str,
-    mode: &str,
-    request: &str,
-    decision: &str,
-    reason: &str,
-) -> fmt::Result {
-    write!(
-        f,
-        "{product} unattended decision (mode: {mode}; request: {request}; decision: {decision}): {reason}"
-    )
+/// A product's permission mode, as its decision line names it.
+pub trait ProductMode: Copy + fmt::Debug + PartialEq + Eq {
+    /// The product the line names (`Codex`, `Claude Code`).
+    const PRODUCT: &'static str;
+    fn as_str(self) -> &'static str;
+}
+
+/// One safe unattended decision: the configured mode, a closed-set request, the decision and a
+/// fixed reason — nothing the runtime sent.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Decision<M> {
+    pub mode: M,
+    pub request: &'static str,
+    pub decision: &'static str,
+    pub reason: &'static str,
+}
+
+impl<M: ProductMode> fmt::Display for Decision<M> {
+    /// `<product> unattended decision (mode: …; request: …; decision: …): <reason>`.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "{} unattended decision (mode: {}; request: {}; decision: {}): {}",
+            M::PRODUCT,
+            self.mode.as_str(),
+            self.request,
+            self.decision,
+            self.reason
+        )
+    }
 }

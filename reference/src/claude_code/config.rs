@@ -20,6 +20,14 @@ pub enum PermissionMode {
     BypassPermissions,
 }
 
+impl crate::product::ProductMode for PermissionMode {
+    const PRODUCT: &'static str = super::mapping::PRODUCT;
+
+    fn as_str(self) -> &'static str {
+        PermissionMode::as_str(self)
+    }
+}
+
 impl PermissionMode {
     const ALL: [PermissionMode; 5] = [
         PermissionMode::DontAsk,

@@ -2,8 +2,6 @@
 //! stream ended → stop reason and the safe line; the permission facts. Only closed-set values
 //! reach a line: a result's `errors[]`, `result` text, denials and tool inputs never do.
 
-use std::fmt;
-
 use serde_json::Value;
 
 use super::config::PermissionMode;
@@ -19,7 +17,7 @@ pub const EMPTY_TASK: &str = "subagent-claude-code: the one-shot task must not b
 pub const DENY_MESSAGE: &str =
     "This unattended Claude Code subagent cannot request human approval.";
 
-const PRODUCT: &str = "Claude Code";
+pub(super) const PRODUCT: &str = "Claude Code";
 pub const UNKNOWN: &str = "unknown";
 const INVALID_SUCCESS: &str = "invalid-success";
 const MISSING_RESULT: &str = "missing-result";
@@ -143,26 +141,7 @@ pub fn map_ending(ending: &Ending, exit: Option<ExitFacts>, d: MappingDefects) -
 }
 
 /// One safe permission fact: the mode, the closed-set request, the decision, a fixed reason.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct PermissionFact {
-    pub mode: PermissionMode,
-    pub request: &'static str,
-    pub decision: &'static str,
-    pub reason: &'static str,
-}
-
-impl fmt::Display for PermissionFact {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        crate::product::write_decision(
-            f,
-            PRODUCT,
-            self.mode.as_str(),
-            self.request,
-            self.decision,
-            self.reason,
-        )
-    }
-}
+pub type PermissionFact = crate::product::Decision<PermissionMode>;
 
 /// The host's answer to a control request of the CLI and the fact it leaves (`None`: no fact).
 pub fn answer(

@@ -245,10 +245,8 @@ impl Driver for ClaudeCodeRun {
     }
 
     async fn cancelled_start(&mut self) -> StartError {
-        match self.teardown().await {
-            Ok(()) => plain_error(ABORTED_BEFORE_STARTUP),
-            Err(line) => failure(&line),
-        }
+        // Only the cleanup fact survives a cancelled start.
+        REJECTIONS.cancelled_start(ABORTED_BEFORE_STARTUP, self.teardown().await)
     }
 
     async fn failed_start(
@@ -256,11 +254,9 @@ impl Driver for ClaudeCodeRun {
         line: ProductLine,
         _events: &mpsc::UnboundedSender<ProviderEvent>,
     ) -> Option<StartError> {
-        let mut message = format!("{PREFIX}{line}");
-        if self.defects.leak_raw_error {
-            message = self.stderr.leak(message).await;
-        }
-        Some(REJECTIONS.failed_start(message, self.teardown().await))
+        let stderr = self.stderr.clone();
+        let leak = self.defects.leak_raw_error.then_some(stderr.as_ref());
+        Some(REJECTIONS.start_failed(&line, leak, self.teardown()).await)
     }
 
     async fn run_task(

@@ -14,6 +14,14 @@ pub enum PermissionMode {
     DangerouslyBypass,
 }
 
+impl crate::product::ProductMode for PermissionMode {
+    const PRODUCT: &'static str = "Codex";
+
+    fn as_str(self) -> &'static str {
+        PermissionMode::as_str(self)
+    }
+}
+
 impl PermissionMode {
     pub fn as_str(self) -> &'static str {
         match self {

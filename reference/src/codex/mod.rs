@@ -208,10 +208,7 @@ impl Driver for CodexRun {
 
     async fn cancelled_start(&mut self) -> StartError {
         // Only the cleanup fact survives a cancelled start.
-        match self.teardown().await {
-            Ok(()) => plain_error(ABORTED_BEFORE_PUBLICATION),
-            Err(line) => failure(&line),
-        }
+        REJECTIONS.cancelled_start(ABORTED_BEFORE_PUBLICATION, self.teardown().await)
     }
 
     async fn failed_start(
@@ -219,11 +216,9 @@ impl Driver for CodexRun {
         line: ProductLine,
         _events: &mpsc::UnboundedSender<ProviderEvent>,
     ) -> Option<StartError> {
-        let mut message = format!("{PREFIX}{line}");
-        if self.defects.leak_raw_error {
-            message = self.stderr.leak(message).await;
-        }
-        Some(REJECTIONS.failed_start(message, self.teardown().await))
+        let stderr = self.stderr.clone();
+        let leak = self.defects.leak_raw_error.then_some(stderr.as_ref());
+        Some(REJECTIONS.start_failed(&line, leak, self.teardown()).await)
     }
 
     async fn run_task(

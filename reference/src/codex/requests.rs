@@ -2,33 +2,12 @@
 //! pure functions (pinned by `scenarios/codex/approval/`). Facts carry only the mode, a closed-set request
 //! name, the decision and a fixed reason: never the command, paths, tool input or MCP payload.
 
-use std::fmt;
-
 use serde_json::{Value, json};
 
 use super::config::PermissionMode;
 
 /// One safe permission fact.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct PermissionFact {
-    pub mode: PermissionMode,
-    pub request: &'static str,
-    pub decision: &'static str,
-    pub reason: &'static str,
-}
-
-impl fmt::Display for PermissionFact {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        crate::product::write_decision(
-            f,
-            "Codex",
-            self.mode.as_str(),
-            self.request,
-            self.decision,
-            self.reason,
-        )
-    }
-}
+pub type PermissionFact = crate::product::Decision<PermissionMode>;
 
 /// A fact without its mode (the run adds it).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
