@@ -155,6 +155,36 @@ pub trait Codec: Send {
     /// Learns from a frame an `expect` step matched (e.g. the session a prompt addressed).
     fn received(&mut self, _method: &str, _params: Option<&Value>) {}
 
+    /// What kind of notification a frame is — a checkpoint's name for a real peer, the key of
+    /// the wire differential: its method, unless the protocol names it finer (a DSH SDK
+    /// `session.event` by its event type, an ACP `session/update` by its update kind).
+    fn notification_kind<'a>(&self, frame: &'a Value) -> Option<&'a str> {
+        frame.get("method").and_then(Value::as_str)
+    }
+
+    /// A frame's kind for the wire differential: `request:<method>`, a notification's
+    /// [`Codec::notification_kind`] after its method (`session.event:turn/end`), and
+    /// `response:<method>` / `error:<method>` for an answer to a request of that method.
+    fn frame_kind(&self, frame: &Value, answers: Option<&str>) -> String {
+        if let Some(method) = frame.get("method").and_then(Value::as_str) {
+            let prefix = if frame.get("id").is_some() {
+                "request:"
+            } else {
+                ""
+            };
+            return match self.notification_kind(frame) {
+                Some(sub) if sub != method => format!("{prefix}{method}:{sub}"),
+                _ => format!("{prefix}{method}"),
+            };
+        }
+        let what = if frame.get("error").is_some() {
+            "error"
+        } else {
+            "response"
+        };
+        format!("{what}:{}", answers.unwrap_or("?"))
+    }
+
     /// Whether sending this notification ends the subject's main request (→ `Terminal`), for
     /// protocols whose turn ends with a notification rather than an answer (DSH SDK `turn/end`).
     fn is_terminal_notification(&self, _method: &str, _params: Option<&Value>) -> bool {
@@ -265,32 +295,6 @@ pub fn for_provider(provider: Provider) -> Box<dyn Codec> {
         Provider::DshSdk => Box::new(crate::dsh_sdk::DshSdkCodec::new()),
         Provider::Codex => Box::new(crate::codex::CodexCodec::new()),
         Provider::ClaudeCode => Box::new(crate::claude_code::ClaudeCodeCodec::new()),
-    }
-}
-
-/// What kind of notification a frame is, beyond its method: a DSH SDK `session.event`'s event
-/// type (`turn/start`), an ACP `session/update`'s update kind (`tool_call`). The one rule for
-/// naming frames, used by real-peer checkpoints and the wire differential.
-pub fn notification_kind(frame: &Value) -> Option<&str> {
-    let Some(method) = frame.get("method").and_then(Value::as_str) else {
-        // Claude Code stream-json: a message by its `type`, a `system` one by its subtype, a
-        // control request by its request's subtype.
-        let ty = frame.get("type")?.as_str()?;
-        let sub = match ty {
-            "system" => frame.get("subtype"),
-            "control_request" => frame.pointer("/request/subtype"),
-            _ => None,
-        };
-        return sub.and_then(Value::as_str).or(Some(ty));
-    };
-    let sub = match method {
-        "session.event" => frame.pointer("/params/event/type"),
-        "session/update" => frame.pointer("/params/update/sessionUpdate"),
-        _ => None,
-    };
-    match sub {
-        Some(sub) => sub.as_str(),
-        None => Some(method),
     }
 }
 

@@ -18,7 +18,7 @@ use serde_json::Value;
 
 use conform_protocol::script::RpcError;
 
-use crate::codec::{Codec, Msg, notification_kind};
+use crate::codec::{Codec, Msg};
 use crate::process;
 use crate::side::Side;
 use crate::wire::{MAX_FRAME_BYTES, parse_frame};
@@ -205,12 +205,13 @@ fn relay(
                 }
                 _ => (None, false),
             };
+            let kind = codec.notification_kind(&frame).map(str::to_owned);
             drop(codec);
             // Each kind of notification, the first time it comes, is a checkpoint: a peer
             // scenario cancels or kills at one (`[cancel] at = "turn/start"`).
             if frame.get("id").is_none()
-                && let Some(name) = notification_kind(&frame)
-                && seen.insert(name.to_owned())
+                && let Some(name) = kind
+                && seen.insert(name.clone())
             {
                 out_side.send(FakeEvent::Checkpoint {
                     name: name.to_owned(),

@@ -91,50 +91,9 @@ fn normalise_text(s: &str, run_dir: &str) -> String {
     out
 }
 
-/// A frame's kind: `session.event:turn/end`, `session/update:tool_call`, `response:initialize`,
-/// `error:session/prompt`,
-/// `request:item/commandExecution/requestApproval`, or the method of a notification.
-pub fn kind(frame: &Value, answers: Option<&str>) -> String {
-    if let Some(method) = frame.get("method").and_then(Value::as_str) {
-        let prefix = if frame.get("id").is_some() {
-            "request:"
-        } else {
-            ""
-        };
-        // Named as the peer proxy names checkpoints (one rule, in the fakes' codec module).
-        return match conform_fakes::codec::notification_kind(frame) {
-            Some(sub) if sub != method => format!("{prefix}{method}:{sub}"),
-            _ => format!("{prefix}{method}"),
-        };
-    }
-    // Claude Code stream-json: a control request by its subtype, a control response as a
-    // response, any other message by its `type` and `subtype` (`system:init`, `result:success`).
-    if let Some(ty) = frame.get("type").and_then(Value::as_str) {
-        let sub = |v: Option<&Value>| v.and_then(Value::as_str).map(str::to_owned);
-        return match ty {
-            "control_request" => format!(
-                "request:{}",
-                sub(frame.pointer("/request/subtype")).unwrap_or_else(|| "?".into())
-            ),
-            "control_response" => {
-                let what = match frame.pointer("/response/subtype").and_then(Value::as_str) {
-                    Some("error") => "error",
-                    _ => "response",
-                };
-                format!("{what}:{}", answers.unwrap_or("?"))
-            }
-            _ => match sub(frame.get("subtype")) {
-                Some(s) => format!("{ty}:{s}"),
-                None => ty.to_owned(),
-            },
-        };
-    }
-    let what = if frame.get("error").is_some() {
-        "error"
-    } else {
-        "response"
-    };
-    format!("{what}:{}", answers.unwrap_or("?"))
+/// A frame's kind, as its protocol's codec names it ([`Codec::frame_kind`]).
+pub fn kind(provider: Provider, frame: &Value, answers: Option<&str>) -> String {
+    conform_fakes::codec::for_provider(provider).frame_kind(frame, answers)
 }
 
 /// The field paths of a frame with their JSON types (`params.event.data.stream[].texts[]:string`).
@@ -349,7 +308,7 @@ fn schema_rejections(
         .into_iter()
         .filter_map(|(line, error)| match &line.event {
             FakeEvent::Frame { frame, answers, .. } => Some(Difference::Schema {
-                kind: kind(frame, answers.as_deref()),
+                kind: kind(provider, frame, answers.as_deref()),
                 error: conform_protocol::lines::excerpt(&error, 300),
             }),
             _ => None,
@@ -444,7 +403,7 @@ mod tests {
 
     #[test]
     fn kinds_fields_and_order_are_compared() {
-        let k = |f: &Value| (kind(f, None), f.clone());
+        let k = |f: &Value| (kind(Provider::DshSdk, f, None), f.clone());
         let real = vec![
             k(&json!({"method": "session.event", "params": {"event": {"type": "turn/start"}}})),
             k(
@@ -505,10 +464,11 @@ fn recorded(ledger: &[FakeLine]) -> Vec<Recorded> {
         .collect()
 }
 
-fn kinds_of(records: Vec<Recorded>) -> Vec<(String, Value)> {
+fn kinds_of(provider: Provider, records: Vec<Recorded>) -> Vec<(String, Value)> {
+    let codec = conform_fakes::codec::for_provider(provider);
     records
         .into_iter()
-        .map(|r| (kind(&r.frame, r.answers.as_deref()), r.frame))
+        .map(|r| (codec.frame_kind(&r.frame, r.answers.as_deref()), r.frame))
         .collect()
 }
 
@@ -517,14 +477,14 @@ fn fixture_path(dir: &Path, peer: &str, id: &str) -> std::path::PathBuf {
         .join(format!("{}.jsonl", id.rsplit('/').next().unwrap_or(id)))
 }
 
-fn read_fixture(path: &Path) -> Result<Vec<(String, Value)>, String> {
+fn read_fixture(provider: Provider, path: &Path) -> Result<Vec<(String, Value)>, String> {
     let text = std::fs::read_to_string(path).map_err(|e| format!("{}: {e}", path.display()))?;
     let records = text
         .lines()
         .filter(|l| !l.trim().is_empty())
         .map(|l| serde_json::from_str(l).map_err(|e| format!("{}: {e}", path.display())))
         .collect::<Result<Vec<Recorded>, String>>()?;
-    Ok(kinds_of(records))
+    Ok(kinds_of(provider, records))
 }
 
 /// Runs the scenarios with these exact ids in foreground and returns each one's ledger.
@@ -654,7 +614,10 @@ pub async fn diff(opts: DiffOptions) -> Result<i32, String> {
                 .iter()
                 .map(|r| serde_json::to_string(r).expect("serialises") + "\n")
                 .collect::<String>();
-            fresh.insert(id.clone(), kinds_of(records));
+            fresh.insert(
+                id.clone(),
+                kinds_of(analog_versions[id.as_str()].0, records),
+            );
             let path = fixture_path(&opts.fixtures, peer, id);
             let old = std::fs::read_to_string(&path).unwrap_or_default();
             if old != text {
@@ -698,7 +661,7 @@ pub async fn diff(opts: DiffOptions) -> Result<i32, String> {
         let real = match fresh
             .remove(id)
             .map(Ok)
-            .unwrap_or_else(|| read_fixture(&path))
+            .unwrap_or_else(|| read_fixture(analog_versions[id.as_str()].0, &path))
         {
             Ok(r) => r,
             Err(e) => {
@@ -715,7 +678,7 @@ pub async fn diff(opts: DiffOptions) -> Result<i32, String> {
             unexplained += 1;
             continue;
         };
-        let fake = kinds_of(recorded(fake_ledger));
+        let fake = kinds_of(analog_versions[id.as_str()].0, recorded(fake_ledger));
         println!("\n{id} (real `{peer}`) vs {analog} (fake):");
         let unordered: BTreeSet<String> = explained
             .unordered

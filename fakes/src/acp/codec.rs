@@ -114,6 +114,16 @@ impl AcpCodec {
 }
 
 impl Codec for AcpCodec {
+    fn notification_kind<'a>(&self, frame: &'a Value) -> Option<&'a str> {
+        let method = frame.get("method").and_then(Value::as_str)?;
+        match method {
+            "session/update" => frame
+                .pointer("/params/update/sessionUpdate")
+                .and_then(Value::as_str),
+            _ => Some(method),
+        }
+    }
+
     fn provider(&self) -> Provider {
         Provider::Acp
     }

@@ -302,6 +302,39 @@ fn usage() -> Value {
 }
 
 impl Codec for ClaudeCodeCodec {
+    /// A stream-json message by its `type`, a `system` one by its subtype, a control request by
+    /// its request's subtype.
+    fn notification_kind<'a>(&self, frame: &'a Value) -> Option<&'a str> {
+        let ty = frame.get("type")?.as_str()?;
+        let sub = match ty {
+            "system" => frame.get("subtype"),
+            "control_request" => frame.pointer("/request/subtype"),
+            _ => None,
+        };
+        sub.and_then(Value::as_str).or(Some(ty))
+    }
+
+    /// A control request by its subtype, a control response as a response to its request, any
+    /// other message by its `type` and `subtype` (`system:init`, `result:success`).
+    fn frame_kind(&self, frame: &Value, answers: Option<&str>) -> String {
+        let sub = |pointer: &str| frame.pointer(pointer).and_then(Value::as_str);
+        let ty = sub("/type").unwrap_or("?");
+        match ty {
+            "control_request" => format!("request:{}", sub("/request/subtype").unwrap_or("?")),
+            "control_response" => {
+                let what = match sub("/response/subtype") {
+                    Some("error") => "error",
+                    _ => "response",
+                };
+                format!("{what}:{}", answers.unwrap_or("?"))
+            }
+            _ => match sub("/subtype") {
+                Some(s) => format!("{ty}:{s}"),
+                None => ty.to_owned(),
+            },
+        }
+    }
+
     fn provider(&self) -> Provider {
         Provider::ClaudeCode
     }

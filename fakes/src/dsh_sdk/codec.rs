@@ -109,6 +109,14 @@ fn sugar_action(step: &Step) -> Option<&'static str> {
 }
 
 impl Codec for DshSdkCodec {
+    fn notification_kind<'a>(&self, frame: &'a Value) -> Option<&'a str> {
+        let method = frame.get("method").and_then(Value::as_str)?;
+        match method {
+            "session.event" => frame.pointer("/params/event/type").and_then(Value::as_str),
+            _ => Some(method),
+        }
+    }
+
     fn provider(&self) -> Provider {
         Provider::DshSdk
     }
