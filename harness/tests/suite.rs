@@ -54,9 +54,9 @@ fn the_codex_catalog_also_passes_with_the_fake_speaking_0_169_0() {
 }
 
 /// The test `ci/mutants` runs against each mutant of the reference: the part of the catalog a
-/// mutant can reach (`CONFORM_MUTANTS_FILTER`: `acp/`, `dsh-sdk/` or `codex/` for a file only
-/// that provider uses; unset: everything), and for Codex also the catalog at 0.169.0. Ignored by
-/// `cargo test`: the two tests above already run all of it.
+/// mutant can reach (`CONFORM_MUTANTS_FILTER`: `acp/`, `dsh-sdk/`, `codex/` or `claude-code/` for
+/// a file only that provider uses; unset: everything), and for Codex also the catalog at 0.169.0.
+/// Ignored by `cargo test`: the two tests above already run all of it.
 #[test]
 #[ignore = "run by ci/mutants"]
 fn the_catalog_a_mutant_can_reach() {
@@ -739,6 +739,55 @@ fn a_run_ended_at_turn_end_instead_of_idle_is_caught() {
         &[],
         &["[expect.stop-reason] stop reason `completed`, expected `error`"],
     );
+}
+
+#[test]
+fn claude_code_races_at_the_result_are_caught() {
+    for (defect, filter, line) in [
+        (
+            "signal-beats-result",
+            "claude-code/races/error-result-then-killed",
+            "diagnostic \"Product subagent failure (product: Claude Code; stage: process; category: process-exit; signal: SIGKILL)\"",
+        ),
+        (
+            "result-after-cancel",
+            "claude-code/races/cancel-racing-result",
+            "[expect.stop-reason] stop reason `completed`, expected `aborted`",
+        ),
+        (
+            "init-resets-facts",
+            "claude-code/races/request-before-init",
+            "[expect.diagnostic] diagnostic \"Product subagent failure (product: Claude Code; stage: query-run; category: error_during_execution; exit code: 1)\", expected",
+        ),
+    ] {
+        caught(&[defect], filter, &[], &[line]);
+    }
+}
+
+#[test]
+fn a_handshake_answered_with_null_is_caught_for_every_provider_it_fails() {
+    // ACP is the exception: the records check nothing of its initialize answer.
+    for (filter, line) in [
+        (
+            "codex/handshake/initialize-null",
+            "[expect.start-error] start rejected with \"subagent-codex: Product subagent failure (product: Codex; stage: thread-start; category: unknown)\"",
+        ),
+        (
+            "dsh-sdk/handshake/initialize-null",
+            "[expect.start-error] start was not rejected",
+        ),
+        (
+            "claude-code/handshake/initialize-null",
+            "[wire.violation] the runtime saw a protocol violation: unexpected notification `user` waiting for stdin EOF",
+        ),
+    ] {
+        caught(
+            &["null-handshake-accepted"],
+            filter,
+            &["--deadline-ms", "3000"],
+            &[line],
+        );
+    }
 }
 
 #[test]

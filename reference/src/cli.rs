@@ -143,6 +143,17 @@ pub enum Defect {
     /// Claude Code: start the CLI without `--permission-prompt-tool stdio` while installing the
     /// permission callback (the CLI would never ask).
     NoPermissionPromptTool,
+    /// Codex, DSH SDK, Claude Code: take an `initialize` answer that is not an object (`null`)
+    /// as a completed handshake.
+    NullHandshakeAccepted,
+    /// Claude Code: a CLI that dies by a signal after its result is reported as a process exit,
+    /// the result disregarded.
+    SignalBeatsResult,
+    /// Claude Code: a local cancel waits (up to `disposeGraceMs`) for the CLI's result and
+    /// reports it instead of `aborted`.
+    ResultAfterCancel,
+    /// Claude Code: the CLI's `system` `init` clears the permission facts seen before it.
+    InitResetsFacts,
 }
 
 /// Deliberate misbehaviours for the harness's self-tests. All off by default.
@@ -210,6 +221,10 @@ pub struct Defects {
     pub max_turns_as_max_tokens: bool,
     pub claude_permission_fact_dropped: bool,
     pub no_permission_prompt_tool: bool,
+    pub null_handshake_accepted: bool,
+    pub signal_beats_result: bool,
+    pub result_after_cancel: bool,
+    pub init_resets_facts: bool,
 }
 
 impl Defects {
@@ -279,6 +294,10 @@ impl Defects {
                 Defect::MaxTurnsAsMaxTokens => d.max_turns_as_max_tokens = true,
                 Defect::ClaudePermissionFactDropped => d.claude_permission_fact_dropped = true,
                 Defect::NoPermissionPromptTool => d.no_permission_prompt_tool = true,
+                Defect::NullHandshakeAccepted => d.null_handshake_accepted = true,
+                Defect::SignalBeatsResult => d.signal_beats_result = true,
+                Defect::ResultAfterCancel => d.result_after_cancel = true,
+                Defect::InitResetsFacts => d.init_resets_facts = true,
             }
         }
         d

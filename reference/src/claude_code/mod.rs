@@ -21,7 +21,7 @@ use serde_json::{Value, json};
 use tokio::sync::{Notify, mpsc, watch};
 
 use crate::cli::Defects;
-use crate::diagnostic::{ProductLine, limit_diagnostic};
+use crate::diagnostic::{ExitFacts, ProductLine, limit_diagnostic};
 use crate::driver::{Driver, StartFailure};
 use crate::host::{SubagentResult, text_output};
 use crate::jsonrpc::{ErrorObject, Framing, Handler, IdStyle, JsonRpc, Reply, RpcError};
@@ -64,6 +64,8 @@ struct TurnState {
 
 struct ClaudeHandler {
     mode: PermissionMode,
+    /// Seeded defect `init-resets-facts`.
+    init_resets_facts: bool,
     state: Arc<Mutex<TurnState>>,
     changed: Arc<Notify>,
     log: Log,
@@ -103,6 +105,7 @@ impl Handler for ClaudeHandler {
             ("system", Some("permission_denied")) if !st.frozen => {
                 st.fact = Some(denied_before_prompt(self.mode));
             }
+            ("system", Some("init")) if self.init_resets_facts => st.fact = None,
             _ => {}
         }
         drop(st);
@@ -190,6 +193,7 @@ impl Driver for ClaudeCodeRun {
         let changed = Arc::new(Notify::new());
         let handler = Arc::new(ClaudeHandler {
             mode: config.permission_mode,
+            init_resets_facts: defects.init_resets_facts,
             state: state.clone(),
             changed: changed.clone(),
             log: log.clone(),
@@ -233,6 +237,7 @@ impl Driver for ClaudeCodeRun {
         match race(initialize, cancel).await {
             Step::Cancelled => Err(StartFailure::Cancelled),
             Step::Done(Ok(Value::Object(_))) => Ok(()),
+            Step::Done(Ok(_)) if self.defects.null_handshake_accepted => Ok(()),
             Step::Done(Ok(v)) => {
                 (self.log)(format!("invalid initialize response: {v}"));
                 Err(self.startup_failure(None).await)
@@ -265,7 +270,12 @@ impl Driver for ClaudeCodeRun {
         _session: &(),
         cancel: &mut watch::Receiver<bool>,
     ) -> SubagentResult {
-        let waited = self.await_turn(&spec.task, cancel).await;
+        let mut waited = self.await_turn(&spec.task, cancel).await;
+        if let (Waited::Cancelled, true) = (&waited, self.defects.result_after_cancel)
+            && let Some(late) = self.late_result().await
+        {
+            waited = Waited::Ended(late);
+        }
         let ending = match waited {
             Waited::Cancelled => {
                 (self.log)("local cancel: settling aborted".into());
@@ -284,6 +294,14 @@ impl Driver for ClaudeCodeRun {
             st.fact
         };
         let exit = self.child.exited();
+        let ending = match (ending, exit) {
+            (Ending::Result { .. }, Some(facts))
+                if self.defects.signal_beats_result && facts.signal.is_some() =>
+            {
+                Ending::Exited(facts)
+            }
+            (ending, _) => ending,
+        };
         let mapped = map_ending(
             &ending,
             exit,
@@ -324,6 +342,12 @@ impl Driver for ClaudeCodeRun {
         }
         self.teardown().await.map_err(|line| failure(&line))
     }
+}
+
+/// After a result: a CLI still running is ended by dispose; a non-zero exit or a signal is the
+/// iterator's error.
+fn ended_normally(exit: Option<ExitFacts>) -> bool {
+    exit.is_none_or(|f| f.code == Some(0) && f.signal.is_none())
 }
 
 impl ClaudeCodeRun {
@@ -394,10 +418,29 @@ impl ClaudeCodeRun {
             _ = cancelled(cancel) => return Waited::Cancelled,
             exit = tokio::time::timeout(self.config.dispose_grace, ended) => exit.ok().flatten(),
         };
-        // A CLI still running is ended by dispose; a non-zero exit or a signal is the
-        // iterator's error after the result.
-        let stream_ok = exit.is_none_or(|f| f.code == Some(0) && f.signal.is_none());
-        Waited::Ended(Ending::Result { result, stream_ok })
+        Waited::Ended(Ending::Result {
+            result,
+            stream_ok: ended_normally(exit),
+        })
+    }
+
+    /// Seeded defect `result-after-cancel`: after a cancel, the input is ended and a result the
+    /// CLI still writes (within `disposeGraceMs`) is taken as the turn's.
+    async fn late_result(&mut self) -> Option<Ending> {
+        self.rpc.close_stdin().await;
+        let mut eof = self.rpc.eof_watch();
+        let ended = async {
+            let _ = eof.wait_for(|e| *e).await;
+            self.child.wait_exit(self.config.dispose_grace).await
+        };
+        let exit = tokio::time::timeout(self.config.dispose_grace, ended)
+            .await
+            .ok()
+            .flatten();
+        Some(Ending::Result {
+            result: self.result()?,
+            stream_ok: ended_normally(exit),
+        })
     }
 
     /// `close()` (stdin EOF), at once SIGTERM to the group, SIGKILL after `disposeGraceMs`, then

@@ -281,6 +281,7 @@ impl CodexRun {
         match race(self.request("initialize", params), cancel).await {
             Step::Cancelled => return Err(StartFailure::Cancelled),
             Step::Done(Ok(Value::Object(_))) => {}
+            Step::Done(Ok(_)) if self.defects.null_handshake_accepted => {}
             Step::Done(Ok(v)) => {
                 (self.log)(format!("invalid initialize response: {v}"));
                 return Err(self.startup_failure(Stage::Initialize, None).await);
