@@ -286,6 +286,9 @@ pub async fn run_case(
     let mut past_expected = false;
     let mut pending_releases: Vec<(i32, String, Trigger)> = Vec::new();
     let mut job_output_sent = false;
+    // The watcher's waiting job_output, once the subject has read it from its stdin.
+    let mut job_output_barrier: Option<tokio::sync::oneshot::Receiver<()>> = None;
+    let mut job_output_read = false;
     let mut job_output_asked = 0;
     // Another member's news can make a release due: wake on it (never, outside a group).
     let mut board = group.map(|g| g.board.watch());
@@ -302,6 +305,11 @@ pub async fn run_case(
             }
             () = tokio::time::sleep_until(until) => { obs.timed_out = Some(deadline); break; }
             signo = crate::interrupt::wait(&mut interrupt) => { obs.interrupted = Some(signo); break; }
+            _ = async { job_output_barrier.as_mut().expect("guarded").await }, if job_output_barrier.is_some() => {
+                job_output_barrier = None;
+                job_output_read = true;
+                None
+            }
         };
         match event {
             None => {}
@@ -415,22 +423,18 @@ pub async fn run_case(
         if let Some(g) = group {
             publish(g, &obs);
         }
-        pending_releases.retain(|(pid, name, trigger)| {
-            let due = match trigger {
-                Trigger::Immediately => true,
-                Trigger::Dispatched => obs.dispatched,
-                Trigger::Result => obs.result.is_some(),
-                Trigger::Cancel => obs.cancel_sent,
-                Trigger::ExpectedBy => past_expected,
-                Trigger::Member { member, milestone } => {
-                    group.is_some_and(|g| g.board.has(member, milestone))
-                }
-            };
-            if due {
-                ctx.side.release(&run, *pid, name);
-            }
-            !due
-        });
+        release_due(
+            &mut pending_releases,
+            &obs,
+            Moment {
+                past_expected,
+                job_output_read,
+                mode,
+            },
+            group,
+            ctx,
+            &run,
+        );
         if mode == Mode::Background {
             watch_delivery(&mut obs, past_expected, false, started);
         }
@@ -492,6 +496,7 @@ pub async fn run_case(
                 ctx.transcripts
                     .record(&run, format!(">> {}", serde_json::to_string(&msg).unwrap()));
                 subject.send(&msg);
+                job_output_barrier = Some(subject.until_read());
             }
             _ => {}
         }
@@ -680,6 +685,47 @@ fn publish(g: &Membership, obs: &Observed) {
             _ => {}
         }
     }
+}
+
+/// Where the run stands when releases are weighed.
+#[derive(Clone, Copy)]
+struct Moment {
+    past_expected: bool,
+    /// The watcher's waiting job_output has been read by the subject.
+    job_output_read: bool,
+    mode: Mode,
+}
+
+/// Releases every scripted `await` whose trigger is due, and forgets it.
+fn release_due(
+    pending: &mut Vec<(i32, String, Trigger)>,
+    obs: &Observed,
+    now: Moment,
+    group: Option<&Membership>,
+    ctx: &Ctx,
+    run: &str,
+) {
+    pending.retain(|(pid, name, trigger)| {
+        let due = match trigger {
+            Trigger::Immediately => true,
+            Trigger::Dispatched => obs.dispatched,
+            Trigger::Result => obs.result.is_some(),
+            Trigger::Cancel => obs.cancel_sent,
+            // A background child late past expectedBy is released only once the subject has
+            // read the parent's waiting job_output, so that read is first (released before,
+            // the child could finish first, and a notice would be due).
+            Trigger::ExpectedBy => {
+                now.past_expected && (now.mode == Mode::Foreground || now.job_output_read)
+            }
+            Trigger::Member { member, milestone } => {
+                group.is_some_and(|g| g.board.has(member, milestone))
+            }
+        };
+        if due {
+            ctx.side.release(run, *pid, name);
+        }
+        !due
+    });
 }
 
 fn push_fake(obs: &mut Observed, line: FakeLine, started: Instant) {

@@ -103,7 +103,7 @@ pub struct Capabilities {
 }
 
 pub struct Subject {
-    writer: Mutex<Option<mpsc::UnboundedSender<String>>>,
+    writer: Mutex<Option<mpsc::UnboundedSender<Queued>>>,
     pub caps: Capabilities,
     stderr_tail: Arc<Mutex<VecDeque<String>>>,
     runs: Arc<Mutex<std::collections::HashSet<String>>>,
@@ -212,9 +212,21 @@ impl Subject {
         let mut line = serde_json::to_string(msg).expect("serialises");
         line.push('\n');
         match self.writer.lock().unwrap().as_ref() {
-            Some(w) => w.send(line).is_ok(),
+            Some(w) => w.send(Queued::Line(line)).is_ok(),
             None => false,
         }
+    }
+
+    /// Resolves once every line sent before it has been read by the subject — the stdin pipe
+    /// holds none of it any more — or [`READ_BOUND`] after it was written (a subject that does
+    /// not read), or the writer is gone: what must reach the subject before something else
+    /// happens is awaited, not raced.
+    pub fn until_read(&self) -> oneshot::Receiver<()> {
+        let (tx, rx) = oneshot::channel();
+        if let Some(w) = self.writer.lock().unwrap().as_ref() {
+            let _ = w.send(Queued::Barrier(tx));
+        }
+        rx
     }
 
     /// Marks `run` as served by this subject (so its death is reported to the run).
@@ -270,14 +282,45 @@ impl Subject {
     }
 }
 
+/// What the writer task is handed: a line, or a barrier answered once the lines before it are
+/// read by the subject.
+enum Queued {
+    Line(String),
+    Barrier(oneshot::Sender<()>),
+}
+
+/// How long a barrier waits for the subject to read what was written before it.
+pub const READ_BOUND: Duration = Duration::from_millis(500);
+
+/// Returns once the subject has read everything written to its stdin (the pipe is empty), or
+/// after [`READ_BOUND`]. A pipe's draining wakes nobody on the writing side (it is writable
+/// as soon as there is room), so its fill level is polled, at 1 ms.
+async fn read_by_subject(stdin: &ChildStdin) {
+    let unread = || rustix::io::ioctl_fionread(stdin).is_ok_and(|n| n > 0);
+    let until = tokio::time::Instant::now() + READ_BOUND;
+    while unread() && tokio::time::Instant::now() < until {
+        tokio::time::sleep(Duration::from_millis(1)).await;
+    }
+}
+
 /// One task owns the subject's stdin and writes queued lines in order; dropping every sender
 /// closes stdin (EOF) once the queue is written.
-fn spawn_writer(mut stdin: ChildStdin) -> mpsc::UnboundedSender<String> {
-    let (tx, mut rx) = mpsc::unbounded_channel::<String>();
+fn spawn_writer(mut stdin: ChildStdin) -> mpsc::UnboundedSender<Queued> {
+    let (tx, mut rx) = mpsc::unbounded_channel::<Queued>();
     tokio::spawn(async move {
-        while let Some(line) = rx.recv().await {
-            if stdin.write_all(line.as_bytes()).await.is_err() || stdin.flush().await.is_err() {
-                break;
+        while let Some(queued) = rx.recv().await {
+            match queued {
+                Queued::Line(line) => {
+                    if stdin.write_all(line.as_bytes()).await.is_err()
+                        || stdin.flush().await.is_err()
+                    {
+                        break;
+                    }
+                }
+                Queued::Barrier(done) => {
+                    read_by_subject(&stdin).await;
+                    let _ = done.send(());
+                }
             }
         }
     });
