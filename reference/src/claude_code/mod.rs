@@ -408,15 +408,10 @@ impl ClaudeCodeRun {
         }
         // A one-shot query ends its input after the result; the stream then ends with the CLI.
         let result = self.result().unwrap_or_default();
-        self.rpc.close_stdin().await;
-        let ended = async {
-            let _ = eof.wait_for(|e| *e).await;
-            self.child.wait_exit(self.config.dispose_grace).await
-        };
         let exit = tokio::select! {
             biased;
             _ = cancelled(cancel) => return Waited::Cancelled,
-            exit = tokio::time::timeout(self.config.dispose_grace, ended) => exit.ok().flatten(),
+            exit = self.end_input() => exit,
         };
         Waited::Ended(Ending::Result {
             result,
@@ -424,19 +419,25 @@ impl ClaudeCodeRun {
         })
     }
 
-    /// Seeded defect `result-after-cancel`: after a cancel, the input is ended and a result the
-    /// CLI still writes (within `disposeGraceMs`) is taken as the turn's.
-    async fn late_result(&mut self) -> Option<Ending> {
+    /// Ends the CLI's input and waits, up to `disposeGraceMs`, for the stream's end and the
+    /// CLI's exit facts (none when it lives on: dispose ends it).
+    async fn end_input(&self) -> Option<ExitFacts> {
         self.rpc.close_stdin().await;
         let mut eof = self.rpc.eof_watch();
         let ended = async {
             let _ = eof.wait_for(|e| *e).await;
             self.child.wait_exit(self.config.dispose_grace).await
         };
-        let exit = tokio::time::timeout(self.config.dispose_grace, ended)
+        tokio::time::timeout(self.config.dispose_grace, ended)
             .await
             .ok()
-            .flatten();
+            .flatten()
+    }
+
+    /// Seeded defect `result-after-cancel`: after a cancel, the input is ended and a result the
+    /// CLI still writes (within `disposeGraceMs`) is taken as the turn's.
+    async fn late_result(&mut self) -> Option<Ending> {
+        let exit = self.end_input().await;
         Some(Ending::Result {
             result: self.result()?,
             stream_ok: ended_normally(exit),
