@@ -61,7 +61,10 @@ fn the_codex_catalog_also_passes_with_the_fake_speaking_0_169_0() {
 #[ignore = "run by ci/mutants"]
 fn the_catalog_a_mutant_can_reach() {
     let filter = std::env::var("CONFORM_MUTANTS_FILTER").unwrap_or_default();
-    let mut args = vec!["-j", "8"];
+    // The self-test's deadline per run: a mutant that leaves runs hanging fails in seconds
+    // instead of running into cargo-mutants' timeout.
+    let deadline = conform::selftest::DEADLINE.as_millis().to_string();
+    let mut args = vec!["-j", "8", "--deadline-ms", deadline.as_str()];
     if !filter.is_empty() {
         args.extend(["--filter", filter.as_str()]);
     }
@@ -72,6 +75,8 @@ fn the_catalog_a_mutant_can_reach() {
         let (code, out, err) = run(&[
             "-j",
             "8",
+            "--deadline-ms",
+            deadline.as_str(),
             "--filter",
             "codex/",
             "--product-version",
