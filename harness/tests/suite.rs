@@ -57,6 +57,45 @@ fn the_codex_catalog_also_passes_with_the_fake_speaking_0_169_0() {
 /// mutant can reach (`CONFORM_MUTANTS_FILTER`: `acp/`, `dsh-sdk/`, `codex/` or `claude-code/` for
 /// a file only that provider uses; unset: everything), and for Codex also the catalog at 0.169.0.
 /// Ignored by `cargo test`: the two tests above already run all of it.
+/// `conform run` in a PID namespace of its own, where one can be made, with the harness as its
+/// first process. A mutant of the teardown code can signal pid -1 or pid 1: outside, that
+/// reaches every process the user may signal (it took down the shell of two sweeps) or the
+/// machine's init; inside, only the run — and the harness, which reports the interruption.
+fn run_contained(args: &[&str]) -> (Option<i32>, String, String) {
+    const ROOT: &[&str] = &["--pid", "--fork", "--mount-proc", "--kill-child"];
+    const USER: &[&str] = &[
+        "--user",
+        "--map-root-user",
+        "--pid",
+        "--fork",
+        "--mount-proc",
+        "--kill-child",
+    ];
+    let unshare = |flags: &[&str]| {
+        let mut cmd = std::process::Command::new("unshare");
+        cmd.args(flags).current_dir(workspace());
+        cmd
+    };
+    for flags in [ROOT, USER] {
+        let works = unshare(flags)
+            .arg("true")
+            .output()
+            .is_ok_and(|o| o.status.success());
+        if works {
+            let out = unshare(flags)
+                .arg(assert_cmd::cargo::cargo_bin("conform"))
+                .arg("run")
+                .args(args)
+                .env("INSTA_UPDATE", "no")
+                .output()
+                .unwrap();
+            return (out.status.code(), stdout(&out), common::stderr(&out));
+        }
+    }
+    eprintln!("WARNING: no PID namespace (unshare failed): a mutant can signal any process");
+    run(args)
+}
+
 #[test]
 #[ignore = "run by ci/mutants"]
 fn the_catalog_a_mutant_can_reach() {
@@ -68,11 +107,11 @@ fn the_catalog_a_mutant_can_reach() {
     if !filter.is_empty() {
         args.extend(["--filter", filter.as_str()]);
     }
-    let (code, out, err) = run(&args);
+    let (code, out, err) = run_contained(&args);
     assert_eq!(code, Some(0), "{out}\n{err}");
     assert!(out.contains(" 0 failed, "), "{out}");
     if filter == "codex/" {
-        let (code, out, err) = run(&[
+        let (code, out, err) = run_contained(&[
             "-j",
             "8",
             "--deadline-ms",
