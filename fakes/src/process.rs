@@ -147,7 +147,11 @@ pub fn spawn_grandchild(side: &str, run: &str, spec: &Grandchild) -> std::io::Re
         } else {
             Stdio::null()
         })
-        .stderr(Stdio::inherit());
+        .stderr(if spec.null_stderr {
+            Stdio::null()
+        } else {
+            Stdio::inherit()
+        });
     let child = cmd.spawn()?;
     drop(ready_write);
     let mut byte = [0u8; 1];

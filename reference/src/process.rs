@@ -399,8 +399,11 @@ impl ManagedChild {
 
     /// Sends `signal` to the group and to every other process the run owns. By pid, just
     /// after the scan that found it alive (a pid reused in between would need the whole pid
-    /// space to wrap around in that window).
+    /// space to wrap around in that window). The scan comes first: a helper that left the group
+    /// and holds nothing of the run is the run's only by descent, and only while the runtime
+    /// lives — which the group's signal may end before a later scan.
     pub fn signal_tree(&self, signal: Signal, group_only: bool) {
+        let owned = self.owned(group_only);
         let leader = std::fs::read_to_string(format!("/proc/{}/stat", self.pgid))
             .ok()
             .and_then(|s| parse_stat_full(&s));
@@ -408,7 +411,7 @@ impl ManagedChild {
             // ESRCH (already gone) is fine.
             let _ = killpg(Pid::from_raw(self.pgid), signal);
         }
-        for (pid, _) in self.owned(group_only) {
+        for (pid, _) in owned {
             let _ = nix::sys::signal::kill(Pid::from_raw(pid), signal);
         }
     }

@@ -92,6 +92,11 @@ pub struct Grandchild {
     /// the run — only the runtime's pipes it holds (`hold_stdout`) or its cgroup do.
     #[serde(default)]
     pub clear_env: bool,
+    /// Its stderr goes to `/dev/null`, not the runtime's stderr (stdin always does, stdout
+    /// unless `hold_stdout`): then it holds none of the runtime's pipes, and only the process
+    /// tree — while the runtime lives — or its cgroup say whose it is.
+    #[serde(default)]
+    pub null_stderr: bool,
 }
 
 /// Declares [`Step`] from one table: every action (its key and, for protocol sugar, the
