@@ -271,7 +271,7 @@ pub struct RunArgs {
     /// scenarios), `hash:k/n` (by a hash of each id). An isolation group stays in one shard.
     /// `conform report merge` joins the shards' JSON reports.
     #[arg(long, value_name = "SPEC")]
-    pub partition: Option<crate::partition::Partition>,
+    pub partition: Option<crate::suite::partition::Partition>,
     /// Write a JUnit XML report here (for CI systems). Opened before anything runs.
     #[arg(long)]
     pub junit: Option<PathBuf>,

@@ -7,8 +7,10 @@ use std::time::Duration;
 use clap::Parser;
 use conform::cli::DriftArgs;
 use conform::cli::{Cli, Command, default_dir};
+use conform::cmd::drift;
+use conform::report::terminal;
 use conform::suite::exit;
-use conform::{drift, report, scenario, suite, terminal};
+use conform::{report, scenario, suite};
 
 /// Writes `text` to stdout. A reader that went away (`conform list | head -1`) is not an
 /// error: the rest of the output is simply not wanted. Any other failure is exit 2.
@@ -99,7 +101,7 @@ fn main() -> ExitCode {
         Command::MockModel { args } => conform_fakes::model::main_with_args(args),
         Command::Reference { args } => code(conform_reference::main_with_args(args)),
         Command::CgroupExec { dir, command } => {
-            code(conform::cgroup::join_and_exec(&dir, &command))
+            code(conform::proc::cgroup::join_and_exec(&dir, &command))
         }
         Command::Drift(args) => drift(args),
         Command::Report(args) => merge_reports(args),
@@ -202,7 +204,7 @@ fn main() -> ExitCode {
             // From here on a signal stops the suite in order (a report of what finished).
             let interrupt = {
                 let _in_runtime = runtime.enter();
-                match conform::interrupt::listen() {
+                match conform::proc::interrupt::listen() {
                     Ok(i) => i,
                     Err(e) => {
                         eprintln!("error: cannot listen for signals: {e}");
@@ -213,7 +215,7 @@ fn main() -> ExitCode {
             let baseline = match args
                 .baseline
                 .as_deref()
-                .map(conform::baseline::Baseline::load)
+                .map(conform::report::baseline::Baseline::load)
             {
                 None => None,
                 Some(Ok(b)) => Some(b),
@@ -296,7 +298,7 @@ fn main() -> ExitCode {
                 }
             };
             if let Some(file) = baseline_file
-                && let Err(code) = file.write(conform::baseline::write(&report).as_bytes())
+                && let Err(code) = file.write(conform::report::baseline::write(&report).as_bytes())
             {
                 return code;
             }
@@ -402,7 +404,7 @@ fn checks_table() -> String {
 
 /// `conform bench`: the figures of `ci/bench`.
 fn bench(args: conform::cli::BenchArgs) -> ExitCode {
-    let plan = conform::bench::Plan {
+    let plan = conform::cmd::bench::Plan {
         scenarios: default_dir("scenarios"),
         snapshots: default_dir("snapshots"),
         jobs: args.jobs,
@@ -418,7 +420,7 @@ fn bench(args: conform::cli::BenchArgs) -> ExitCode {
     };
     let started = std::time::Instant::now();
     let progress = |what: &str| eprintln!("[{:>4.0} s] {what}", started.elapsed().as_secs_f64());
-    match runtime.block_on(conform::bench::run(&plan, progress)) {
+    match runtime.block_on(conform::cmd::bench::run(&plan, progress)) {
         Ok(table) => match out(&table) {
             Ok(()) => ExitCode::SUCCESS,
             Err(c) => c,
@@ -432,7 +434,7 @@ fn bench(args: conform::cli::BenchArgs) -> ExitCode {
 
 /// `conform self-test`: the kill matrix of the reference's seeded defects.
 fn self_test(args: conform::cli::SelfTestArgs) -> ExitCode {
-    let plan = conform::selftest::Plan {
+    let plan = conform::cmd::self_test::Plan {
         scenarios: args.scenarios.unwrap_or_else(|| default_dir("scenarios")),
         snapshots: args.snapshots.unwrap_or_else(|| default_dir("snapshots")),
         jobs: args.jobs,
@@ -447,8 +449,8 @@ fn self_test(args: conform::cli::SelfTestArgs) -> ExitCode {
     };
     let started = std::time::Instant::now();
     let progress = |name: &str| eprintln!("[{:>4.0} s] {name}", started.elapsed().as_secs_f64());
-    match runtime.block_on(conform::selftest::run(&plan, progress)) {
-        Ok(m) => match out(&conform::selftest::render(&m)) {
+    match runtime.block_on(conform::cmd::self_test::run(&plan, progress)) {
+        Ok(m) => match out(&conform::cmd::self_test::render(&m)) {
             Ok(()) => code(if m.passed() { exit::PASS } else { exit::FAIL }),
             Err(c) => c,
         },
@@ -461,7 +463,7 @@ fn self_test(args: conform::cli::SelfTestArgs) -> ExitCode {
 
 /// `conform report merge`: one report, one JUnit file and one exit code from the shards'.
 fn merge_reports(args: conform::cli::ReportArgs) -> ExitCode {
-    let merged = match conform::merge::merge_files(&args.reports) {
+    let merged = match conform::report::merge::merge_files(&args.reports) {
         Ok(m) => m,
         Err(e) => {
             eprintln!("error: {e}");
@@ -515,7 +517,7 @@ fn redaction(args: conform::cli::RedactionArgs) -> ExitCode {
             default_dir("snapshots"),
         )
     };
-    let plan = conform::redaction::Plan {
+    let plan = conform::cmd::redaction::Plan {
         cases: args.cases,
         seed: args.seed,
     };
@@ -527,9 +529,9 @@ fn redaction(args: conform::cli::RedactionArgs) -> ExitCode {
         }
     };
     let started = std::time::Instant::now();
-    match runtime.block_on(conform::redaction::run(&opts, &plan)) {
+    match runtime.block_on(conform::cmd::redaction::run(&opts, &plan)) {
         Ok(outcome) => {
-            let text = conform::redaction::render(&outcome, &plan, started.elapsed());
+            let text = conform::cmd::redaction::render(&outcome, &plan, started.elapsed());
             match out(&text) {
                 Ok(()) if outcome.failures.is_empty() => code(exit::PASS),
                 Ok(()) => code(exit::FAIL),

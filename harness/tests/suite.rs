@@ -102,7 +102,7 @@ fn the_catalog_a_mutant_can_reach() {
     let filter = std::env::var("CONFORM_MUTANTS_FILTER").unwrap_or_default();
     // The self-test's deadline per run: a mutant that leaves runs hanging fails in seconds
     // instead of running into cargo-mutants' timeout.
-    let deadline = conform::selftest::DEADLINE.as_millis().to_string();
+    let deadline = conform::cmd::self_test::DEADLINE.as_millis().to_string();
     let mut args = vec!["-j", "8", "--deadline-ms", deadline.as_str()];
     if !filter.is_empty() {
         args.extend(["--filter", filter.as_str()]);

@@ -4,9 +4,9 @@
 //! run still running once the run is over.
 
 use super::{Check, Finding};
+use crate::proc::settle::State;
 use crate::run::Observed;
 use crate::scenario::Scenario;
-use crate::settle::State;
 
 pub fn judge(_scenario: &Scenario, obs: &Observed, f: &mut Vec<Finding>) {
     if let Some(claim) = &obs.claim {

@@ -5,7 +5,7 @@ use conform_protocol::side::FakeEvent;
 use conform_protocol::subject::{FromSubject, Mode};
 
 use super::{Check, Finding};
-use crate::events::{Late, RunEvent};
+use crate::proc::router::{Late, RunEvent};
 use crate::run::Observed;
 use crate::scenario::{RuntimeKind, Scenario};
 
@@ -67,7 +67,7 @@ pub fn liveness_and_protocol(mode: Mode, obs: &Observed, f: &mut Vec<Finding>) {
     for (line, error) in &obs.subject_invalid {
         // A message after the run's end that came before the harness closed the run: the same
         // fault as one that came later (`judge_late`), whichever way the race went.
-        let check = if crate::lifecycle::after_end(error) {
+        let check = if crate::run::lifecycle::after_end(error) {
             Check::SubjectAfterEnd
         } else {
             Check::SubjectProtocol
@@ -119,8 +119,8 @@ pub fn judge_late(obs: &Observed, late: &Late) -> Vec<Finding> {
                 Check::SubjectAfterEnd,
                 format!(
                     "out of order: `{}` after the run was over\n  line: {}",
-                    crate::lifecycle::kind(other),
-                    crate::subject::shown(other)
+                    crate::run::lifecycle::kind(other),
+                    crate::proc::subject_process::shown(other)
                 ),
             )),
         }

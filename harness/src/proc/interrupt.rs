@@ -57,15 +57,15 @@ pub fn listen() -> std::io::Result<Interrupted> {
 /// each to be gone.
 async fn kill_everything_below_us() {
     let me = std::process::id() as i32;
-    let fds: Vec<_> = crate::procs::descendants(me)
+    let fds: Vec<_> = crate::proc::pids::descendants(me)
         .into_iter()
-        .filter_map(|(pid, _)| crate::procs::pidfd_open(pid).ok())
+        .filter_map(|(pid, _)| crate::proc::pids::pidfd_open(pid).ok())
         .collect();
     for fd in &fds {
-        crate::procs::kill(fd);
+        crate::proc::pids::kill(fd);
     }
     for fd in &fds {
-        crate::procs::wait_exit(fd, std::time::Duration::from_secs(2)).await;
+        crate::proc::pids::wait_exit(fd, std::time::Duration::from_secs(2)).await;
     }
 }
 

@@ -13,8 +13,8 @@ use tokio::io::AsyncWriteExt;
 use tokio::net::UnixListener;
 use tokio::sync::mpsc;
 
-use crate::events::{Router, RunEvent};
-use crate::procs;
+use crate::proc::pids;
+use crate::proc::router::{Router, RunEvent};
 
 /// One registered fake process.
 #[derive(Debug)]
@@ -156,7 +156,7 @@ fn watch_exit(process: Arc<Registered>, router: Arc<Router>) {
         let Some(fd) = &process.pidfd else { return };
         // Every process of a run is gone or killed by the run's end; this bound only keeps a
         // task from outliving an unkillable stray forever.
-        if procs::wait_exit(fd, std::time::Duration::from_secs(24 * 3600)).await {
+        if pids::wait_exit(fd, std::time::Duration::from_secs(24 * 3600)).await {
             router.send(&process.run, RunEvent::ProcessGone { pid: process.pid });
         }
     });
@@ -175,7 +175,7 @@ async fn serve(stream: tokio::net::UnixStream, shared: Arc<Mutex<Shared>>, route
         }
     });
     let mut keys = Vec::new();
-    let mut lines = crate::subject::ByteLines::new(read, MAX_SIDE_LINE);
+    let mut lines = crate::proc::subject_process::ByteLines::new(read, MAX_SIDE_LINE);
     while let Some(piece) = lines.next().await {
         let line = match piece {
             Piece::Line(bytes) => String::from_utf8_lossy(&bytes).into_owned(),
@@ -216,7 +216,7 @@ async fn serve(stream: tokio::net::UnixStream, shared: Arc<Mutex<Shared>>, route
                 pid: fake.pid,
                 role: *role,
                 start_time: *start_time,
-                pidfd: procs::pidfd_open(fake.pid).ok(),
+                pidfd: pids::pidfd_open(fake.pid).ok(),
             });
             watch_exit(entry.clone(), router.clone());
             let mut s = shared.lock().unwrap();

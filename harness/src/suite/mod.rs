@@ -1,6 +1,8 @@
 //! A whole `conform run`: load and select scenarios, start the side channel and the subject,
 //! run every case (several in flight in one subject), judge, and sweep what is left.
 
+pub mod partition;
+
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -11,14 +13,14 @@ use tokio::sync::Semaphore;
 use tokio::task::JoinSet;
 
 use crate::checks::{self, Blame, Check, Finding};
-use crate::events::Router;
-use crate::pool::SubjectPool;
-use crate::procs;
+use crate::proc::pids;
+use crate::proc::pool::SubjectPool;
+use crate::proc::router::Router;
+use crate::proc::side::SideServer;
+use crate::proc::subject_process::Transcripts;
 use crate::run::{self, Ctx, Observed};
 use crate::scenario::{self, Scenario};
-use crate::side::SideServer;
 use crate::snapshot::{self, Outcome};
-use crate::subject::Transcripts;
 
 #[derive(Debug)]
 pub enum Verdict {
@@ -57,9 +59,9 @@ pub struct SuiteReport {
     /// The strong settling mode, as asked for and as had.
     pub cgroup: CgroupMode,
     /// The known-failure baseline, as applied (`--baseline`).
-    pub baseline: Option<crate::baseline::Outcome>,
+    pub baseline: Option<crate::report::baseline::Outcome>,
     /// The shard of the catalog this suite ran (`--partition`).
-    pub partition: Option<crate::partition::Partition>,
+    pub partition: Option<crate::suite::partition::Partition>,
     /// Each scenario's place in the whole selection, before any partition.
     pub positions: std::collections::BTreeMap<String, usize>,
     /// Peak resident sets (KiB): the harness, the subject, the largest fake.
@@ -204,7 +206,7 @@ pub struct Options {
     pub pending_snapshots: bool,
     /// Stops the suite in order when it says a signal came (`conform run` listens; others
     /// never are).
-    pub interrupt: crate::interrupt::Interrupted,
+    pub interrupt: crate::proc::interrupt::Interrupted,
     /// Each runtime in a cgroup v2 of its own (`--cgroup`), where the machine allows it.
     pub cgroup: bool,
     /// Where the suite's cgroup goes (`--cgroup-parent`; default: the harness's own).
@@ -216,9 +218,9 @@ pub struct Options {
     /// failed run's is kept.
     pub keep_passing_ledgers: bool,
     /// Known failures (`--baseline`).
-    pub baseline: Option<crate::baseline::Baseline>,
+    pub baseline: Option<crate::report::baseline::Baseline>,
     /// Run one shard of the selection (`--partition`).
-    pub partition: Option<crate::partition::Partition>,
+    pub partition: Option<crate::suite::partition::Partition>,
 }
 
 impl Options {
@@ -240,7 +242,7 @@ impl Options {
             allow_skips: false,
             peers: None,
             pending_snapshots: true,
-            interrupt: crate::interrupt::never(),
+            interrupt: crate::proc::interrupt::never(),
             cgroup: false,
             cgroup_parent: None,
             keep_ledgers: false,
@@ -260,7 +262,7 @@ pub enum SuiteError {
     #[error("harness setup failed: {0}")]
     Setup(#[from] std::io::Error),
     #[error("{0}")]
-    Peers(#[from] crate::peers::PeersError),
+    Peers(#[from] crate::proc::peers::PeersError),
 }
 
 /// Loads and filters scenarios.
@@ -271,7 +273,7 @@ pub fn select(dir: &std::path::Path, filters: &[String]) -> Result<Vec<Scenario>
 
 /// Filters loaded scenarios (an isolation group's members come along with any one of them).
 fn select_from(all: Vec<Scenario>, filters: &[String]) -> Result<Vec<Scenario>, SuiteError> {
-    let chosen = crate::group::complete(all, |s| {
+    let chosen = crate::scenario::group::complete(all, |s| {
         filters.is_empty() || filters.iter().any(|f| s.id.contains(f.as_str()))
     });
     if chosen.is_empty() {
@@ -297,7 +299,7 @@ pub async fn run(opts: Options) -> Result<SuiteReport, SuiteError> {
     report.partition = opts.partition;
     report.positions = positions;
     if let Some(b) = &opts.baseline {
-        crate::baseline::apply(&mut report, b, &catalog);
+        crate::report::baseline::apply(&mut report, b, &catalog);
     }
     Ok(report)
 }
@@ -309,7 +311,7 @@ pub async fn run_scenarios(
 ) -> Result<SuiteReport, SuiteError> {
     let started = Instant::now();
     // What escapes the subject's process group is reparented here and swept at the end.
-    let _ = procs::become_subreaper();
+    let _ = pids::become_subreaper();
     let work = tempfile::Builder::new().prefix("conform-").tempdir()?;
     let router = Arc::new(Router::default());
     let side = SideServer::bind_in(work.path(), router.clone())?;
@@ -320,13 +322,13 @@ pub async fn run_scenarios(
     };
     let peers = match &opts.peers {
         Some(dir) => Some((
-            crate::peers::Peers::load(dir)?,
-            crate::peers::start_model().await?,
+            crate::proc::peers::Peers::load(dir)?,
+            crate::proc::peers::start_model().await?,
         )),
         None => None,
     };
     let (cgroup, cgroup_mode) = if opts.cgroup {
-        match crate::cgroup::Base::create(&exe, opts.cgroup_parent.as_deref()) {
+        match crate::proc::cgroup::Base::create(&exe, opts.cgroup_parent.as_deref()) {
             Ok(base) => {
                 let dir = base.dir().to_owned();
                 (Some(base), CgroupMode::On(dir))
@@ -374,7 +376,7 @@ pub async fn run_scenarios(
         for m in &s.file.modes {
             let case = (index, s.clone(), *m);
             index += 1;
-            match crate::group::group_of(s) {
+            match crate::scenario::group::group_of(s) {
                 Some(g) => match group_unit.get(g) {
                     Some(&u) => units[u].push(case),
                     None => {
@@ -415,7 +417,7 @@ pub async fn run_scenarios(
             let mut interrupt = ctx.interrupt.clone();
             let _permit = tokio::select! {
                 p = limit.acquire_owned() => p.expect("semaphore open"),
-                signo = crate::interrupt::wait(&mut interrupt) => {
+                signo = crate::proc::interrupt::wait(&mut interrupt) => {
                     return unit
                         .into_iter()
                         .map(|(index, s, mode)| {
@@ -425,13 +427,13 @@ pub async fn run_scenarios(
                         .collect();
                 }
             };
-            let grouped = unit.len() > 1 || crate::group::group_of(&unit[0].1).is_some();
-            let board = crate::group::Board::new();
+            let grouped = unit.len() > 1 || crate::scenario::group::group_of(&unit[0].1).is_some();
+            let board = crate::scenario::group::Board::new();
             let runs = unit.iter().map(|(_, s, mode)| {
                 let (ctx, bar) = (&ctx, &bar);
-                let membership = grouped.then(|| crate::group::Membership {
+                let membership = grouped.then(|| crate::scenario::group::Membership {
                     board: board.clone(),
-                    member: crate::group::member_name(s).to_owned(),
+                    member: crate::scenario::group::member_name(s).to_owned(),
                 });
                 async move {
                     bar.set_message(format!("{} ({mode})", s.id));
@@ -489,17 +491,17 @@ pub async fn run_scenarios(
     unique_job_ids(&mut reports);
     let mut stragglers = Vec::new();
     for p in ctx.side.all() {
-        if procs::alive(p.pid, p.start_time)
+        if pids::alive(p.pid, p.start_time)
             && let Some(fd) = &p.pidfd
         {
             stragglers.push(format!("pid {} of run {}", p.pid, p.run));
-            procs::kill(fd);
-            procs::wait_exit(fd, Duration::from_secs(5)).await;
+            pids::kill(fd);
+            pids::wait_exit(fd, Duration::from_secs(5)).await;
         }
     }
     // Every subject is gone: whatever still runs below the harness escaped a subject's group.
     stragglers.extend(
-        procs::sweep_descendants()
+        pids::sweep_descendants()
             .await
             .into_iter()
             .map(|p| format!("{p}, left by the subject")),
@@ -535,7 +537,7 @@ pub async fn run_scenarios(
         partition: None,
         positions: Default::default(),
         peak_rss_kib: PeakRss {
-            harness: procs::own_peak_rss_kib(),
+            harness: pids::own_peak_rss_kib(),
             subject: subject_rss,
             fake: fake_rss,
         },
@@ -546,7 +548,7 @@ pub async fn run_scenarios(
 fn skip_reason(
     opts: &Options,
     ctx: &Ctx,
-    caps: Option<&crate::subject::Capabilities>,
+    caps: Option<&crate::proc::subject_process::Capabilities>,
     s: &Scenario,
     mode: Mode,
 ) -> Option<String> {
@@ -592,7 +594,10 @@ fn interrupted(scenario: Arc<Scenario>, mode: Mode, signo: i32) -> CaseReport {
     CaseReport {
         scenario,
         mode,
-        verdict: Verdict::Interrupted(format!("interrupted by {}", crate::interrupt::name(signo))),
+        verdict: Verdict::Interrupted(format!(
+            "interrupted by {}",
+            crate::proc::interrupt::name(signo)
+        )),
         findings: vec![],
         snapshot: None,
         obs: None,

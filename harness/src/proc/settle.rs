@@ -14,7 +14,7 @@ use std::collections::{BTreeMap, HashMap};
 
 use serde::Serialize;
 
-use crate::procs::{self, Stat};
+use crate::proc::pids::{self, Stat};
 
 /// The environment variable every runtime is started with (in `start.runtime.env`): the
 /// suite's side socket and the run's id. Whatever the runtime starts inherits it, also a
@@ -133,7 +133,7 @@ struct Table {
 impl Table {
     fn read() -> Table {
         Table {
-            all: procs::all().into_iter().collect(),
+            all: pids::all().into_iter().collect(),
         }
     }
 
@@ -205,7 +205,7 @@ pub struct Tracker {
     mark: Mark,
     subject_pgid: i32,
     /// The run's cgroup (`--cgroup`): its members are the run's whatever else they say.
-    cgroup: Option<crate::cgroup::RunGroup>,
+    cgroup: Option<crate::proc::cgroup::RunGroup>,
     known: Vec<Tracked>,
 }
 
@@ -216,7 +216,11 @@ pub struct Tracked {
 }
 
 impl Tracker {
-    pub fn new(mark: Mark, subject_pgid: i32, cgroup: Option<crate::cgroup::RunGroup>) -> Tracker {
+    pub fn new(
+        mark: Mark,
+        subject_pgid: i32,
+        cgroup: Option<crate::proc::cgroup::RunGroup>,
+    ) -> Tracker {
         Tracker {
             mark,
             subject_pgid,
@@ -225,7 +229,7 @@ impl Tracker {
         }
     }
 
-    pub fn cgroup(&self) -> Option<&crate::cgroup::RunGroup> {
+    pub fn cgroup(&self) -> Option<&crate::proc::cgroup::RunGroup> {
         self.cgroup.as_ref()
     }
 
@@ -237,13 +241,13 @@ impl Tracker {
         &mut self,
         registered: &[(i32, u64, &'static str)],
         pipes: &[String],
-        router: &std::sync::Arc<crate::events::Router>,
+        router: &std::sync::Arc<crate::proc::router::Router>,
     ) {
         let ids: Vec<(i32, u64)> = registered.iter().map(|r| (r.0, r.1)).collect();
         let in_cgroup = self
             .cgroup
             .as_ref()
-            .map(crate::cgroup::RunGroup::procs)
+            .map(crate::proc::cgroup::RunGroup::procs)
             .unwrap_or_default();
         let table = Table::read();
         for mut m in members_in(
@@ -268,17 +272,17 @@ impl Tracker {
                 }
             }
             let pidfd = (m.how != How::Registered)
-                .then(|| procs::pidfd_open(m.pid).ok())
+                .then(|| pids::pidfd_open(m.pid).ok())
                 .flatten()
-                .filter(|_| procs::alive(m.pid, m.start_time))
+                .filter(|_| pids::alive(m.pid, m.start_time))
                 .map(std::sync::Arc::new);
             if let Some(fd) = &pidfd {
                 let (fd, router, run, pid) =
                     (fd.clone(), router.clone(), self.mark.run.clone(), m.pid);
                 tokio::spawn(async move {
                     // Bounded only so a task cannot outlive an unkillable stray forever.
-                    if procs::wait_exit(&fd, std::time::Duration::from_secs(24 * 3600)).await {
-                        router.send(&run, crate::events::RunEvent::ProcessGone { pid });
+                    if pids::wait_exit(&fd, std::time::Duration::from_secs(24 * 3600)).await {
+                        router.send(&run, crate::proc::router::RunEvent::ProcessGone { pid });
                     }
                 });
             }
@@ -383,7 +387,7 @@ fn members_in(
             pid,
             start_time,
             how,
-            command: procs::command_line(pid),
+            command: pids::command_line(pid),
         })
         .collect()
 }
@@ -399,7 +403,7 @@ fn holds_pipe(pid: i32, pipes: &[String]) -> Option<String> {
         let target = std::fs::read_link(fd.path()).ok()?;
         let target = target.to_string_lossy();
         let pipe = pipes.iter().find(|p| **p == target)?;
-        (!procs::close_on_exec(pid, &fd.file_name().to_string_lossy())).then(|| pipe.clone())
+        (!pids::close_on_exec(pid, &fd.file_name().to_string_lossy())).then(|| pipe.clone())
     })
 }
 
@@ -411,7 +415,7 @@ pub fn claim(
     members: &[Member],
     pipes: &[String],
     subject_pgid: i32,
-    cgroup: Option<&crate::cgroup::RunGroup>,
+    cgroup: Option<&crate::proc::cgroup::RunGroup>,
 ) -> Claim {
     // The cgroup first: what it lists was in it when the claim was read.
     let cgroup = cgroup.map(|g| CgroupAtClaim {
@@ -440,7 +444,7 @@ pub fn claim(
                     } else if let Some(p) = by_pid.get(&parent) {
                         format!("its parent in the run, pid {}", p.pid)
                     } else {
-                        format!("pid {parent} ({})", procs::command_line(parent))
+                        format!("pid {parent} ({})", pids::command_line(parent))
                     };
                     (State::Zombie, Some(who), in_subject)
                 }
@@ -450,7 +454,7 @@ pub fn claim(
             let command = if state == State::Gone {
                 m.command.clone()
             } else {
-                procs::command_line(m.pid)
+                pids::command_line(m.pid)
             };
             AtClaim {
                 pid: m.pid,
@@ -474,7 +478,7 @@ pub fn claim(
             if let Some(pipe) = holds_pipe(pid, pipes) {
                 holders.push(Holder {
                     pid,
-                    command: procs::command_line(pid),
+                    command: pids::command_line(pid),
                     pipe,
                 });
             }

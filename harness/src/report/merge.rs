@@ -45,7 +45,7 @@ pub fn merge(shards: Vec<(PathBuf, Value)>) -> Result<Value, MergeError> {
         let spec = r["partition"]
             .as_str()
             .ok_or_else(|| MergeError::NotAShard(path.clone()))?;
-        let parsed: crate::partition::Partition = spec
+        let parsed: crate::suite::partition::Partition = spec
             .parse()
             .map_err(|e: String| MergeError::Read(path.clone(), e))?;
         let kind = spec.split(':').next().unwrap_or_default().to_owned();

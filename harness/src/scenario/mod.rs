@@ -2,6 +2,8 @@
 //! `docs/scenarios.md`. Loading turns them into [`Scenario`]s with preludes expanded; any
 //! malformed file is rejected with file, line, column and what was expected.
 
+pub mod group;
+
 use std::collections::BTreeMap;
 use std::ops::Range;
 use std::path::{Path, PathBuf};
@@ -453,7 +455,7 @@ pub fn discover(root: &Path) -> Result<Vec<Scenario>, Vec<ScenarioError>> {
         }
     }
     if errors.is_empty() {
-        errors = crate::group::check(&scenarios);
+        errors = crate::scenario::group::check(&scenarios);
     }
     if errors.is_empty() {
         Ok(scenarios)
@@ -781,7 +783,7 @@ mod tests {
     #[test]
     fn the_committed_editor_schema_is_current() {
         let committed: Value =
-            serde_json::from_str(include_str!("../../docs/scenario.schema.json"))
+            serde_json::from_str(include_str!("../../../docs/scenario.schema.json"))
                 .expect("docs/scenario.schema.json is JSON");
         assert_eq!(
             committed,

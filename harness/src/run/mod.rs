@@ -2,6 +2,8 @@
 //! fakes' checkpoints, collect every event until the run is over, then check that the run's
 //! processes are gone. Waits only on events and a per-run deadline; never sleeps.
 
+pub mod lifecycle;
+
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -13,14 +15,14 @@ use conform_protocol::subject::{FromSubject, Mode, Runtime, StartError, ToSubjec
 use conform_protocol::vocab::{Provider, WatchdogStatus};
 use serde_json::{Map, Value, json};
 
-use crate::events::{Router, RunEvent};
-use crate::group::Membership;
-use crate::lifecycle::Lifecycle;
-use crate::pool::SubjectPool;
-use crate::procs;
+use crate::proc::pids;
+use crate::proc::pool::SubjectPool;
+use crate::proc::router::{Router, RunEvent};
+use crate::proc::side::SideServer;
+use crate::proc::subject_process::Transcripts;
+use crate::run::lifecycle::Lifecycle;
+use crate::scenario::group::Membership;
 use crate::scenario::{CwdKind, RuntimeKind, Scenario, Trigger};
-use crate::side::SideServer;
-use crate::subject::Transcripts;
 
 /// Everything a run needs from the suite.
 pub struct Ctx {
@@ -38,13 +40,13 @@ pub struct Ctx {
     /// deadline).
     pub default_expected_by: Option<Duration>,
     /// Says when the suite was interrupted: runs in flight end at once.
-    pub interrupt: crate::interrupt::Interrupted,
+    pub interrupt: crate::proc::interrupt::Interrupted,
     /// Provider → product version its fake speaks (`--product-version`).
     pub product_versions: std::collections::BTreeMap<Provider, String>,
     /// The real peers and the model endpoint's base URL, when `--peers` was given.
-    pub peers: Option<(crate::peers::Peers, String)>,
+    pub peers: Option<(crate::proc::peers::Peers, String)>,
     /// The suite's cgroup when `--cgroup` is on: each runtime starts in a child of its own.
-    pub cgroup: Option<crate::cgroup::Base>,
+    pub cgroup: Option<crate::proc::cgroup::Base>,
 }
 
 /// How long processes get to be gone after the subject said the run was settled.
@@ -106,10 +108,10 @@ pub struct Observed {
     pub leftovers: Vec<String>,
     /// The run's process tree as it stood when the subject claimed it was gone (`settled` or
     /// `start_rejected`), read from the kernel.
-    pub claim: Option<crate::settle::Claim>,
+    pub claim: Option<crate::proc::settle::Claim>,
     /// When each process of the run that did not register was seen gone (pid → ms), and the
     /// ones found only by the ground-truth scan (never registered).
-    pub unregistered: Vec<crate::settle::Member>,
+    pub unregistered: Vec<crate::proc::settle::Member>,
     pub transcript: Vec<String>,
     pub stderr_tail: String,
     pub elapsed: Duration,
@@ -232,8 +234,8 @@ pub async fn run_case(
         }
     };
     let cgroup_dir = cgroup.as_ref().map(|g| g.dir().to_owned());
-    let mut tree = crate::settle::Tracker::new(
-        crate::settle::Mark {
+    let mut tree = crate::proc::settle::Tracker::new(
+        crate::proc::settle::Mark {
             side: path_str(ctx.side.path()),
             run: run.clone(),
         },
@@ -304,7 +306,7 @@ pub async fn run_case(
                 None
             }
             () = tokio::time::sleep_until(until) => { obs.timed_out = Some(deadline); break; }
-            signo = crate::interrupt::wait(&mut interrupt) => { obs.interrupted = Some(signo); break; }
+            signo = crate::proc::interrupt::wait(&mut interrupt) => { obs.interrupted = Some(signo); break; }
             _ = async { job_output_barrier.as_mut().expect("guarded").await }, if job_output_barrier.is_some() => {
                 job_output_barrier = None;
                 job_output_read = true;
@@ -330,7 +332,7 @@ pub async fn run_case(
                             &runtime_pipes(&obs),
                             &ctx.router,
                         );
-                        let claim = crate::settle::claim(
+                        let claim = crate::proc::settle::claim(
                             what,
                             ms_since(started),
                             &tree.members(),
@@ -341,7 +343,7 @@ pub async fn run_case(
                         // What had exited by the claim did so no later than the claim, even if
                         // its pidfd's news is still on its way here.
                         for m in &claim.members {
-                            if m.state != crate::settle::State::Running {
+                            if m.state != crate::proc::settle::State::Running {
                                 obs.gone_at_ms.entry(m.pid).or_insert(claim.at_ms);
                             }
                         }
@@ -386,7 +388,7 @@ pub async fn run_case(
                                 FakeEvent::Spawned { child } => Some(child),
                                 _ => None,
                             }) {
-                                let tree = procs::descendants(pid).into_iter().map(|(p, _)| p);
+                                let tree = pids::descendants(pid).into_iter().map(|(p, _)| p);
                                 for p in std::iter::once(pid).chain(tree) {
                                     let _ = nix::sys::signal::kill(
                                         nix::unistd::Pid::from_raw(p),
@@ -541,11 +543,11 @@ pub async fn run_case(
         );
     for (described, pid, start_time, fd) in watched {
         let Some(fd) = fd else { continue };
-        let gone = !procs::alive(pid, start_time) || procs::wait_exit(fd, budget).await;
+        let gone = !pids::alive(pid, start_time) || pids::wait_exit(fd, budget).await;
         if !gone {
             obs.leftovers.push(described);
-            procs::kill(fd);
-            procs::wait_exit(fd, Duration::from_secs(5)).await;
+            pids::kill(fd);
+            pids::wait_exit(fd, Duration::from_secs(5)).await;
         }
     }
     // The cgroup is the last word: whatever is still in it was the run's (started after the
@@ -555,7 +557,7 @@ pub async fn run_case(
             obs.leftovers.extend(group.procs().iter().map(|(pid, _)| {
                 format!(
                     "pid {pid} ({}; in the run's cgroup)",
-                    procs::command_line(*pid)
+                    pids::command_line(*pid)
                 )
             }));
             group.kill(Duration::from_secs(5)).await;
@@ -564,7 +566,7 @@ pub async fn run_case(
     }
     // Orphans of the run that came back to the harness (it is a child subreaper) are reaped
     // here, now: the harness owes its children what it asks of the subject.
-    procs::reap_children_among(
+    pids::reap_children_among(
         &ledger
             .iter()
             .map(|p| p.pid)
@@ -791,7 +793,9 @@ impl Observed {
 }
 
 /// Pid, start time and role of each registered process.
-fn registered(ledger: &[std::sync::Arc<crate::side::Registered>]) -> Vec<(i32, u64, &'static str)> {
+fn registered(
+    ledger: &[std::sync::Arc<crate::proc::side::Registered>],
+) -> Vec<(i32, u64, &'static str)> {
     ledger
         .iter()
         .map(|p| (p.pid, p.start_time, role_name(p.role)))
@@ -845,8 +849,10 @@ fn take_subject(obs: &mut Observed, lifecycle: &mut Lifecycle, msg: FromSubject,
             record_subject(obs, msg)
         }
         Err(why) => {
-            obs.subject_invalid
-                .push((crate::subject::shown(&msg), format!("out of order: {why}")));
+            obs.subject_invalid.push((
+                crate::proc::subject_process::shown(&msg),
+                format!("out of order: {why}"),
+            ));
         }
     }
 }
@@ -951,7 +957,7 @@ fn start_message(
                 Some(behaviour) => format!("{model}/{behaviour}"),
                 None => model.clone(),
             };
-            let (peer_argv, env) = crate::peers::prepare(entry, &peers.dir, &dir, &url)?;
+            let (peer_argv, env) = crate::proc::peers::prepare(entry, &peers.dir, &dir, &url)?;
             argv.extend([
                 "peer-proxy".into(),
                 "--side".into(),
@@ -1033,7 +1039,7 @@ fn start_message(
     }
     // The run's mark in the runtime's environment: inherited by everything the runtime
     // starts, whatever its arguments (`settle::Mark`).
-    let mark = crate::settle::Mark {
+    let mark = crate::proc::settle::Mark {
         side: path_str(ctx.side.path()),
         run: run.to_owned(),
     };
@@ -1042,7 +1048,7 @@ fn start_message(
         .chain(subject.env.iter())
         .map(|(k, v)| (k.clone(), json!(v)))
         .chain(std::iter::once((
-            crate::settle::ENV_MARK.to_owned(),
+            crate::proc::settle::ENV_MARK.to_owned(),
             json!(mark.env_value()),
         )))
         .chain(subject.env_unset.iter().map(|k| (k.clone(), Value::Null)))

@@ -71,8 +71,8 @@ fn floor(exe: &str, work: &Path, repeat: usize) -> Result<(Vec<f64>, Option<u64>
         &script,
         serde_json::to_vec(&scenario.script.script()).expect("json"),
     )?;
-    let router = Arc::new(crate::events::Router::default());
-    let side = crate::side::SideServer::bind_in(work, router.clone())?;
+    let router = Arc::new(crate::proc::router::Router::default());
+    let side = crate::proc::side::SideServer::bind_in(work, router.clone())?;
     let init = "{\"jsonrpc\":\"2.0\",\"id\":0,\"method\":\"initialize\",\"params\":{\"protocolVersion\":1,\"clientCapabilities\":{}}}\n";
     let mut times = Vec::new();
     let mut rss = None;
@@ -100,7 +100,7 @@ fn floor(exe: &str, work: &Path, repeat: usize) -> Result<(Vec<f64>, Option<u64>
             )));
         }
         if i == 0 {
-            rss = crate::procs::peak_rss_kib(child.id() as i32);
+            rss = crate::proc::pids::peak_rss_kib(child.id() as i32);
         }
         drop(stdin);
         child.wait()?;

@@ -113,7 +113,7 @@ impl RunGroup {
                 out.extend(
                     text.lines()
                         .filter_map(|l| l.trim().parse::<i32>().ok())
-                        .filter_map(|pid| Some((pid, crate::procs::stat(pid)?.start_time))),
+                        .filter_map(|pid| Some((pid, crate::proc::pids::stat(pid)?.start_time))),
                 );
             }
             if let Ok(entries) = std::fs::read_dir(&dir) {

@@ -17,7 +17,7 @@ use tokio::io::{AsyncBufReadExt, AsyncRead, AsyncWriteExt, BufReader};
 use tokio::process::{Child, ChildStdin, Command};
 use tokio::sync::{mpsc, oneshot, watch};
 
-use crate::events::{Routed, Router, RunEvent};
+use crate::proc::router::{Routed, Router, RunEvent};
 
 /// Variables the harness puts in the subject's environment: two a child must never inherit (a
 /// credential-shaped name, a `DSH_` name) and one it keeps.
@@ -120,7 +120,7 @@ impl Subject {
     /// The subject's peak resident set so far (`VmHWM`, KiB), while it runs: the process the
     /// harness started (its group's leader).
     pub fn peak_rss_kib(&self) -> Option<u64> {
-        crate::procs::peak_rss_kib(self.pgid)
+        crate::proc::pids::peak_rss_kib(self.pgid)
     }
 
     /// Spawns the subject in its own process group and exchanges `hello` (waiting at most

@@ -60,7 +60,7 @@ impl std::fmt::Display for Partition {
 
 /// The unit a scenario is split with: its isolation group, or itself.
 fn unit(s: &Scenario) -> &str {
-    crate::group::group_of(s).unwrap_or(&s.id)
+    crate::scenario::group::group_of(s).unwrap_or(&s.id)
 }
 
 impl Partition {
@@ -120,10 +120,10 @@ mod tests {
                 let shard = p.shard(all.clone());
                 assert!(!shard.is_empty(), "{p} is empty");
                 // An isolation group is all in one shard or none.
-                for (g, members) in crate::group::groups(&all) {
+                for (g, members) in crate::scenario::group::groups(&all) {
                     let here = shard
                         .iter()
-                        .filter(|s| crate::group::group_of(s) == Some(g))
+                        .filter(|s| crate::scenario::group::group_of(s) == Some(g))
                         .count();
                     assert!(here == 0 || here == members.len(), "{p} splits group {g}");
                 }

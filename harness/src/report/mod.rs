@@ -1,6 +1,10 @@
 //! The human report: a table of every case, then each failure with its checks, the subject
 //! transcript, the runtime's wire transcript and the subject's stderr tail. Also a JSON form.
 
+pub mod baseline;
+pub mod merge;
+pub mod terminal;
+
 use std::fmt::Write as _;
 
 use comfy_table::{Table, presets::UTF8_BORDERS_ONLY};
@@ -114,7 +118,7 @@ pub fn human(report: &SuiteReport, verbose: bool) -> String {
         let _ = writeln!(
             out,
             "\ninterrupted by {}: the runs in flight were stopped and their processes killed; {} case(s) did not finish",
-            crate::interrupt::name(signo),
+            crate::proc::interrupt::name(signo),
             report
                 .cases
                 .iter()
@@ -147,8 +151,8 @@ pub fn human(report: &SuiteReport, verbose: bool) -> String {
 
 /// The baseline's part of the human report: how many failures it covered, and every stale
 /// entry (each fails the run) with where it is written.
-fn baseline_section(b: &crate::baseline::Outcome) -> String {
-    use crate::baseline::Status;
+fn baseline_section(b: &crate::report::baseline::Outcome) -> String {
+    use crate::report::baseline::Status;
     let mut out = String::new();
     let count = |f: fn(&Status) -> bool| b.entries.iter().filter(|(_, s)| f(s)).count();
     let _ = writeln!(
@@ -384,7 +388,7 @@ pub fn json(report: &SuiteReport) -> serde_json::Value {
         "stragglers": report.stragglers,
         "findings": report.findings.iter().map(finding_json).collect::<Vec<_>>(),
         "nothingTested": report.nothing_tested(),
-        "interruptedBy": report.interrupted.map(crate::interrupt::name),
+        "interruptedBy": report.interrupted.map(crate::proc::interrupt::name),
         "interruptedSignal": report.interrupted,
         "allowSkips": report.allow_skips,
         "peakRssKiB": report.peak_rss_kib,
@@ -396,7 +400,7 @@ pub fn json(report: &SuiteReport) -> serde_json::Value {
                 "reason": e.reason,
                 "line": e.line,
                 "status": s.as_str(),
-                "why": match s { crate::baseline::Status::Stale(why) => Some(why), _ => None },
+                "why": match s { crate::report::baseline::Status::Stale(why) => Some(why), _ => None },
             })).collect::<Vec<_>>(),
         })),
         "cgroup": match &report.cgroup {

@@ -10,8 +10,8 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use crate::events::Router;
-use crate::subject::{Subject, SubjectError, Transcripts};
+use crate::proc::router::Router;
+use crate::proc::subject_process::{Subject, SubjectError, Transcripts};
 
 /// Failed starts in a row, after a subject that worked died, before the pool gives up.
 pub const RESTART_ATTEMPTS: u32 = 3;

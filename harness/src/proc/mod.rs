@@ -1,0 +1,12 @@
+//! Plumbing: processes, the subject's pipes, the fakes' side channel, signals. Nothing here
+//! knows what a scenario or a verdict is.
+
+pub mod cgroup;
+pub mod interrupt;
+pub mod peers;
+pub mod pids;
+pub mod pool;
+pub mod router;
+pub mod settle;
+pub mod side;
+pub mod subject_process;
