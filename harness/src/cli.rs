@@ -210,54 +210,12 @@ pub struct RedactionArgs {
 pub struct RunArgs {
     #[command(flatten)]
     pub select: SelectArgs,
-    /// The subject command line (run with `sh -c`). Default: the reference subject.
-    #[arg(long)]
-    pub subject: Option<String>,
     /// Folder of snapshot files [default: `snapshots/` of this workspace]. It must exist,
     /// except with `--accept`, which creates it.
     #[arg(long)]
     pub snapshots: Option<PathBuf>,
-    /// Write every differing or missing snapshot as accepted (read the diffs first).
-    /// A snapshot file that cannot be read is never overwritten: delete it to re-record it.
-    #[arg(long)]
-    pub accept: bool,
-    /// Runs in flight at once (all in one subject process); at least 1.
-    #[arg(long, short = 'j', default_value_t = 4,
-          value_parser = clap::builder::RangedU64ValueParser::<usize>::new().range(1..))]
-    pub jobs: usize,
-    /// Per-run deadline in milliseconds, unless a scenario sets its own; at least 1.
-    #[arg(long, default_value_t = 20_000, value_parser = clap::value_parser!(u64).range(1..))]
-    pub deadline_ms: u64,
-    /// When completion is expected, in ms after each start (the `start`'s `expectedBy`),
-    /// unless a scenario sets its own; default: the deadline. A background run with nothing
-    /// delivered by then turns `suspect_delivery_failure`, and the harness fetches its status
-    /// with a waiting `job_output`.
-    #[arg(long, value_parser = clap::value_parser!(u64).range(1..))]
-    pub expected_by_ms: Option<u64>,
-    /// How long the subject has to answer `hello`, in milliseconds; at least 1.
-    #[arg(long, default_value_t = 20_000, value_parser = clap::value_parser!(u64).range(1..))]
-    pub hello_timeout_ms: u64,
-    /// The real peers' folder (`ci/peers` installs them and writes its `peers.json`): scenarios
-    /// with a `[peer]` run only with it.
-    #[arg(long, value_name = "DIR")]
-    pub peers: Option<PathBuf>,
-    /// A run in which every selected case was skipped exits 0 instead of 2.
-    #[arg(long)]
-    pub allow_skips: bool,
-    /// The strong settling mode: each runtime starts in a cgroup v2 of its own, whose
-    /// `populated` flag proves the tree gone and whose `cgroup.kill` sweeps it. Needs a
-    /// writable cgroup v2 hierarchy; where there is none the report says why and settling is
-    /// judged from /proc alone.
-    #[arg(long)]
-    pub cgroup: bool,
-    /// The cgroup v2 folder under which `--cgroup` makes the suite's own (default: the
-    /// harness's cgroup), e.g. a delegated one.
-    #[arg(long, value_name = "DIR", requires = "cgroup")]
-    pub cgroup_parent: Option<PathBuf>,
-    /// The product version a provider's fake speaks, e.g. `codex=0.169.0` (repeatable).
-    /// Scenarios that name a product version run only when it is selected.
-    #[arg(long, value_name = "PROVIDER=VERSION")]
-    pub product_version: Vec<String>,
+    #[command(flatten)]
+    pub settings: crate::settings::Settings,
     /// Known failures (TOML: `[[known]]` entries with `id` and `reason`): a listed failure is
     /// reported as known and passes; an unlisted one fails; an entry that no longer matches a
     /// failure fails as stale.
@@ -278,19 +236,4 @@ pub struct RunArgs {
     /// Write a JSON report here. Opened before anything runs.
     #[arg(long)]
     pub json: Option<PathBuf>,
-    /// Print transcripts for passing cases too.
-    #[arg(long, short = 'v')]
-    pub verbose: bool,
-}
-
-/// `<name>` in the current folder if it exists, else the one of the workspace conform was
-/// built in (so `cargo run` works from any sub-folder).
-pub fn default_dir(name: &str) -> PathBuf {
-    let here = PathBuf::from(name);
-    if here.is_dir() {
-        return here;
-    }
-    std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("..")
-        .join(name)
 }

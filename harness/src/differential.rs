@@ -504,9 +504,12 @@ async fn ledgers(
 ) -> Result<BTreeMap<String, Ledger>, String> {
     let report = crate::suite::run(crate::suite::Options {
         filters: ids.to_vec(),
-        product_versions,
-        allow_skips: true,
-        peers,
+        settings: crate::settings::Settings {
+            product_versions: product_versions.into_iter().collect(),
+            allow_skips: true,
+            peers,
+            ..Default::default()
+        },
         keep_ledgers: true,
         ..crate::suite::Options::new(opts.scenarios.clone(), opts.snapshots.clone())
     })

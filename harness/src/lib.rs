@@ -14,5 +14,6 @@ pub mod proc;
 pub mod report;
 pub mod run;
 pub mod scenario;
+pub mod settings;
 pub mod snapshot;
 pub mod suite;

@@ -3,7 +3,6 @@
 //! delivery watchdog's status (seed 003's runbook, as `docs/subject-protocol.md` states it) for
 //! the report.
 
-use conform_protocol::side::FakeEvent;
 use conform_protocol::subject::Mode;
 use conform_protocol::vocab::WatchdogStatus;
 use jiff::Timestamp;
@@ -220,47 +219,6 @@ pub fn blackhole(mode: Mode, obs: &Observed) -> bool {
         && obs.notices.is_empty()
         && !obs.cancel_sent
         && obs.start_rejected.is_none()
-}
-
-/// The delivery watchdog's status now (seed 003's runbook), from the receipts, whether
-/// `expectedBy` passed, whether the run is `over`, and the status before (`None`: the job does
-/// not exist yet). "Done" is the child's own record that it sent its terminal message, or the
-/// subject's result or start rejection. A job killed through `job_kill` is closed by the kill.
-pub fn watchdog_status(
-    prev: Option<WatchdogStatus>,
-    obs: &Observed,
-    past_expected: bool,
-    over: bool,
-) -> Option<WatchdogStatus> {
-    use WatchdogStatus::*;
-    let was_suspect = matches!(
-        prev,
-        Some(SuspectDeliveryFailure | DoneButNotForwarded | Recovered)
-    );
-    if obs.completion_receipt.is_some() {
-        return Some(if was_suspect { Recovered } else { Completed });
-    }
-    if obs.cancel_sent && !was_suspect {
-        return Some(Completed);
-    }
-    if obs.subject_gone.is_some() {
-        return Some(Blocked);
-    }
-    if obs.dispatch_receipt.is_none() && obs.start_rejected.is_none() {
-        return over.then_some(Blocked);
-    }
-    let done = obs.result.is_some()
-        || obs.start_rejected.is_some()
-        || obs
-            .fake
-            .iter()
-            .any(|l| matches!(l.event, FakeEvent::Terminal));
-    Some(match (done, past_expected || over) {
-        (true, true) => DoneButNotForwarded,
-        (false, true) if over => Blocked,
-        (false, true) => SuspectDeliveryFailure,
-        (_, false) => Active,
-    })
 }
 
 #[cfg(test)]

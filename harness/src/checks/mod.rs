@@ -17,7 +17,7 @@ pub mod timing;
 
 pub use catalog::{Blame, Check, Finding};
 pub use contract::MAX_DIAGNOSTIC_BYTES;
-pub use delivery::{timeline, watchdog_status};
+pub use delivery::timeline;
 pub use expect::{teardown_rung, upstream_mapping};
 pub use presentation::job_status;
 pub use redaction::{model_visible, untrusted_strings};

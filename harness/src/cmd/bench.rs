@@ -21,6 +21,12 @@ use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
+use std::process::ExitCode;
+
+use crate::cmd::output::out;
+use crate::cmd::{Error as CmdError, block_on};
+use crate::settings::default_dir;
+
 pub struct Plan {
     pub scenarios: PathBuf,
     pub snapshots: PathBuf,
@@ -175,7 +181,10 @@ pub async fn run(plan: &Plan, mut progress: impl FnMut(&str)) -> Result<String, 
     one.file.modes = vec![conform_protocol::subject::Mode::Foreground];
     let one = Arc::new(one);
     let opts = crate::suite::Options {
-        jobs: 1,
+        settings: crate::settings::Settings {
+            jobs: 1,
+            ..Default::default()
+        },
         pending_snapshots: false,
         ..crate::suite::Options::new(plan.scenarios.clone(), plan.snapshots.clone())
     };
@@ -373,4 +382,20 @@ pub async fn run(plan: &Plan, mut progress: impl FnMut(&str)) -> Result<String, 
 
 fn mib(kib: Option<u64>) -> String {
     kib.map_or("?".into(), |k| format!("{:.1} MiB", k as f64 / 1024.0))
+}
+
+/// `conform bench`: the figures of `ci/bench`.
+pub fn exec(args: crate::cli::BenchArgs) -> Result<ExitCode, CmdError> {
+    let plan = Plan {
+        scenarios: default_dir("scenarios"),
+        snapshots: default_dir("snapshots"),
+        jobs: args.jobs,
+        repeat: args.repeat.max(1),
+        redaction_cases: args.redaction_cases.max(1),
+    };
+    let started = std::time::Instant::now();
+    let progress = |what: &str| eprintln!("[{:>4.0} s] {what}", started.elapsed().as_secs_f64());
+    let table = block_on(run(&plan, progress))?.map_err(|e| CmdError::Usage(e.to_string()))?;
+    out(&table)?;
+    Ok(ExitCode::SUCCESS)
 }

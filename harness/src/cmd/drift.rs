@@ -11,6 +11,12 @@ use std::process::Command;
 use conform_protocol::codex::ErrorInfoVocabulary;
 use serde_json::Value;
 
+use std::process::ExitCode;
+
+use crate::cli::DriftArgs;
+use crate::cmd::output::out;
+use crate::cmd::{Error as CmdError, verdict};
+
 /// A vocabulary read from a schema (owned, unlike the pinned constants).
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Vocabulary {
@@ -271,6 +277,39 @@ pub fn render(
         }
     }
     out
+}
+
+/// `conform drift codex`: the product's vocabulary against the pinned one.
+pub fn exec(args: DriftArgs) -> Result<ExitCode, CmdError> {
+    let pinned = match args.against.as_deref() {
+        None => conform_protocol::codex::PINNED,
+        Some(v) => conform_protocol::codex::by_version(v).ok_or_else(|| {
+            CmdError::Usage(format!("conform knows no Codex vocabulary for version {v}"))
+        })?,
+    };
+    let (label, actual) = match (&args.bin, &args.schema) {
+        (Some(bin), _) => {
+            let work = tempfile::tempdir().map_err(|e| CmdError::Usage(e.to_string()))?;
+            (bin.display().to_string(), from_binary(bin, work.path()))
+        }
+        (None, Some(path)) => (path.display().to_string(), from_schema_file(path)),
+        (None, None) => unreachable!("clap requires --bin or --schema"),
+    };
+    let actual = actual.map_err(|e| CmdError::Usage(e.to_string()))?;
+    let d = compare(&pinned.into(), &actual);
+    out(&render(pinned.version, &label, &actual, &d))?;
+    Ok(verdict(d.is_empty()))
+}
+
+/// A schema bundle already generated, read from its file.
+fn from_schema_file(path: &Path) -> Result<Vocabulary, DriftError> {
+    std::fs::read_to_string(path)
+        .map_err(|e| DriftError::Schema(format!("{}: {e}", path.display())))
+        .and_then(|t| {
+            serde_json::from_str(&t)
+                .map_err(|e| DriftError::Schema(format!("{}: {e}", path.display())))
+        })
+        .and_then(|v| from_schema(&v))
 }
 
 #[cfg(test)]

@@ -21,6 +21,13 @@ use crate::checks::{Check, Finding};
 use crate::scenario::Scenario;
 use crate::suite::{self, Options, SuiteError};
 
+use std::io::IsTerminal;
+use std::process::ExitCode;
+
+use crate::cmd::output::out;
+use crate::cmd::{Error as CmdError, block_on, verdict};
+use crate::settings::default_dir;
+
 /// Kinds of secret material, each a proptest strategy (a random token, a credential, a path,
 /// multi-byte and combining text, right-to-left and zero-width characters, text dressed as a
 /// diagnostic line, text with a line break, text long enough to cross the 4096-byte bound,
@@ -440,6 +447,35 @@ pub fn render(outcome: &Outcome, plan: &Plan, elapsed: std::time::Duration) -> S
         plan.seed
     ));
     out
+}
+
+/// `conform redaction`: the redaction property against a subject.
+pub fn exec(args: crate::cli::RedactionArgs) -> Result<ExitCode, CmdError> {
+    let opts = Options {
+        filters: args.select.filter,
+        settings: crate::settings::Settings {
+            subject: args.subject,
+            jobs: args.jobs,
+            ..Default::default()
+        },
+        progress: std::io::stderr().is_terminal(),
+        // Generated variants must match the stored snapshots as they are.
+        pending_snapshots: false,
+        ..Options::new(
+            args.select
+                .scenarios
+                .unwrap_or_else(|| default_dir("scenarios")),
+            default_dir("snapshots"),
+        )
+    };
+    let plan = Plan {
+        cases: args.cases,
+        seed: args.seed,
+    };
+    let started = std::time::Instant::now();
+    let outcome = block_on(run(&opts, &plan))??;
+    out(&render(&outcome, &plan, started.elapsed()))?;
+    Ok(verdict(outcome.failures.is_empty()))
 }
 
 #[cfg(test)]

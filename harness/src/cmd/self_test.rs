@@ -12,7 +12,13 @@ use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use crate::checks::Check;
+use crate::settings::Settings;
 use crate::suite::{self, SuiteReport, Verdict};
+use std::process::ExitCode;
+
+use crate::cmd::output::out;
+use crate::cmd::{Error as CmdError, block_on, verdict};
+use crate::settings::default_dir;
 
 /// Each run's deadline, unless its scenario sets one: a clean run of the catalog takes under
 /// a second per case (its longest, the teardown ladders, about 0.6 s), and a defect that leaves
@@ -149,10 +155,13 @@ pub async fn run(plan: &Plan, mut progress: impl FnMut(&str)) -> Result<Matrix, 
     let exe = std::env::current_exe()?.to_string_lossy().into_owned();
     let quote = |s: &str| format!("'{}'", s.replace('\'', r"'\''"));
     let options = |subject: String| suite::Options {
-        subject: Some(subject),
-        jobs: plan.jobs,
-        deadline: DEADLINE,
-        allow_skips: true,
+        settings: Settings {
+            subject: Some(subject),
+            jobs: plan.jobs,
+            deadline: DEADLINE,
+            allow_skips: true,
+            ..Settings::default()
+        },
         pending_snapshots: false,
         ..suite::Options::new(plan.scenarios.clone(), plan.snapshots.clone())
     };
@@ -177,11 +186,10 @@ pub async fn run(plan: &Plan, mut progress: impl FnMut(&str)) -> Result<Matrix, 
             let mut worst = suite::exit::PASS;
             let mut runs = vec![options(subject.clone())];
             for ((provider, version), ids) in versioned {
-                runs.push(suite::Options {
-                    filters: ids.clone(),
-                    product_versions: [(*provider, version.clone())].into_iter().collect(),
-                    ..options(subject.clone())
-                });
+                let mut opts = options(subject.clone());
+                opts.filters = ids.clone();
+                opts.settings.product_versions = vec![(*provider, version.clone())];
+                runs.push(opts);
             }
             for opts in runs {
                 let report = suite::run(opts).await?;
@@ -228,15 +236,13 @@ pub async fn run(plan: &Plan, mut progress: impl FnMut(&str)) -> Result<Matrix, 
         } else {
             probe.subject.replace("{exe}", &quote(&exe))
         };
-        let opts = suite::Options {
+        let mut opts = suite::Options {
             filters: probe.filter.iter().map(|f| (*f).to_owned()).collect(),
-            hello_timeout: Duration::from_secs(2),
-            ..suite::Options {
-                scenarios,
-                snapshots,
-                ..options(subject)
-            }
+            scenarios,
+            snapshots,
+            ..options(subject)
         };
+        opts.settings.hello_timeout = Duration::from_secs(2);
         let (killed, error) = match suite::run(opts).await {
             Ok(report) => (killed(&report), None),
             Err(e) => (BTreeSet::new(), Some(e.to_string())),
@@ -381,4 +387,19 @@ pub fn render(m: &Matrix) -> String {
         let _ = writeln!(out, "  kill nothing: {}", unkilled.join(", "));
     }
     out
+}
+
+/// `conform self-test`: the kill matrix of the reference's seeded defects.
+pub fn exec(args: crate::cli::SelfTestArgs) -> Result<ExitCode, CmdError> {
+    let plan = Plan {
+        scenarios: args.scenarios.unwrap_or_else(|| default_dir("scenarios")),
+        snapshots: args.snapshots.unwrap_or_else(|| default_dir("snapshots")),
+        jobs: args.jobs,
+        only: args.only,
+    };
+    let started = Instant::now();
+    let progress = |name: &str| eprintln!("[{:>4.0} s] {name}", started.elapsed().as_secs_f64());
+    let m = block_on(run(&plan, progress))??;
+    out(&render(&m))?;
+    Ok(verdict(m.passed()))
 }

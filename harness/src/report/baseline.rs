@@ -204,10 +204,10 @@ impl Outcome {
 }
 
 /// Applies `baseline` to the report: a failed case whose every finding an entry covers becomes
-/// [`Verdict::Known`]; entries are matched, stale or not run. `catalog`: every scenario id
-/// there is (an entry for none of them is stale). A harness fault is never known: it proves
-/// nothing about the subject.
-pub fn apply(report: &mut SuiteReport, baseline: &Baseline, catalog: &BTreeSet<String>) {
+/// [`Verdict::Known`]; entries are matched, stale or not run (an entry for no scenario of the
+/// catalog is stale). A harness fault is never known: it proves nothing about the subject.
+pub fn apply(report: &mut SuiteReport, baseline: &Baseline) {
+    let catalog = std::mem::take(&mut report.catalog);
     let mut matched = vec![0usize; baseline.entries.len()];
     for case in &mut report.cases {
         if !matches!(case.verdict, Verdict::Fail) {
@@ -273,6 +273,7 @@ pub fn apply(report: &mut SuiteReport, baseline: &Baseline, catalog: &BTreeSet<S
         path: baseline.path.clone(),
         entries,
     });
+    report.catalog = catalog;
 }
 
 /// A baseline file listing today's failures (`--write-baseline`): one entry per failed check

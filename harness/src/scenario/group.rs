@@ -3,13 +3,10 @@
 //! wait for each other's milestones, not by timing luck (`docs/scenarios.md`, isolation groups).
 //!
 //! Loading checks a group is whole and its cross-member releases name what exists; running
-//! shares a [`Board`] on which each member publishes the milestones it reached.
+//! shares a board (`run::board`) on which each member publishes the milestones it reached.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::ops::Range;
-use std::sync::Arc;
-
-use tokio::sync::watch;
 
 use crate::scenario::{Scenario, ScenarioError, Trigger, line_col};
 
@@ -159,51 +156,8 @@ pub fn complete(all: Vec<Scenario>, selected: impl Fn(&Scenario) -> bool) -> Vec
     out
 }
 
-/// Where the members of one group in flight publish the milestones they reached.
-#[derive(Debug)]
-pub struct Board {
-    reached: watch::Sender<BTreeMap<String, BTreeSet<String>>>,
-}
-
-impl Board {
-    pub fn new() -> Arc<Board> {
-        Arc::new(Board {
-            reached: watch::Sender::new(BTreeMap::new()),
-        })
-    }
-
-    /// `member` reached `milestone` (idempotent; wakes the other members only when new).
-    pub fn reach(&self, member: &str, milestone: &str) {
-        self.reached.send_if_modified(|r| {
-            r.entry(member.to_owned())
-                .or_default()
-                .insert(milestone.to_owned())
-        });
-    }
-
-    pub fn has(&self, member: &str, milestone: &str) -> bool {
-        self.reached
-            .borrow()
-            .get(member)
-            .is_some_and(|m| m.contains(milestone))
-    }
-
-    /// A receiver that wakes whenever any member reaches something new.
-    pub fn watch(&self) -> watch::Receiver<BTreeMap<String, BTreeSet<String>>> {
-        self.reached.subscribe()
-    }
-}
-
-/// One run's place in a group in flight.
-#[derive(Clone, Debug)]
-pub struct Membership {
-    pub board: Arc<Board>,
-    pub member: String,
-}
-
 #[cfg(test)]
 mod tests {
-    use super::*;
 
     const MEMBER: &str = r#"title = "a member"
 provider = "acp"
@@ -299,23 +253,6 @@ stop_reason = "completed"
                 "isolation/g/a.toml:15:6: unknown release `b:finished`, expected one of"
             ),
             "{unknown:?}"
-        );
-    }
-
-    #[test]
-    fn the_board_remembers_and_wakes_only_on_news() {
-        let board = Board::new();
-        let mut rx = board.watch();
-        rx.mark_unchanged();
-        board.reach("a", "result");
-        assert!(board.has("a", "result"));
-        assert!(!board.has("b", "result"));
-        assert!(rx.has_changed().unwrap());
-        rx.mark_unchanged();
-        board.reach("a", "result");
-        assert!(
-            !rx.has_changed().unwrap(),
-            "a milestone reached again is no news"
         );
     }
 }

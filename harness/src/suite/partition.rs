@@ -112,7 +112,7 @@ mod tests {
 
     #[test]
     fn the_shards_cover_the_catalog_once_and_keep_groups_whole() {
-        let all = crate::scenario::discover(&crate::cli::default_dir("scenarios")).unwrap();
+        let all = crate::scenario::discover(&crate::settings::default_dir("scenarios")).unwrap();
         for kind in ["count", "hash"] {
             let mut seen: Vec<String> = Vec::new();
             for k in 1..=3 {

@@ -1,0 +1,22 @@
+//! `conform peers diff`: the real runtimes' wire against the fakes' ([`crate::differential`]).
+
+use std::process::ExitCode;
+
+use crate::cli::PeersArgs;
+use crate::cmd::{Error, block_on, code};
+use crate::settings::default_dir;
+
+pub fn exec(args: PeersArgs) -> Result<ExitCode, Error> {
+    let opts = crate::differential::DiffOptions {
+        scenarios: default_dir("scenarios"),
+        snapshots: default_dir("snapshots"),
+        fixtures: args
+            .fixtures
+            .unwrap_or_else(|| default_dir("fakes").join("peers")),
+        peers: args.peers,
+        update: args.update,
+    };
+    block_on(crate::differential::diff(opts))?
+        .map(code)
+        .map_err(Error::Usage)
+}

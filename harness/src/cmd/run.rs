@@ -1,0 +1,86 @@
+//! `conform run`: the suite against a subject, the baseline applied to what it found, and the
+//! reports written (the human one on stdout; JSON, JUnit and a new baseline where asked).
+
+use std::io::IsTerminal;
+use std::process::ExitCode;
+
+use crate::cli::RunArgs;
+use crate::cmd::output::{ReportFile, out};
+use crate::cmd::{Error, code};
+use crate::report::{self, baseline, terminal};
+use crate::settings::default_dir;
+use crate::suite::{self, SuiteReport};
+
+pub fn exec(args: RunArgs) -> Result<ExitCode, Error> {
+    let runtime = tokio::runtime::Runtime::new().map_err(Error::Runtime)?;
+    // From here on a signal stops the suite in order (a report of what finished).
+    let interrupt = {
+        let _in_runtime = runtime.enter();
+        crate::proc::interrupt::listen().map_err(Error::Signals)?
+    };
+    let known = args
+        .baseline
+        .as_deref()
+        .map(baseline::Baseline::load)
+        .transpose()
+        .map_err(|e| Error::Usage(e.to_string()))?;
+    let snapshots = args.snapshots.unwrap_or_else(|| default_dir("snapshots"));
+    // `--accept` creates the folder when it records the first snapshot.
+    if !args.settings.accept && !snapshots.is_dir() {
+        let why = if snapshots.exists() {
+            "is not a folder"
+        } else {
+            "does not exist (`--accept` creates it)"
+        };
+        return Err(Error::Usage(format!(
+            "the snapshot folder {} {why}",
+            snapshots.display()
+        )));
+    }
+    let [json_file, junit_file, baseline_file] = ReportFile::open_all([
+        args.json.as_deref(),
+        args.junit.as_deref(),
+        args.write_baseline.as_deref(),
+    ])?;
+    let verbose = args.settings.verbose;
+    let opts = suite::Options {
+        filters: args.select.filter,
+        partition: args.partition,
+        settings: args.settings,
+        progress: std::io::stderr().is_terminal(),
+        interrupt,
+        ..suite::Options::new(
+            args.select
+                .scenarios
+                .unwrap_or_else(|| default_dir("scenarios")),
+            snapshots,
+        )
+    };
+    let mut report = runtime.block_on(suite::run(opts))?;
+    if let Some(known) = &known {
+        baseline::apply(&mut report, known);
+    }
+    if let Some(file) = baseline_file {
+        file.write(baseline::write(&report).as_bytes())?;
+    }
+    // Subject text is shown on a terminal: escaped. The JSON and JUnit reports are exact.
+    let shown = out(&terminal::escape_controls(&report::human(&report, verbose)));
+    write_reports(&report, json_file, junit_file)?;
+    shown.map(|()| code(report.exit_code()))
+}
+
+/// The machine-readable reports, where asked for.
+fn write_reports(
+    report: &SuiteReport,
+    json: Option<ReportFile>,
+    junit: Option<ReportFile>,
+) -> Result<(), Error> {
+    if let Some(file) = json {
+        let text = serde_json::to_string_pretty(&report::json(report)).expect("json");
+        file.write(text.as_bytes())?;
+    }
+    if let Some(file) = junit {
+        file.write(report::junit(report)?.as_bytes())?;
+    }
+    Ok(())
+}

@@ -1,0 +1,178 @@
+//! The JSON report (exact: subject texts are not escaped) and the human summary of a merged
+//! one.
+
+use std::fmt::Write as _;
+
+use serde_json::json;
+
+use crate::report::human::{case_detail, indent};
+use crate::run::Observed;
+use crate::suite::{SuiteReport, Verdict};
+
+pub fn json(report: &SuiteReport) -> serde_json::Value {
+    json!({
+        "subject": report.subject,
+        "exitCode": report.exit_code(),
+        "elapsedMs": report.elapsed.as_millis() as u64,
+        "stragglers": report.stragglers,
+        "findings": report.findings.iter().map(finding_json).collect::<Vec<_>>(),
+        "nothingTested": report.nothing_tested(),
+        "interruptedBy": report.interrupted.map(crate::proc::interrupt::name),
+        "interruptedSignal": report.interrupted,
+        "allowSkips": report.allow_skips,
+        "peakRssKiB": report.peak_rss_kib,
+        "partition": report.partition.map(|p| p.to_string()),
+        "baseline": report.baseline.as_ref().map(|b| json!({
+            "file": b.path,
+            "entries": b.entries.iter().map(|(e, s)| json!({
+                "id": e.id,
+                "reason": e.reason,
+                "line": e.line,
+                "status": s.as_str(),
+                "why": match s { crate::report::baseline::Status::Stale(why) => Some(why), _ => None },
+            })).collect::<Vec<_>>(),
+        })),
+        "cgroup": match &report.cgroup {
+            crate::suite::CgroupMode::Off => json!({"mode": "off"}),
+            crate::suite::CgroupMode::On(dir) => json!({"mode": "on", "dir": dir}),
+            crate::suite::CgroupMode::Unavailable(why) => json!({"mode": "unavailable", "why": why}),
+        },
+        "cases": report.cases.iter().enumerate().map(|(i, c)| json!({
+            "id": c.scenario.id,
+            "mode": c.mode,
+            "provider": c.scenario.file.provider,
+            // Where the case stands in the whole selection, before any partition: merged
+            // shards are put back in this order.
+            "order": [
+                report.positions.get(&c.scenario.id).copied().unwrap_or(i),
+                c.scenario.file.modes.iter().position(|m| *m == c.mode).unwrap_or_default(),
+            ],
+            "verdict": match &c.verdict { Verdict::Pass => "pass", Verdict::Fail => "fail", Verdict::Known(_) => "known", Verdict::Skip(_) => "skip", Verdict::Interrupted(_) => "interrupted" },
+            "skipReason": match &c.verdict { Verdict::Skip(r) | Verdict::Interrupted(r) => Some(r.clone()), _ => None },
+            "baselineReason": match &c.verdict { Verdict::Known(r) => Some(r.clone()), _ => None },
+            // The human report's block for the case (checks, transcripts, stderr tail).
+            "detail": matches!(c.verdict, Verdict::Fail | Verdict::Known(_)).then(|| case_detail(c)),
+            "findings": c.findings.iter().map(finding_json).collect::<Vec<_>>(),
+            "elapsedMs": c.obs.as_ref().map(|o| o.elapsed.as_millis() as u64),
+            // What the snapshot holds (job ids masked): runs compare across reports.
+            "modelVisible": c.obs.as_ref().map(crate::snapshot::render),
+            "settle": c.obs.as_ref().map(settle_json),
+            // The runtime's ledger as the failure report prints it (a passing run keeps it only
+            // with --verbose): what a real peer can be replayed against (`ci/claude-sdk`).
+            "ledger": c.obs.as_ref().map(|o| &o.ledger_text),
+            "delivery": c.obs.as_ref().filter(|_| c.mode == conform_protocol::subject::Mode::Background).map(|o| json!({
+                "dispatch": o.dispatch_receipt,
+                "completion": o.completion_receipt,
+                "watchdog": o.watchdog.last().map(|c| c.status),
+                "timeline": o.watchdog,
+            })),
+        })).collect::<Vec<_>>(),
+    })
+}
+
+/// The run's process tree at the subject's claim and after: the claim with each process's state
+/// then, when the last registered process was seen gone, and what was left over.
+fn settle_json(o: &Observed) -> serde_json::Value {
+    let last_exit = o.gone_at_ms.values().max().copied();
+    json!({
+        "claim": o.claim,
+        "lastExitAtMs": last_exit,
+        "lastSubjectMessageAtMs": o.last_subject_at_ms,
+        // Negative: the claim came before the last exit (a failure of process.settle-claim).
+        "claimAfterLastExitMs": o.claim.as_ref().zip(last_exit).map(|(c, l)| c.at_ms as i64 - l as i64),
+        "unregistered": o.unregistered.iter().map(|m| json!({"pid": m.pid, "how": m.how, "command": m.command})).collect::<Vec<_>>(),
+        // When the harness saw each process of the run go (its pidfd, or found gone at the claim).
+        "exits": o.gone_at_ms.iter().map(|(pid, ms)| json!({"pid": pid, "goneAtMs": ms})).collect::<Vec<_>>(),
+        "leftovers": o.leftovers,
+    })
+}
+
+fn finding_json(f: &crate::checks::Finding) -> serde_json::Value {
+    json!({"check": f.check, "blame": format!("{:?}", f.blame()).to_lowercase(), "message": f.message})
+}
+
+/// The human form of a merged report (`conform report merge`): each failed case's block, the
+/// suite's own findings, stale baseline entries, and the counts.
+pub fn summary_from_json(report: &serde_json::Value) -> String {
+    let text = |v: &serde_json::Value| v.as_str().unwrap_or_default().to_owned();
+    let mut out = String::new();
+    let _ = writeln!(out, "subject: {}", text(&report["subject"]));
+    for s in report["shards"].as_array().into_iter().flatten() {
+        let _ = writeln!(
+            out,
+            "  shard {} ({}): exit {}, {:.1} s",
+            text(&s["partition"]),
+            text(&s["file"]),
+            s["exitCode"],
+            s["elapsedMs"].as_u64().unwrap_or_default() as f64 / 1000.0
+        );
+    }
+    let cases = report["cases"].as_array().cloned().unwrap_or_default();
+    for c in cases.iter().filter(|c| c["verdict"] == "fail") {
+        out.push_str(&text(&c["detail"]));
+    }
+    let stragglers: Vec<String> = report["stragglers"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .map(text)
+        .collect();
+    if !stragglers.is_empty() {
+        let _ = writeln!(
+            out,
+            "\nprocesses left behind after the suite (killed): {}",
+            stragglers.join(", ")
+        );
+    }
+    let findings = report["findings"].as_array().cloned().unwrap_or_default();
+    if !findings.is_empty() {
+        let _ = writeln!(out, "\n━━ the suite");
+        for f in &findings {
+            let _ = writeln!(
+                out,
+                "  ✗ [{}] {}",
+                text(&f["check"]),
+                indent(&text(&f["message"]), "    ")
+            );
+        }
+    }
+    let baseline = &report["baseline"];
+    if !baseline.is_null() {
+        let entries = baseline["entries"].as_array().cloned().unwrap_or_default();
+        let count = |s: &str| entries.iter().filter(|e| e["status"] == s).count();
+        let _ = writeln!(
+            out,
+            "\nbaseline {}: {} entr(ies) matched a failure, {} stale, {} not run",
+            text(&baseline["file"]),
+            count("matched"),
+            count("stale"),
+            count("not-run")
+        );
+        for e in entries.iter().filter(|e| e["status"] == "stale") {
+            let _ = writeln!(
+                out,
+                "  ✗ stale: {}:{}: `{}` — {} (delete the entry)",
+                text(&baseline["file"]),
+                e["line"],
+                text(&e["id"]),
+                text(&e["why"])
+            );
+        }
+    }
+    let count = |v: &str| cases.iter().filter(|c| c["verdict"] == v).count();
+    let _ = writeln!(
+        out,
+        "\n{} passed, {} failed, {}{} skipped in {:.1} s (merged from {} shards)",
+        count("pass"),
+        count("fail"),
+        if baseline.is_null() {
+            String::new()
+        } else {
+            format!("{} known, ", count("known"))
+        },
+        count("skip") + count("interrupted"),
+        report["elapsedMs"].as_u64().unwrap_or_default() as f64 / 1000.0,
+        report["shards"].as_array().map_or(0, Vec::len),
+    );
+    out
+}

@@ -1,0 +1,92 @@
+//! After the run: whatever remains of its processes gets a short budget to be gone after a
+//! clean end (none after a hang, a subject crash or an interruption), then is killed and
+//! named; the run's cgroup is the last word; orphans that came back to the harness are reaped.
+
+use std::os::fd::OwnedFd;
+use std::sync::Arc;
+use std::time::Duration;
+
+use crate::proc::pids;
+use crate::proc::router::Router;
+use crate::proc::settle::Tracker;
+use crate::proc::side::Registered;
+use crate::run::observed::Observed;
+
+/// How long processes get to be gone after the subject said the run was settled.
+pub const SETTLE_BUDGET: Duration = Duration::from_millis(500);
+
+/// How long a process killed by the harness may take to be gone.
+const KILL_BUDGET: Duration = Duration::from_secs(5);
+
+/// One process the teardown waits for.
+struct Watched<'a> {
+    described: String,
+    pid: i32,
+    start_time: u64,
+    pidfd: Option<&'a OwnedFd>,
+}
+
+/// Ends what is left of the run's processes and records it in `obs` (`leftovers`,
+/// `unregistered`). `ledger`: the run's registered processes.
+pub async fn tear_down(
+    tree: &mut Tracker,
+    ledger: &[Arc<Registered>],
+    router: &Arc<Router>,
+    obs: &mut Observed,
+) {
+    let clean = obs.timed_out.is_none() && obs.subject_gone.is_none() && obs.interrupted.is_none();
+    let budget = if clean { SETTLE_BUDGET } else { Duration::ZERO };
+    // What never registered is found by the ground-truth scans (a double-forked daemon, a
+    // launcher, a helper of a real runtime).
+    tree.scan(&super::registered(ledger), &obs.runtime_pipes(), router);
+    obs.unregistered = tree.unregistered().map(|t| t.member.clone()).collect();
+    let watched = watched(tree, ledger);
+    for w in &watched {
+        let Some(fd) = w.pidfd else {
+            continue;
+        };
+        let gone = !pids::alive(w.pid, w.start_time) || pids::wait_exit(fd, budget).await;
+        if !gone {
+            obs.leftovers.push(w.described.clone());
+            pids::kill(fd);
+            pids::wait_exit(fd, KILL_BUDGET).await;
+        }
+    }
+    sweep_cgroup(tree, budget, obs).await;
+    // Orphans of the run that came back to the harness (it is a child subreaper) are reaped
+    // here, now: the harness owes its children what it asks of the subject.
+    pids::reap_children_among(&watched.iter().map(|w| w.pid).collect::<Vec<_>>());
+}
+
+/// The registered processes, then the ones only the scans found.
+fn watched<'a>(tree: &'a Tracker, ledger: &'a [Arc<Registered>]) -> Vec<Watched<'a>> {
+    let registered = ledger.iter().map(|p| Watched {
+        described: format!("pid {} ({})", p.pid, super::role_name(p.role)),
+        pid: p.pid,
+        start_time: p.start_time,
+        pidfd: p.pidfd.as_ref(),
+    });
+    let found = tree.unregistered().map(|t| Watched {
+        described: t.member.describe(),
+        pid: t.member.pid,
+        start_time: t.member.start_time,
+        pidfd: t.pidfd.as_deref(),
+    });
+    registered.chain(found).collect()
+}
+
+/// The cgroup is the last word: whatever is still in it was the run's (started after the last
+/// scan, or never seen by one) and goes with `cgroup.kill`.
+async fn sweep_cgroup(tree: &Tracker, budget: Duration, obs: &mut Observed) {
+    let Some(group) = tree.cgroup() else { return };
+    if group.populated() && !group.wait_empty(budget).await {
+        obs.leftovers.extend(group.procs().iter().map(|(pid, _)| {
+            format!(
+                "pid {pid} ({}; in the run's cgroup)",
+                pids::command_line(*pid)
+            )
+        }));
+        group.kill(KILL_BUDGET).await;
+    }
+    group.remove();
+}

@@ -1,0 +1,308 @@
+//! Running a selection: start what every run shares (the side channel, the subject pool, the
+//! cgroup), cut the cases into units (an isolation group is one), run each unit under the
+//! `--jobs` limit and judge it, then sweep ([`super::sweep`]).
+
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Instant;
+
+use conform_protocol::subject::Mode;
+use tokio::sync::Semaphore;
+use tokio::task::JoinSet;
+
+use crate::proc::pids;
+use crate::proc::pool::SubjectPool;
+use crate::proc::router::Router;
+use crate::proc::side::SideServer;
+use crate::proc::subject_process::{Capabilities, Transcripts};
+use crate::run::board::{Board, Membership};
+use crate::run::{self, Ctx};
+use crate::scenario::Scenario;
+use crate::scenario::group::{group_of, member_name};
+use crate::suite::judge::{interrupted, isolation, judge, skipped};
+use crate::suite::outcome::{CaseReport, CgroupMode, SuiteReport, Verdict};
+use crate::suite::{Options, SuiteError, sweep};
+
+/// One case: its place in the selection, its scenario, its mode.
+type Case = (usize, Arc<Scenario>, Mode);
+
+/// Runs these scenarios (already loaded, perhaps rewritten) in each of their modes.
+pub async fn run_scenarios(
+    opts: &Options,
+    scenarios: Vec<Arc<Scenario>>,
+) -> Result<SuiteReport, SuiteError> {
+    let started = Instant::now();
+    // The scratch folder goes last, after everything that lives in it.
+    let (_work, ctx, cgroup_mode) = shared(opts).await?;
+    let caps = ctx.pool.get().await.ok().map(|s| s.caps.clone());
+    let subject = match &caps {
+        Some(c) => format!("{} {} ({})", c.name, c.version, ctx.pool.command()),
+        None => format!("(did not start) {}", ctx.pool.command()),
+    };
+    let (units, cases) = units(&scenarios);
+    let reports = run_units(opts, &ctx, caps.as_ref(), units, cases).await;
+    let mut report = sweep::sweep(&ctx, reports, opts.settings.allow_skips).await;
+    report.subject = subject;
+    report.cgroup = cgroup_mode;
+    report.elapsed = started.elapsed();
+    Ok(report)
+}
+
+/// What every run of the suite shares. The scratch folder lives as long as it is held.
+async fn shared(opts: &Options) -> Result<(tempfile::TempDir, Arc<Ctx>, CgroupMode), SuiteError> {
+    let settings = &opts.settings;
+    // What escapes the subject's process group is reparented here and swept at the end.
+    let _ = pids::become_subreaper();
+    let work = tempfile::Builder::new().prefix("conform-").tempdir()?;
+    let router = Arc::new(Router::default());
+    let side = SideServer::bind_in(work.path(), router.clone())?;
+    let exe = std::env::current_exe()?.to_string_lossy().into_owned();
+    let argv = match &settings.subject {
+        Some(cmd) => vec!["sh".to_owned(), "-c".to_owned(), cmd.clone()],
+        None => vec![exe.clone(), "reference".to_owned()],
+    };
+    let peers = match &settings.peers {
+        Some(dir) => Some((
+            crate::proc::peers::Peers::load(dir)?,
+            crate::proc::peers::start_model().await?,
+        )),
+        None => None,
+    };
+    let (cgroup, cgroup_mode) = if settings.cgroup {
+        match crate::proc::cgroup::Base::create(&exe, settings.cgroup_parent.as_deref()) {
+            Ok(base) => {
+                let dir = base.dir().to_owned();
+                (Some(base), CgroupMode::On(dir))
+            }
+            Err(why) => (None, CgroupMode::Unavailable(why.0)),
+        }
+    } else {
+        (None, CgroupMode::Off)
+    };
+    let transcripts = Arc::new(Transcripts::default());
+    let pool = SubjectPool::new(
+        argv,
+        router.clone(),
+        transcripts.clone(),
+        settings.hello_timeout,
+    );
+    let ctx = Arc::new(Ctx {
+        router,
+        side,
+        pool,
+        transcripts,
+        fake_argv: vec![exe.clone()],
+        exe,
+        cgroup,
+        work: work.path().to_owned(),
+        settings: settings.clone(),
+        interrupt: opts.interrupt.clone(),
+        peers,
+    });
+    Ok((work, ctx, cgroup_mode))
+}
+
+/// A case is one scenario in one mode; an isolation group's members are one unit, run
+/// together (one permit: they must be in flight at the same time, whatever `--jobs` says).
+/// The units, and how many cases in all.
+fn units(scenarios: &[Arc<Scenario>]) -> (Vec<Vec<Case>>, usize) {
+    let mut units: Vec<Vec<Case>> = Vec::new();
+    let mut group_unit: std::collections::BTreeMap<String, usize> = Default::default();
+    let mut index = 0;
+    for s in scenarios {
+        for m in &s.file.modes {
+            let case = (index, s.clone(), *m);
+            index += 1;
+            match group_of(s) {
+                Some(g) => match group_unit.get(g) {
+                    Some(&u) => units[u].push(case),
+                    None => {
+                        group_unit.insert(g.to_owned(), units.len());
+                        units.push(vec![case]);
+                    }
+                },
+                None => units.push(vec![case]),
+            }
+        }
+    }
+    (units, index)
+}
+
+/// Runs every unit that can run under the `--jobs` limit (skipping the others), each judged
+/// as it ends; the reports in selection order.
+async fn run_units(
+    opts: &Options,
+    ctx: &Arc<Ctx>,
+    caps: Option<&Capabilities>,
+    units: Vec<Vec<Case>>,
+    cases: usize,
+) -> Vec<(usize, CaseReport)> {
+    let bar = progress_bar(cases, opts.progress);
+    let limit = Arc::new(Semaphore::new(opts.settings.jobs.max(1)));
+    let mut set = JoinSet::new();
+    let mut reports = Vec::new();
+    for unit in units {
+        // A group runs whole or not at all: one member that cannot run skips them all.
+        let skip = unit
+            .iter()
+            .find_map(|(_, s, mode)| skip_reason(ctx, caps, s, *mode));
+        if let Some(reason) = skip {
+            for (index, s, mode) in unit {
+                bar.inc(1);
+                reports.push((index, skipped(s, mode, reason.clone())));
+            }
+            continue;
+        }
+        let judging = Judging {
+            snapshots: opts.snapshots.clone(),
+            accept: opts.settings.accept,
+            pending: opts.pending_snapshots,
+            keep_ledgers: opts.keep_ledgers,
+            keep_passing: opts.settings.verbose,
+        };
+        set.spawn(run_unit(
+            ctx.clone(),
+            limit.clone(),
+            bar.clone(),
+            unit,
+            judging,
+        ));
+    }
+    while let Some(done) = set.join_next().await {
+        match done {
+            Ok(r) => reports.extend(r),
+            Err(e) => std::panic::resume_unwind(e.into_panic()),
+        }
+    }
+    bar.finish_and_clear();
+    reports.sort_by_key(|(i, _)| *i);
+    reports
+}
+
+/// How a unit's runs are judged and kept.
+struct Judging {
+    snapshots: PathBuf,
+    accept: bool,
+    pending: bool,
+    /// Keep each run's ledger parsed (the differential reads it).
+    keep_ledgers: bool,
+    /// Keep the ledger text of runs that passed too (`--verbose`).
+    keep_passing: bool,
+}
+
+/// One unit, once it has its permit: its runs in flight together, then judged.
+async fn run_unit(
+    ctx: Arc<Ctx>,
+    limit: Arc<Semaphore>,
+    bar: indicatif::ProgressBar,
+    unit: Vec<Case>,
+    judging: Judging,
+) -> Vec<(usize, CaseReport)> {
+    // A unit still waiting for its turn when the suite is interrupted never starts.
+    let mut interrupt = ctx.interrupt.clone();
+    let _permit = tokio::select! {
+        p = limit.acquire_owned() => p.expect("semaphore open"),
+        signo = crate::proc::interrupt::wait(&mut interrupt) => {
+            return unit
+                .into_iter()
+                .map(|(index, s, mode)| {
+                    bar.inc(1);
+                    (index, interrupted(s, mode, signo))
+                })
+                .collect();
+        }
+    };
+    let grouped = unit.len() > 1 || group_of(&unit[0].1).is_some();
+    let board = Board::new();
+    let runs = unit.iter().map(|(_, s, mode)| {
+        let (ctx, bar) = (&ctx, &bar);
+        let membership = grouped.then(|| Membership {
+            board: board.clone(),
+            member: member_name(s).to_owned(),
+        });
+        async move {
+            bar.set_message(format!("{} ({mode})", s.id));
+            run::run_case(ctx, s, *mode, membership.as_ref()).await
+        }
+    });
+    let observed = futures_util::future::join_all(runs).await;
+    // Judging is CPU work (the first schema check compiles a whole bundle, snapshots are
+    // files): off the runtime's workers, so other runs' events keep being read and timed when
+    // they arrive.
+    tokio::task::block_in_place(|| {
+        let j = &judging;
+        let mut done: Vec<(usize, CaseReport)> = unit
+            .into_iter()
+            .zip(observed)
+            .map(|((index, s, mode), obs)| {
+                bar.inc(1);
+                let report = judge(&s, mode, obs, &j.snapshots, j.accept, j.pending);
+                (index, report)
+            })
+            .collect();
+        if grouped {
+            isolation(&mut done);
+        }
+        if !j.keep_ledgers {
+            for (_, r) in &mut done {
+                let passed = matches!(r.verdict, Verdict::Pass);
+                if let Some(o) = r.obs.as_mut() {
+                    o.compact(passed && !j.keep_passing);
+                }
+            }
+        }
+        done
+    })
+}
+
+/// Why a case cannot run with this subject and these settings, if it cannot.
+fn skip_reason(ctx: &Ctx, caps: Option<&Capabilities>, s: &Scenario, mode: Mode) -> Option<String> {
+    if let Some(want) = &s.file.product_version
+        && ctx.settings.product_version(s.file.provider) != Some(want)
+    {
+        return Some(format!(
+            "needs --product-version {}={want}",
+            s.file.provider
+        ));
+    }
+    if let Some(p) = &s.file.peer {
+        match &ctx.peers {
+            None => {
+                return Some(format!(
+                    "real peer `{}`: run `ci/peers` (or pass --peers DIR)",
+                    p.name
+                ));
+            }
+            Some((peers, _)) if !peers.entries.contains_key(&p.name) => {
+                return Some(format!(
+                    "real peer `{}` is not installed in {}",
+                    p.name,
+                    peers.dir.display()
+                ));
+            }
+            Some(_) => {}
+        }
+    }
+    match caps {
+        None => Some("not run: the subject could not be started".to_owned()),
+        Some(c) if !c.providers.iter().any(|p| p == s.file.provider.as_str()) => {
+            Some(format!("the subject has no `{}` provider", s.file.provider))
+        }
+        Some(c) if !c.modes.contains(&mode) => {
+            Some(format!("the subject does not run {mode} calls"))
+        }
+        Some(_) => None,
+    }
+}
+
+fn progress_bar(len: usize, enabled: bool) -> indicatif::ProgressBar {
+    if !enabled {
+        return indicatif::ProgressBar::hidden();
+    }
+    let bar = indicatif::ProgressBar::new(len as u64);
+    bar.set_style(
+        indicatif::ProgressStyle::with_template("{bar:30} {pos}/{len} {elapsed} {wide_msg}")
+            .expect("template"),
+    );
+    bar
+}
