@@ -151,15 +151,50 @@ fn conform_json(
     Ok((wall, v))
 }
 
+/// One line of the table: the figure, what was measured, what it stands beside.
+type Row = (String, String, String);
+
+/// One catalog run: its `-j`, its wall time, its JSON report.
+type CatalogRun = (usize, Duration, Value);
+
+/// Measures every figure, one after another, and renders the table.
 pub async fn run(plan: &Plan, mut progress: impl FnMut(&str)) -> Result<String, BenchError> {
     let exe = std::env::current_exe()?.to_string_lossy().into_owned();
     let work = tempfile::Builder::new()
         .prefix("conform-bench-")
         .tempdir()?;
-    let mut rows: Vec<(String, String, String)> = Vec::new();
-
+    let mut rows: Vec<Row> = Vec::new();
     progress("the floor");
-    let (mut floor_ms, fake_rss_idle) = floor(&exe, work.path(), plan.repeat)?;
+    let (floor_p50, fake_rss_idle) = the_floor(&exe, work.path(), plan, &mut rows)?;
+    progress("the simplest run, one at a time");
+    the_simplest_run(plan, floor_p50, &mut rows).await?;
+    let mut catalog: Vec<CatalogRun> = Vec::new();
+    for &j in &plan.jobs {
+        progress(&format!("the catalog at -j {j}"));
+        let jobs = j.to_string();
+        let (wall, v) = conform_json(
+            &exe,
+            &["run", "-j", &jobs],
+            work.path(),
+            &format!("catalog-j{j}"),
+        )?;
+        catalog.push((j, wall, v));
+    }
+    catalog_rows(&catalog, fake_rss_idle, &mut rows);
+    progress("the redaction property");
+    rows.push(the_redaction_property(&exe, plan)?);
+    Ok(render(rows, &catalog))
+}
+
+/// The floor: a fake spawned, its handshake answered, EOF, its exit awaited. Its p50, and the
+/// idle fake's peak RSS.
+fn the_floor(
+    exe: &str,
+    work: &Path,
+    plan: &Plan,
+    rows: &mut Vec<Row>,
+) -> Result<(f64, Option<u64>), BenchError> {
+    let (mut floor_ms, fake_rss_idle) = floor(exe, work, plan.repeat)?;
     let floor_p50 = percentile(&mut floor_ms, 50.0);
     rows.push((
         "floor: spawn a fake, answer its handshake, EOF, exit".into(),
@@ -170,8 +205,15 @@ pub async fn run(plan: &Plan, mut progress: impl FnMut(&str)) -> Result<String, 
         ),
         "the floor".into(),
     ));
+    Ok((floor_p50, fake_rss_idle))
+}
 
-    progress("the simplest run, one at a time");
+/// The simplest run end to end, one at a time, and the harness's own part of it.
+async fn the_simplest_run(
+    plan: &Plan,
+    floor_p50: f64,
+    rows: &mut Vec<Row>,
+) -> Result<(), BenchError> {
     let simplest = crate::scenario::discover(&plan.scenarios)
         .map_err(|e| BenchError::Other(format!("{} scenario file(s) failed to load", e.len())))?
         .into_iter()
@@ -234,18 +276,12 @@ pub async fn run(plan: &Plan, mut progress: impl FnMut(&str)) -> Result<String, 
         "target ≤ 2 ms above the floor".into(),
     ));
 
-    let mut catalog: Vec<(usize, Duration, Value)> = Vec::new();
-    for &j in &plan.jobs {
-        progress(&format!("the catalog at -j {j}"));
-        let jobs = j.to_string();
-        let (wall, v) = conform_json(
-            &exe,
-            &["run", "-j", &jobs],
-            work.path(),
-            &format!("catalog-j{j}"),
-        )?;
-        catalog.push((j, wall, v));
-    }
+    Ok(())
+}
+
+/// The catalog's wall time at each `-j`, then exit-to-verdict latency and peak RSS from the
+/// widest run that is not oversubscribed.
+fn catalog_rows(catalog: &[CatalogRun], fake_rss_idle: Option<u64>, rows: &mut Vec<Row>) {
     let cases = catalog
         .first()
         .map(|(_, _, v)| {
@@ -254,7 +290,7 @@ pub async fn run(plan: &Plan, mut progress: impl FnMut(&str)) -> Result<String, 
                 .map_or(0, |cs| cs.iter().filter(|c| c["verdict"] == "pass").count())
         })
         .unwrap_or_default();
-    for (j, wall, v) in &catalog {
+    for (j, wall, v) in catalog {
         rows.push((
             format!("catalog wall time, -j {j} ({cases} runs)"),
             format!("{:.1} s", wall.as_secs_f64()),
@@ -310,17 +346,19 @@ pub async fn run(plan: &Plan, mut progress: impl FnMut(&str)) -> Result<String, 
             "target: harness ≤ 40 MiB".into(),
         ));
     }
+}
 
-    progress("the redaction property");
+/// The redaction property's speed (cases per second).
+fn the_redaction_property(exe: &str, plan: &Plan) -> Result<Row, BenchError> {
     let t = Instant::now();
     let cases_arg = plan.redaction_cases.to_string();
-    let out = Command::new(&exe)
+    let out = Command::new(exe)
         .args(["redaction", "--cases", &cases_arg, "--seed", "1"])
         .stdout(Stdio::null())
         .stderr(Stdio::null())
         .status()?;
     let secs = t.elapsed().as_secs_f64();
-    rows.push((
+    Ok((
         format!("redaction property ({} cases, -j 8)", plan.redaction_cases),
         format!("{:.0} cases/s", plan.redaction_cases as f64 / secs),
         if out.success() {
@@ -328,8 +366,12 @@ pub async fn run(plan: &Plan, mut progress: impl FnMut(&str)) -> Result<String, 
         } else {
             format!("exit {:?}", out.code())
         },
-    ));
+    ))
+}
 
+/// The table, then what sets the wall time at -j 2: the longest cases (their share of all
+/// run time).
+fn render(rows: Vec<Row>, catalog: &[CatalogRun]) -> String {
     let mut table = comfy_table::Table::new();
     table.load_preset(comfy_table::presets::UTF8_BORDERS_ONLY);
     table.set_header(["figure", "measured", "beside"]);
@@ -377,7 +419,7 @@ pub async fn run(plan: &Plan, mut progress: impl FnMut(&str)) -> Result<String, 
             100.0 * over_300 / total.max(1.0)
         );
     }
-    Ok(text)
+    text
 }
 
 fn mib(kib: Option<u64>) -> String {

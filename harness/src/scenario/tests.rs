@@ -1,0 +1,183 @@
+//! Loading scenario files: what loads, and every error at its line and column.
+use super::load::walk;
+use super::*;
+
+fn load_text(text: &str) -> Result<Scenario, ScenarioError> {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path();
+    std::fs::create_dir_all(root.join("preludes")).unwrap();
+    std::fs::write(
+        root.join("preludes/hs.toml"),
+        "[[steps]]\nexpect = \"initialize\"\n[[steps]]\nreply = { protocolVersion = 1 }\n",
+    )
+    .unwrap();
+    std::fs::create_dir_all(root.join("acp")).unwrap();
+    let path = root.join("acp/case.toml");
+    std::fs::write(&path, text).unwrap();
+    load(root, &path)
+}
+
+const OK: &str = "title = \"t\"\nprovider = \"acp\"\n[[fake.steps]]\ninclude = \"hs\"\n[[fake.steps]]\nchunk = \"hi\"\n[expect]\nstop_reason = \"completed\"\n";
+
+#[test]
+fn the_committed_editor_schema_is_current() {
+    let committed: Value = serde_json::from_str(include_str!("../../../docs/scenario.schema.json"))
+        .expect("docs/scenario.schema.json is JSON");
+    assert_eq!(
+        committed,
+        json_schema(),
+        "docs/scenario.schema.json is stale: `conform schema scenario > docs/scenario.schema.json`"
+    );
+}
+
+#[test]
+fn every_committed_scenario_validates_against_the_editor_schema() {
+    // The schema an editor uses must accept what the loader accepts.
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../scenarios");
+    let validator = jsonschema::validator_for(&json_schema()).unwrap();
+    let mut files = Vec::new();
+    walk(&root, &root, &mut files, &mut Vec::new());
+    assert!(files.len() > 100);
+    for f in files {
+        let value: Value = toml::from_str(&std::fs::read_to_string(&f).unwrap()).unwrap();
+        let errors: Vec<String> = validator
+            .iter_errors(&value)
+            .map(|e| e.to_string())
+            .collect();
+        assert!(errors.is_empty(), "{}: {errors:?}", f.display());
+    }
+}
+
+#[test]
+fn expands_preludes_and_derives_the_id() {
+    let s = load_text(OK).unwrap();
+    assert_eq!(s.id, "acp/case");
+    let actions: Vec<_> = s
+        .script
+        .steps()
+        .iter()
+        .map(|s| s.check().unwrap())
+        .collect();
+    assert_eq!(actions, ["expect", "reply", "chunk"]);
+    assert_eq!(s.file.modes, Mode::ALL);
+}
+
+#[test]
+fn a_step_with_two_actions_names_its_line_and_column() {
+    let text = OK.replace("chunk = \"hi\"", "chunk = \"hi\"\nstop = \"end_turn\"");
+    let err = load_text(&text).unwrap_err().to_string();
+    assert!(
+        err.contains("case.toml:5:1: a step sets several actions (chunk, stop)"),
+        "{err}"
+    );
+}
+
+#[test]
+fn an_unknown_key_names_its_line_and_column() {
+    let text = OK.replace("chunk = \"hi\"", "chunks = \"hi\"");
+    let err = load_text(&text).unwrap_err().to_string();
+    assert!(
+        err.contains("case.toml:6:1: unknown field `chunks`"),
+        "{err}"
+    );
+}
+
+#[test]
+fn bad_toml_names_its_line_and_column() {
+    let text = OK.replace("title = \"t\"", "title = \"t");
+    let err = load_text(&text).unwrap_err().to_string();
+    assert!(err.contains("case.toml:1:"), "{err}");
+}
+
+#[test]
+fn an_unknown_stop_reason_is_rejected() {
+    let text = OK.replace("\"completed\"", "\"done\"");
+    let err = load_text(&text).unwrap_err().to_string();
+    // Pointed at the value, with the whole closed set.
+    assert!(
+        err.contains("case.toml:8:15: unknown variant `done`, expected one of `completed`, `max-tokens`, `refusal`, `aborted`, `error`"),
+        "{err}"
+    );
+    let text = OK.replace("\"acp\"", "\"claude\"");
+    let err = load_text(&text).unwrap_err().to_string();
+    assert!(
+        err.contains(
+            "case.toml:2:12: unknown variant `claude`, expected one of `acp`, `dsh-sdk`, `codex`"
+        ),
+        "{err}"
+    );
+}
+
+#[test]
+fn a_cancel_at_an_undeclared_checkpoint_is_rejected_at_its_value() {
+    let text = OK.replace(
+        "[[fake.steps]]\ninclude",
+        "[cancel]\nat = \"mid-run\"\n[[fake.steps]]\ncheckpoint = \"mid-rnu\"\n[[fake.steps]]\ninclude",
+    );
+    let err = load_text(&text).unwrap_err().to_string();
+    assert!(
+        err.contains("case.toml:4:6: `[cancel] at` names checkpoint `mid-run`, which no step declares (declared checkpoints: `mid-rnu`)"),
+        "{err}"
+    );
+    let text = OK.replace(
+        "[[fake.steps]]\ninclude",
+        "[cancel]\nat = \"x\"\n[[fake.steps]]\ninclude",
+    );
+    let err = load_text(&text).unwrap_err().to_string();
+    assert!(
+        err.contains("`x`, which no step declares (the script declares no checkpoints)"),
+        "{err}"
+    );
+    // Also written inline.
+    let text = OK.replace(
+        "[[fake.steps]]\ninclude",
+        "cancel = { at = \"x\" }\n[[fake.steps]]\ninclude",
+    );
+    let err = load_text(&text).unwrap_err().to_string();
+    assert!(err.contains("case.toml:3:17: `[cancel] at`"), "{err}");
+}
+
+#[test]
+fn a_release_of_an_undeclared_await_is_rejected_at_its_key() {
+    let text = OK.replace(
+        "[[fake.steps]]\ninclude",
+        "[fake.release]\ngate = \"result\"\n\"gaet\" = \"cancel\"\n[[fake.steps]]\nawait = \"gate\"\n[[fake.steps]]\ninclude",
+    );
+    let err = load_text(&text).unwrap_err().to_string();
+    assert!(
+        err.contains("case.toml:5:1: `[fake.release]` names await `gaet`, which no step declares (declared awaits: `gate`)"),
+        "{err}"
+    );
+}
+
+#[test]
+fn checkpoints_and_awaits_declared_in_a_prelude_count() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path();
+    std::fs::create_dir_all(root.join("preludes")).unwrap();
+    std::fs::write(
+        root.join("preludes/gate.toml"),
+        "[[steps]]\ncheckpoint = \"in-flight\"\n[[steps]]\nawait = \"gate\"\n",
+    )
+    .unwrap();
+    std::fs::write(
+        root.join("preludes/outer.toml"),
+        "[[steps]]\ninclude = \"gate\"\n",
+    )
+    .unwrap();
+    let path = root.join("case.toml");
+    std::fs::write(
+        &path,
+        "title = \"t\"\nprovider = \"acp\"\n[cancel]\nat = \"in-flight\"\n[fake.release]\ngate = \"cancel\"\n[[fake.steps]]\ninclude = \"outer\"\n[expect]\nstop_reason = \"aborted\"\n",
+    )
+    .unwrap();
+    let s = load(root, &path).unwrap();
+    assert_eq!(s.file.cancel.unwrap().at, "in-flight");
+}
+
+#[test]
+fn a_missing_prelude_is_rejected_at_the_include() {
+    let text = OK.replace("\"hs\"", "\"nope\"");
+    let err = load_text(&text).unwrap_err().to_string();
+    assert!(err.contains("case.toml:3:1: prelude `nope`"), "{err}");
+}

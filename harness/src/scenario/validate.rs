@@ -1,0 +1,173 @@
+//! What a scenario file must say beyond its schema: exactly one action per step, a mode, an
+//! expectation, and `[cancel] at` / `[fake.release]` naming what some step declares — each
+//! error at the line and column it is about.
+
+use std::ops::Range;
+use std::path::Path;
+
+use std::collections::BTreeMap;
+
+use conform_protocol::script::Step;
+use serde::Deserialize;
+use toml::Spanned;
+
+use super::{ScenarioError, ScenarioFile, invalid};
+
+pub(super) fn check_file(
+    path: &Path,
+    text: &str,
+    file: &ScenarioFile,
+) -> Result<(), ScenarioError> {
+    let at_key = |key: &str| find_key(text, key);
+    if file.modes.is_empty() {
+        return Err(invalid(
+            path,
+            text,
+            at_key("modes"),
+            "`modes` is empty".into(),
+        ));
+    }
+    if file.job.job_output_calls == 0 {
+        return Err(invalid(
+            path,
+            text,
+            at_key("job_output_calls"),
+            "`job_output_calls` is 0: the parent reads a finished job at least once".into(),
+        ));
+    }
+    if file.expect.start_error.is_some() && file.expect.stop_reason.is_some() {
+        return Err(invalid(
+            path,
+            text,
+            at_key("start_error"),
+            "`start_error` and `stop_reason` exclude each other: a rejected start has no result"
+                .into(),
+        ));
+    }
+    if file.expect.start_error.is_none() && file.expect.stop_reason.is_none() {
+        return Err(invalid(
+            path,
+            text,
+            find_key(text, "[expect]"),
+            "`[expect]` needs `stop_reason` (a published run) or `start_error` (a rejected start)"
+                .into(),
+        ));
+    }
+    Ok(())
+}
+
+/// Where the names that must refer to the script are written (read leniently: the file has
+/// already been parsed strictly).
+#[derive(Deserialize)]
+struct ReferenceSpans {
+    #[serde(default)]
+    cancel: Option<CancelSpans>,
+    #[serde(default)]
+    fake: Option<FakeSpans>,
+}
+
+#[derive(Deserialize)]
+struct CancelSpans {
+    at: Option<Spanned<String>>,
+}
+
+#[derive(Deserialize)]
+struct FakeSpans {
+    #[serde(default)]
+    release: BTreeMap<Spanned<String>, toml::Value>,
+}
+
+/// `[cancel] at` must name a checkpoint, and every `[fake.release]` key an await, that some
+/// step of the expanded script (preludes included) declares: a misspelt name would otherwise
+/// never fire, and the case would pass without testing what it says.
+pub(super) fn check_references(
+    path: &Path,
+    text: &str,
+    file: &ScenarioFile,
+    steps: &[Step],
+) -> Result<(), ScenarioError> {
+    fn declared<'a>(names: impl Iterator<Item = &'a String>) -> Vec<&'a str> {
+        let mut out: Vec<&str> = Vec::new();
+        for n in names {
+            if !out.contains(&n.as_str()) {
+                out.push(n);
+            }
+        }
+        out
+    }
+    fn listing(kind: &str, names: &[&str]) -> String {
+        if names.is_empty() {
+            format!("the script declares no {kind}")
+        } else {
+            let quoted: Vec<String> = names.iter().map(|n| format!("`{n}`")).collect();
+            format!("declared {kind}: {}", quoted.join(", "))
+        }
+    }
+    let spans: Option<ReferenceSpans> = toml::from_str(text).ok();
+    let checkpoints = declared(steps.iter().filter_map(|s| s.checkpoint.as_ref()));
+    // A real peer's checkpoints are the kinds of notification it sends (`turn/start`), known
+    // only when it runs.
+    if let Some(cancel) = &file.cancel
+        && file.peer.is_none()
+        && !checkpoints.contains(&cancel.at.as_str())
+    {
+        let span = spans
+            .as_ref()
+            .and_then(|s| s.cancel.as_ref())
+            .and_then(|c| c.at.as_ref())
+            .map(Spanned::span)
+            .or_else(|| find_key(text, "at"));
+        return Err(invalid(
+            path,
+            text,
+            span,
+            format!(
+                "`[cancel] at` names checkpoint `{}`, which no step declares ({})",
+                cancel.at,
+                listing("checkpoints", &checkpoints)
+            ),
+        ));
+    }
+    let awaits = declared(steps.iter().filter_map(|s| s.await_.as_ref()));
+    let mut released: Vec<(Option<Range<usize>>, &str)> =
+        match spans.as_ref().and_then(|s| s.fake.as_ref()) {
+            Some(f) => f
+                .release
+                .keys()
+                .map(|k| (Some(k.span()), k.get_ref().as_str()))
+                .collect(),
+            None => file
+                .fake
+                .release
+                .keys()
+                .map(|k| (None, k.as_str()))
+                .collect(),
+        };
+    released.sort_by_key(|(span, _)| span.as_ref().map(|s| s.start));
+    if let Some((span, name)) = released.into_iter().find(|(_, n)| !awaits.contains(n)) {
+        return Err(invalid(
+            path,
+            text,
+            span,
+            format!(
+                "`[fake.release]` names await `{name}`, which no step declares ({})",
+                listing("awaits", &awaits)
+            ),
+        ));
+    }
+    Ok(())
+}
+
+/// Byte span of the first line that starts with `key` (for pointing at semantic errors).
+fn find_key(text: &str, key: &str) -> Option<Range<usize>> {
+    let mut offset = 0;
+    for line in text.split_inclusive('\n') {
+        let trimmed = line.trim_start();
+        if trimmed.starts_with(key) {
+            let start = offset + (line.len() - trimmed.len());
+            return Some(start..start + key.len());
+        }
+        offset += line.len();
+    }
+    None
+}
