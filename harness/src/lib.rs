@@ -10,6 +10,7 @@ pub mod checks;
 pub mod cli;
 pub mod cmd;
 pub mod differential;
+pub mod input;
 pub mod proc;
 pub mod report;
 pub mod run;

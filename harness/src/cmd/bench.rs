@@ -83,7 +83,7 @@ fn floor(exe: &str, work: &Path, repeat: usize) -> Result<(Vec<f64>, Option<u64>
     let mut times = Vec::new();
     let mut rss = None;
     for i in 0..repeat {
-        let run = format!("floor-{i}");
+        let run = crate::proc::run_id::RunId::next();
         let _route = router.open(&run);
         let t = Instant::now();
         let mut child = Command::new(exe)

@@ -7,9 +7,9 @@ use std::process::ExitCode;
 use crate::cli::RunArgs;
 use crate::cmd::output::{ReportFile, out};
 use crate::cmd::{Error, code};
-use crate::report::{self, baseline, terminal};
+use crate::report::{self, terminal};
 use crate::settings::default_dir;
-use crate::suite::{self, SuiteReport};
+use crate::suite::{self, SuiteReport, baseline};
 
 pub fn exec(args: RunArgs) -> Result<ExitCode, Error> {
     let runtime = tokio::runtime::Runtime::new().map_err(Error::Runtime)?;

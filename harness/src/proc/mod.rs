@@ -7,6 +7,7 @@ pub mod peers;
 pub mod pids;
 pub mod pool;
 pub mod router;
+pub mod run_id;
 pub mod settle;
 pub mod side;
 pub mod subject_process;

@@ -10,6 +10,8 @@ use conform_protocol::side::FakeLine;
 use conform_protocol::subject::FromSubject;
 use tokio::sync::mpsc;
 
+use crate::proc::run_id::RunId;
+
 #[derive(Clone, Debug)]
 pub enum RunEvent {
     /// A valid line from the subject about this run.
@@ -69,25 +71,25 @@ pub enum Routed {
 /// Routes events to the run they belong to.
 #[derive(Default)]
 pub struct Router {
-    routes: Mutex<HashMap<String, mpsc::UnboundedSender<RunEvent>>>,
+    routes: Mutex<HashMap<RunId, mpsc::UnboundedSender<RunEvent>>>,
     /// Every run id the harness has opened, so a message naming anything else is known forged.
-    issued: Mutex<HashSet<String>>,
+    issued: Mutex<HashSet<RunId>>,
     /// Subject messages for runs that were already over: kept so the suite can judge them once
     /// the subject has shut down — a notice after the end is still a notice.
-    late: Mutex<HashMap<String, Late>>,
+    late: Mutex<HashMap<RunId, Late>>,
     unknown_runs: Mutex<Bucket>,
     unattributed: Mutex<Bucket>,
 }
 
 impl Router {
-    pub fn open(&self, run: &str) -> mpsc::UnboundedReceiver<RunEvent> {
+    pub fn open(&self, run: &RunId) -> mpsc::UnboundedReceiver<RunEvent> {
         let (tx, rx) = mpsc::unbounded_channel();
-        self.issued.lock().unwrap().insert(run.to_owned());
-        self.routes.lock().unwrap().insert(run.to_owned(), tx);
+        self.issued.lock().unwrap().insert(run.clone());
+        self.routes.lock().unwrap().insert(run.clone(), tx);
         rx
     }
 
-    pub fn close(&self, run: &str) {
+    pub fn close(&self, run: &RunId) {
         self.routes.lock().unwrap().remove(run);
     }
 
@@ -105,19 +107,20 @@ impl Router {
             let _ = tx.send(event);
             return Routed::Open;
         }
-        if !self.issued.lock().unwrap().contains(run) {
+        let issued = self.issued.lock().unwrap().get(run).cloned();
+        let Some(id) = issued else {
             self.unknown_runs
                 .lock()
                 .unwrap()
                 .add(|| format!("run {run:?}: {line}"));
             return Routed::Unknown;
-        }
+        };
         if matches!(event, RunEvent::Subject(FromSubject::HostLog { .. })) {
             // Host-only text after the end is harmless and never judged.
             return Routed::Late;
         }
         let mut late = self.late.lock().unwrap();
-        let entry = late.entry(run.to_owned()).or_default();
+        let entry = late.entry(id).or_default();
         entry.count += 1;
         if entry.events.len() < LATE_KEPT {
             entry.events.push(event);
@@ -134,7 +137,7 @@ impl Router {
     }
 
     /// What arrived for `run` after it was over.
-    pub fn take_late(&self, run: &str) -> Late {
+    pub fn take_late(&self, run: &RunId) -> Late {
         self.late.lock().unwrap().remove(run).unwrap_or_default()
     }
 
@@ -148,7 +151,7 @@ impl Router {
         self.unattributed.lock().unwrap().clone()
     }
 
-    pub fn runs(&self) -> Vec<String> {
+    pub fn runs(&self) -> Vec<RunId> {
         self.routes.lock().unwrap().keys().cloned().collect()
     }
 }

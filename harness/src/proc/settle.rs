@@ -166,7 +166,7 @@ impl Table {
 #[derive(Clone, Debug)]
 pub struct Mark {
     pub side: String,
-    pub run: String,
+    pub run: crate::proc::run_id::RunId,
 }
 
 impl Mark {

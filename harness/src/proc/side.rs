@@ -15,6 +15,7 @@ use tokio::sync::mpsc;
 
 use crate::proc::pids;
 use crate::proc::router::{Router, RunEvent};
+use crate::proc::run_id::RunId;
 
 /// One registered fake process.
 #[derive(Debug)]
@@ -106,19 +107,19 @@ impl SideServer {
     }
 
     /// Every process registered for `run` so far.
-    pub fn ledger(&self, run: &str) -> Vec<Arc<Registered>> {
+    pub fn ledger(&self, run: &RunId) -> Vec<Arc<Registered>> {
         self.shared
             .lock()
             .unwrap()
             .ledger
-            .get(run)
+            .get(run.as_str())
             .cloned()
             .unwrap_or_default()
     }
 
     /// Closes the stdouts held for `run` (the run is over: their readers may see EOF now).
-    pub fn release_held(&self, run: &str) {
-        self.shared.lock().unwrap().held.remove(run);
+    pub fn release_held(&self, run: &RunId) {
+        self.shared.lock().unwrap().held.remove(run.as_str());
     }
 
     /// Every process registered, for the end-of-suite sweep.
@@ -127,13 +128,13 @@ impl SideServer {
         shared.ledger.values().flatten().cloned().collect()
     }
 
-    pub fn release(&self, run: &str, pid: i32, name: &str) {
+    pub fn release(&self, run: &RunId, pid: i32, name: &str) {
         if let Some(w) = self
             .shared
             .lock()
             .unwrap()
             .writers
-            .get(&(run.to_owned(), pid))
+            .get(&(run.to_string(), pid))
         {
             let _ = w.send(ToFake::Release {
                 name: name.to_owned(),
@@ -193,7 +194,7 @@ async fn serve(stream: tokio::net::UnixStream, shared: Arc<Mutex<Shared>>, route
                     router.send(
                         &run,
                         RunEvent::Fake(FakeLine {
-                            run: run.clone(),
+                            run: run.to_string(),
                             pid: 0,
                             event: FakeEvent::Fault {
                                 detail: format!(

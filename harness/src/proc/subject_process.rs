@@ -18,6 +18,7 @@ use tokio::process::{Child, ChildStdin, Command};
 use tokio::sync::{mpsc, oneshot, watch};
 
 use crate::proc::router::{Routed, Router, RunEvent};
+use crate::proc::run_id::RunId;
 
 /// Variables the harness puts in the subject's environment: two a child must never inherit (a
 /// credential-shaped name, a `DSH_` name) and one it keeps.
@@ -106,7 +107,7 @@ pub struct Subject {
     writer: Mutex<Option<mpsc::UnboundedSender<Queued>>>,
     pub caps: Capabilities,
     stderr_tail: Arc<Mutex<VecDeque<String>>>,
-    runs: Arc<Mutex<std::collections::HashSet<String>>>,
+    runs: Arc<Mutex<std::collections::HashSet<RunId>>>,
     exited: watch::Receiver<Option<String>>,
     pgid: i32,
 }
@@ -230,11 +231,11 @@ impl Subject {
     }
 
     /// Marks `run` as served by this subject (so its death is reported to the run).
-    pub fn adopt(&self, run: &str) {
-        self.runs.lock().unwrap().insert(run.to_owned());
+    pub fn adopt(&self, run: &RunId) {
+        self.runs.lock().unwrap().insert(run.clone());
     }
 
-    pub fn release(&self, run: &str) {
+    pub fn release(&self, run: &RunId) {
         self.runs.lock().unwrap().remove(run);
     }
 
@@ -459,7 +460,7 @@ async fn read_loop(
     exit_tx: watch::Sender<Option<String>>,
     router: Arc<Router>,
     transcript: Arc<Transcripts>,
-    runs: Arc<Mutex<std::collections::HashSet<String>>>,
+    runs: Arc<Mutex<std::collections::HashSet<RunId>>>,
     stderr_tail: Arc<Mutex<VecDeque<String>>>,
     stderr_done: tokio::task::JoinHandle<()>,
 ) {

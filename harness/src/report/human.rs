@@ -174,8 +174,8 @@ fn closing(report: &SuiteReport) -> String {
 
 /// The baseline's part of the human report: how many failures it covered, and every stale
 /// entry (each fails the run) with where it is written.
-fn baseline_section(b: &crate::report::baseline::Outcome) -> String {
-    use crate::report::baseline::Status;
+fn baseline_section(b: &crate::suite::baseline::Outcome) -> String {
+    use crate::suite::baseline::Status;
     let mut out = String::new();
     let count = |f: fn(&Status) -> bool| b.entries.iter().filter(|(_, s)| f(s)).count();
     let _ = writeln!(

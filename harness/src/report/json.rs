@@ -29,7 +29,7 @@ pub fn json(report: &SuiteReport) -> serde_json::Value {
                 "reason": e.reason,
                 "line": e.line,
                 "status": s.as_str(),
-                "why": match s { crate::report::baseline::Status::Stale(why) => Some(why), _ => None },
+                "why": match s { crate::suite::baseline::Status::Stale(why) => Some(why), _ => None },
             })).collect::<Vec<_>>(),
         })),
         "cgroup": match &report.cgroup {

@@ -10,6 +10,7 @@ use conform_protocol::side::FakeEvent;
 use conform_protocol::subject::{FromSubject, Mode, ToSubject};
 
 use crate::proc::router::RunEvent;
+use crate::proc::run_id::RunId;
 use crate::run::board::{self, Membership};
 use crate::run::observed::{Folded, Recorder};
 use crate::run::watchdog;
@@ -69,7 +70,7 @@ pub struct Drive<'a> {
     scenario: &'a Scenario,
     mode: Mode,
     group: Option<&'a Membership>,
-    run: String,
+    run: RunId,
     deadline: Duration,
     expected_in: Duration,
     past_expected: bool,
@@ -85,7 +86,7 @@ impl<'a> Drive<'a> {
         scenario: &'a Scenario,
         mode: Mode,
         group: Option<&'a Membership>,
-        run: &str,
+        run: &RunId,
         deadline: Duration,
         expected_in: Duration,
     ) -> Drive<'a> {
@@ -93,7 +94,7 @@ impl<'a> Drive<'a> {
             scenario,
             mode,
             group,
-            run: run.to_owned(),
+            run: run.clone(),
             deadline,
             expected_in,
             past_expected: false,
@@ -181,7 +182,7 @@ impl<'a> Drive<'a> {
             {
                 rec.obs_mut().cancel_sent = true;
                 moves.push(Move::Send(ToSubject::Cancel {
-                    run: self.run.clone(),
+                    run: self.run.to_string(),
                 }));
             }
             FakeEvent::Checkpoint { name }
@@ -268,7 +269,7 @@ impl<'a> Drive<'a> {
         {
             rec.obs_mut().killed_after_notice = true;
             moves.push(Move::Send(ToSubject::Cancel {
-                run: self.run.clone(),
+                run: self.run.to_string(),
             }));
         }
     }
@@ -281,7 +282,7 @@ impl<'a> Drive<'a> {
         let calls = self.scenario.file.job.job_output_calls as usize;
         let answers = obs.job_output.is_some() as usize + obs.job_output_repeats.len();
         let ask = ToSubject::JobOutput {
-            run: self.run.clone(),
+            run: self.run.to_string(),
             wait: true,
         };
         match self.mode {

@@ -14,7 +14,6 @@ pub mod watchdog;
 use std::collections::BTreeSet;
 use std::path::PathBuf;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 use conform_protocol::side::{FakeEvent, FakeLine, Role};
@@ -24,6 +23,7 @@ use tokio::sync::{mpsc, oneshot};
 use crate::proc::pids;
 use crate::proc::pool::SubjectPool;
 use crate::proc::router::{Router, RunEvent};
+use crate::proc::run_id::RunId;
 use crate::proc::settle::{self, Mark, Tracker};
 use crate::proc::side::{Registered, SideServer};
 use crate::proc::subject_process::{Subject, Transcripts};
@@ -62,8 +62,6 @@ pub struct Ctx {
 /// How long the side lines of processes already gone may take to arrive.
 const SIDE_DRAIN: Duration = Duration::from_secs(10);
 
-static NEXT_RUN: AtomicU64 = AtomicU64::new(1);
-
 /// Runs one scenario in one mode; a member of an isolation group publishes its milestones on
 /// the group's board and may wait for the other members' (`board`).
 pub async fn run_case(
@@ -85,7 +83,7 @@ pub async fn run_case(
 /// One run in flight: what its phases share.
 struct Run<'a> {
     ctx: &'a Ctx,
-    id: String,
+    id: RunId,
     mode: Mode,
     group: Option<&'a Membership>,
     rec: Recorder,
@@ -106,11 +104,11 @@ impl<'a> Run<'a> {
         mode: Mode,
         group: Option<&'a Membership>,
     ) -> Result<Run<'a>, Observed> {
-        let id = format!("r{}", NEXT_RUN.fetch_add(1, Ordering::Relaxed));
+        let id = RunId::next();
         let started = Instant::now();
         let mut obs = Observed {
             run: id.clone(),
-            run_dir: ctx.work.join(&id).to_string_lossy().into_owned(),
+            run_dir: ctx.work.join(id.as_str()).to_string_lossy().into_owned(),
             product_version: ctx
                 .settings
                 .product_version(scenario.file.provider)
@@ -362,9 +360,9 @@ fn role_name(role: Role) -> &'static str {
 }
 
 /// A run the harness could not start: its fault, as the runtime ledger's first line.
-fn push_fault(obs: &mut Observed, run: &str, detail: String, started: Instant) {
+fn push_fault(obs: &mut Observed, run: &RunId, detail: String, started: Instant) {
     obs.fake.push(FakeLine {
-        run: run.to_owned(),
+        run: run.to_string(),
         pid: 0,
         event: FakeEvent::Fault { detail },
     });

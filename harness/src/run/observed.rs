@@ -11,6 +11,7 @@ use conform_protocol::vocab::WatchdogStatus;
 use serde_json::Value;
 
 use crate::proc::router::RunEvent;
+use crate::proc::run_id::RunId;
 use crate::proc::settle::Claim;
 use crate::run::lifecycle::Lifecycle;
 
@@ -26,7 +27,7 @@ const HOST_LOG_BYTES: usize = 2000;
 /// What the harness saw during one run.
 #[derive(Debug, Default)]
 pub struct Observed {
-    pub run: String,
+    pub run: RunId,
     /// The run's scratch folder (paths under it are masked in recorded wires).
     pub run_dir: String,
     pub dispatched: bool,
@@ -113,7 +114,7 @@ pub struct WatchdogChange {
 #[derive(Clone, Debug, serde::Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct DispatchReceipt {
-    pub run_id: String,
+    pub run_id: RunId,
     pub child_session_key: String,
     pub dispatch_at: String,
     pub expected_by: String,

@@ -9,6 +9,7 @@ use std::time::{Duration, SystemTime};
 use conform_protocol::subject::{Mode, Runtime, ToSubject};
 use serde_json::{Map, Value, json};
 
+use crate::proc::run_id::RunId;
 use crate::proc::settle::{ENV_MARK, Mark};
 use crate::run::Ctx;
 use crate::run::observed::rfc3339_ms;
@@ -19,18 +20,18 @@ pub fn start_message(
     ctx: &Ctx,
     scenario: &Scenario,
     mode: Mode,
-    run: &str,
+    run: &RunId,
     expected_in: Duration,
     cgroup: Option<&Path>,
 ) -> std::io::Result<ToSubject> {
-    let dir = ctx.work.join(run);
+    let dir = ctx.work.join(run.as_str());
     std::fs::create_dir_all(&dir)?;
     let script = write_script(ctx, scenario, &dir)?;
     let (argv, peer_env) = runtime_argv(ctx, scenario, run, &dir, &script)?;
     let argv = wrapped(ctx, scenario, argv, &dir, cgroup);
     let subject = &scenario.file.subject;
     Ok(ToSubject::Start {
-        run: run.to_owned(),
+        run: run.to_string(),
         provider: scenario.file.provider,
         mode,
         label: scenario.label().to_owned(),
@@ -51,7 +52,7 @@ pub fn start_message(
 fn runtime_argv(
     ctx: &Ctx,
     scenario: &Scenario,
-    run: &str,
+    run: &RunId,
     dir: &Path,
     script_path: &Path,
 ) -> std::io::Result<(Vec<String>, BTreeMap<String, String>)> {
@@ -71,7 +72,7 @@ fn runtime_argv(
             "--side".into(),
             path_str(ctx.side.path()),
             "--run".into(),
-            run.to_owned(),
+            run.to_string(),
             "--protocol".into(),
             provider.to_string(),
             "--".into(),
@@ -86,7 +87,7 @@ fn runtime_argv(
         "--side".into(),
         path_str(ctx.side.path()),
         "--run".into(),
-        run.to_owned(),
+        run.to_string(),
     ]);
     // The provider appends the product's own flags after these (Claude Code's CLI).
     if conform_fakes::codec::for_provider(*provider).takes_runtime_args() {
@@ -183,13 +184,13 @@ fn configuration(scenario: &Scenario) -> Map<String, Value> {
 fn environment(
     ctx: &Ctx,
     scenario: &Scenario,
-    run: &str,
+    run: &RunId,
     peer_env: BTreeMap<String, String>,
 ) -> Map<String, Value> {
     let subject = &scenario.file.subject;
     let mark = Mark {
         side: path_str(ctx.side.path()),
-        run: run.to_owned(),
+        run: run.clone(),
     };
     peer_env
         .iter()

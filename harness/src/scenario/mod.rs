@@ -351,40 +351,14 @@ impl Scenario {
 }
 
 /// A scenario file that could not be loaded.
-#[derive(Debug, thiserror::Error)]
-pub enum ScenarioError {
-    #[error("{path}: {source}")]
-    Io {
-        path: PathBuf,
-        source: std::io::Error,
-    },
-    #[error("{path}:{line}:{column}: {message}")]
-    Invalid {
-        path: PathBuf,
-        line: usize,
-        column: usize,
-        message: String,
-    },
-}
+/// A scenario file that cannot be read or is malformed, at its file, line and column.
+pub type ScenarioError = crate::input::InputError;
 
 fn invalid(path: &Path, text: &str, span: Option<Range<usize>>, message: String) -> ScenarioError {
-    let (line, column) = span.map_or((1, 1), |s| line_col(text, s.start));
-    ScenarioError::Invalid {
-        path: path.to_owned(),
-        line,
-        column,
-        message,
-    }
+    ScenarioError::invalid(path, text, span, message)
 }
 
-/// 1-based line and column (in characters) of a byte offset.
-pub fn line_col(text: &str, offset: usize) -> (usize, usize) {
-    let offset = offset.min(text.len());
-    let before = &text[..offset];
-    let line = before.matches('\n').count() + 1;
-    let column = before.rsplit('\n').next().map_or(0, |l| l.chars().count()) + 1;
-    (line, column)
-}
+pub use crate::input::line_col;
 
 /// A scenario's expanded script with its steps held as the JSON the fake reads: a parsed
 /// [`Step`] is a wide struct (1.8 KB, one optional field per key) and its JSON about a tenth of

@@ -5,6 +5,7 @@ use conform_protocol::side::FakeLine;
 use conform_protocol::vocab::WatchdogStatus;
 
 use super::*;
+use crate::proc::run_id::RunId;
 use crate::run::board::Board;
 use crate::run::observed::Observed;
 
@@ -34,7 +35,7 @@ struct Case<'a> {
 impl<'a> Case<'a> {
     fn new(s: &'a Scenario, mode: Mode, group: Option<&'a Membership>) -> Case<'a> {
         let obs = Observed {
-            run: RUN.to_owned(),
+            run: RunId::from(RUN),
             ..Observed::default()
         };
         Case {
@@ -42,7 +43,7 @@ impl<'a> Case<'a> {
                 s,
                 mode,
                 group,
-                RUN,
+                &RunId::from(RUN),
                 Duration::from_secs(20),
                 Duration::from_millis(300),
             ),
@@ -390,7 +391,7 @@ fn expected_by_at_or_past_the_deadline_is_never_awaited() {
         &s,
         Mode::Background,
         None,
-        RUN,
+        &RunId::from(RUN),
         Duration::from_secs(1),
         Duration::from_secs(1),
     );

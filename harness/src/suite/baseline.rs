@@ -53,21 +53,8 @@ pub struct Baseline {
     pub entries: Vec<Entry>,
 }
 
-#[derive(Debug, thiserror::Error)]
-pub enum BaselineError {
-    #[error("{path}: {source}")]
-    Io {
-        path: PathBuf,
-        source: std::io::Error,
-    },
-    #[error("{path}:{line}:{column}: {message}")]
-    Invalid {
-        path: PathBuf,
-        line: usize,
-        column: usize,
-        message: String,
-    },
-}
+/// A baseline file that cannot be read or is malformed, at its file, line and column.
+pub type BaselineError = crate::input::InputError;
 
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -94,7 +81,7 @@ impl Baseline {
 
     pub fn parse(path: &Path, text: &str) -> Result<Baseline, BaselineError> {
         let invalid = |offset: usize, message: String| {
-            let (line, column) = crate::scenario::line_col(text, offset);
+            let (line, column) = crate::input::line_col(text, offset);
             BaselineError::Invalid {
                 path: path.to_owned(),
                 line,
@@ -129,7 +116,7 @@ impl Baseline {
                 mode,
                 check,
                 reason: r.reason.get_ref().trim().to_owned(),
-                line: crate::scenario::line_col(text, at).0,
+                line: crate::input::line_col(text, at).0,
             });
         }
         Ok(Baseline {

@@ -1,0 +1,388 @@
+//! `conform peers diff`: the real side (recorded now from installed peers, or the committed
+//! fixtures) against each analog scenario's fake, every difference explained or failed.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::Path;
+
+use conform_protocol::side::{Direction, FakeEvent, FakeLine};
+use conform_protocol::vocab::Provider;
+use serde::Deserialize;
+use serde_json::Value;
+
+use super::{Explained, ExplainedEntry, compare, normalise, schema_rejections};
+
+/// What `conform peers diff` needs.
+pub struct DiffOptions {
+    pub scenarios: std::path::PathBuf,
+    pub snapshots: std::path::PathBuf,
+    /// The fixtures folder (`fakes/peers/`): recorded real wires and `differences.toml`.
+    pub fixtures: std::path::PathBuf,
+    /// Record the real wires afresh from these installed peers (else: the fixtures).
+    pub peers: Option<std::path::PathBuf>,
+    /// Write what was recorded over the fixtures.
+    pub update: bool,
+}
+
+/// One recorded frame in a fixture: the frame, and the method a response answers.
+#[derive(Debug, serde::Serialize, Deserialize)]
+struct Recorded {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    answers: Option<String>,
+    frame: Value,
+}
+
+/// The frames the runtime (real or fake) sent, in order, from a run's ledger.
+fn recorded(ledger: &[FakeLine]) -> Vec<Recorded> {
+    ledger
+        .iter()
+        .filter_map(|l| match &l.event {
+            FakeEvent::Frame {
+                dir: Direction::Sent,
+                frame,
+                answers,
+                ..
+            } => Some(Recorded {
+                answers: answers.clone(),
+                frame: frame.clone(),
+            }),
+            _ => None,
+        })
+        .collect()
+}
+
+fn kinds_of(provider: Provider, records: Vec<Recorded>) -> Vec<(String, Value)> {
+    let codec = conform_fakes::codec::for_provider(provider);
+    records
+        .into_iter()
+        .map(|r| (codec.frame_kind(&r.frame, r.answers.as_deref()), r.frame))
+        .collect()
+}
+
+fn fixture_path(dir: &Path, peer: &str, id: &str) -> std::path::PathBuf {
+    dir.join(peer)
+        .join(format!("{}.jsonl", id.rsplit('/').next().unwrap_or(id)))
+}
+
+fn read_fixture(provider: Provider, path: &Path) -> Result<Vec<(String, Value)>, String> {
+    let text = std::fs::read_to_string(path).map_err(|e| format!("{}: {e}", path.display()))?;
+    let records = text
+        .lines()
+        .filter(|l| !l.trim().is_empty())
+        .map(|l| serde_json::from_str(l).map_err(|e| format!("{}: {e}", path.display())))
+        .collect::<Result<Vec<Recorded>, String>>()?;
+    Ok(kinds_of(provider, records))
+}
+
+/// A run's ledger, its scratch folder, when each ledger line arrived (ms) and its deadline (ms).
+struct Ledger {
+    lines: Vec<FakeLine>,
+    run_dir: String,
+    at_ms: Vec<u64>,
+    deadline_ms: u64,
+}
+
+/// Runs the scenarios with these exact ids in foreground and returns each one's ledger.
+async fn ledgers(
+    opts: &DiffOptions,
+    ids: &[String],
+    peers: Option<std::path::PathBuf>,
+    product_versions: BTreeMap<Provider, String>,
+) -> Result<BTreeMap<String, Ledger>, String> {
+    let report = crate::suite::run(crate::suite::Options {
+        filters: ids.to_vec(),
+        settings: crate::settings::Settings {
+            product_versions: product_versions.into_iter().collect(),
+            allow_skips: true,
+            peers,
+            ..Default::default()
+        },
+        keep_ledgers: true,
+        ..crate::suite::Options::new(opts.scenarios.clone(), opts.snapshots.clone())
+    })
+    .await
+    .map_err(|e| e.to_string())?;
+    let mut out = BTreeMap::new();
+    for c in report.cases {
+        if c.mode != conform_protocol::subject::Mode::Foreground || !ids.contains(&c.scenario.id) {
+            continue;
+        }
+        if let Some(obs) = c.obs {
+            let deadline_ms = c.scenario.file.deadline_ms.unwrap_or(default_deadline_ms());
+            out.insert(
+                c.scenario.id.clone(),
+                Ledger {
+                    lines: obs.fake,
+                    run_dir: obs.run_dir,
+                    at_ms: obs.fake_at_ms,
+                    deadline_ms,
+                },
+            );
+        }
+    }
+    Ok(out)
+}
+
+/// Timing that matters, from when the ledger lines arrived: the `initialize` answer, the
+/// terminal frame (the turn's end), and the share of the run's deadline it took.
+fn timing(run: &Ledger) -> String {
+    let at = |pred: &dyn Fn(&FakeEvent) -> bool| {
+        run.lines
+            .iter()
+            .zip(&run.at_ms)
+            .find(|(l, _)| pred(&l.event))
+            .map(|(_, ms)| *ms)
+    };
+    let init = at(
+        &|e| matches!(e, FakeEvent::Frame { dir: Direction::Sent, answers: Some(m), .. } if m == "initialize"),
+    );
+    let end = at(&|e| matches!(e, FakeEvent::Terminal));
+    let show = |ms: Option<u64>| ms.map_or("never".to_owned(), |ms| format!("{ms} ms"));
+    let mut out = format!(
+        "timing: initialize answered at {}, turn ended at {} (deadline {} ms)",
+        show(init),
+        show(end),
+        run.deadline_ms
+    );
+    if end.is_some_and(|ms| ms * 2 > run.deadline_ms) {
+        out.push_str(" — over half the deadline: a loaded machine may miss it");
+    } else if end.is_some_and(|ms| ms > default_deadline_ms()) {
+        out.push_str(" — past the default 20 s deadline: the scenario needs its own");
+    }
+    out
+}
+
+/// The default per-run deadline (ms): a real run past it needs a deadline of its own.
+fn default_deadline_ms() -> u64 {
+    crate::settings::Settings::default().deadline.as_millis() as u64
+}
+
+/// A peer scenario: its id, the real peer it runs, and the analog scenario whose fake it is
+/// compared with, with the provider and product version that fake speaks.
+struct PeerCase {
+    id: String,
+    peer: String,
+    analog: String,
+    provider: Provider,
+    version: Option<String>,
+}
+
+/// A wire as kinds and frames, in order.
+type Wire = Vec<(String, Value)>;
+
+/// `conform peers diff`: prints the differential; returns the exit code (0: every difference
+/// explained and no explanation stale; 1: not; 2: could not run).
+pub async fn diff(opts: DiffOptions) -> Result<i32, String> {
+    let cases = peer_cases(&opts.scenarios)?;
+    // The real side: recorded now from installed peers, or the committed fixtures.
+    let mut fresh = match &opts.peers {
+        Some(dir) => record(&opts, &cases, dir).await?,
+        None => BTreeMap::new(),
+    };
+    let fakes = run_analogs(&opts, &cases).await?;
+    let explained = Explained::load(&opts.fixtures.join("differences.toml"))?;
+    let mut used = BTreeSet::new();
+    let mut unexplained = 0;
+    for case in &cases {
+        let path = fixture_path(&opts.fixtures, &case.peer, &case.id);
+        let real = match fresh
+            .remove(&case.id)
+            .map(Ok)
+            .unwrap_or_else(|| read_fixture(case.provider, &path))
+        {
+            Ok(r) => r,
+            Err(e) => {
+                println!("\n{}: no recorded real wire ({e}); run `ci/peers`", case.id);
+                unexplained += 1;
+                continue;
+            }
+        };
+        let Some(fake) = fakes.get(&(case.analog.clone(), case.version.clone())) else {
+            println!("\n{}: the analog `{}` did not run", case.id, case.analog);
+            unexplained += 1;
+            continue;
+        };
+        let fake = kinds_of(case.provider, recorded(&fake.lines));
+        unexplained += judge(case, &real, &fake, &explained, &mut used);
+    }
+    let stale = stale(&explained, &used);
+    println!(
+        "\n{unexplained} unexplained difference(s), {} stale explanation(s)",
+        stale
+    );
+    // A fresh recording may miss what a real runtime does only sometimes (a log receipt that
+    // races the answer): staleness is judged against the reviewed fixtures, offline.
+    let stale_fails = opts.peers.is_none() && stale > 0;
+    if opts.peers.is_some() && stale > 0 {
+        println!(
+            "(stale explanations are judged against the committed fixtures: `conform peers diff`)"
+        );
+    }
+    Ok(i32::from(unexplained > 0 || stale_fails))
+}
+
+/// Every peer scenario that names an analog.
+fn peer_cases(scenarios: &Path) -> Result<Vec<PeerCase>, String> {
+    let all = crate::scenario::discover(scenarios).map_err(|errs| {
+        errs.iter()
+            .map(|e| e.to_string())
+            .collect::<Vec<_>>()
+            .join("\n")
+    })?;
+    let cases: Vec<PeerCase> = all
+        .iter()
+        .filter_map(|s| {
+            let p = s.file.peer.as_ref()?;
+            Some(PeerCase {
+                id: s.id.clone(),
+                peer: p.name.clone(),
+                analog: p.analog.clone()?,
+                provider: s.file.provider,
+                // The product version the analog's fake speaks (`[peer] product_version`).
+                version: p.product_version.clone(),
+            })
+        })
+        .collect();
+    if cases.is_empty() {
+        return Err("no peer scenario names an analog".into());
+    }
+    Ok(cases)
+}
+
+/// Runs every peer scenario against its installed real runtime and records its wire
+/// (normalised); writes it over the fixture with `--update`.
+async fn record(
+    opts: &DiffOptions,
+    cases: &[PeerCase],
+    dir: &Path,
+) -> Result<BTreeMap<String, Wire>, String> {
+    let ids: Vec<String> = cases.iter().map(|c| c.id.clone()).collect();
+    let runs = ledgers(opts, &ids, Some(dir.to_owned()), BTreeMap::new()).await?;
+    let mut fresh = BTreeMap::new();
+    for case in cases {
+        let id = &case.id;
+        let Some(run) = runs.get(id) else {
+            println!("{id}: not recorded (the peer is not installed?)");
+            continue;
+        };
+        println!("{id}: {}", timing(run));
+        let records: Vec<Recorded> = recorded(&run.lines)
+            .into_iter()
+            .map(|r| Recorded {
+                frame: normalise(&r.frame, &run.run_dir),
+                ..r
+            })
+            .collect();
+        let text = records
+            .iter()
+            .map(|r| serde_json::to_string(r).expect("serialises") + "\n")
+            .collect::<String>();
+        fresh.insert(id.clone(), kinds_of(case.provider, records));
+        let path = fixture_path(&opts.fixtures, &case.peer, id);
+        let old = std::fs::read_to_string(&path).unwrap_or_default();
+        if old != text {
+            if opts.update {
+                std::fs::create_dir_all(path.parent().expect("has a parent"))
+                    .map_err(|e| e.to_string())?;
+                std::fs::write(&path, &text).map_err(|e| e.to_string())?;
+                println!("{id}: fixture written ({})", path.display());
+            } else {
+                // Values differ from run to run in ways normalising cannot know (a log
+                // receipt that races the answer): shapes are judged below, not text.
+                println!(
+                    "{id}: the recorded wire differs from the fixture {} as text (review; --update keeps it)",
+                    path.display()
+                );
+            }
+        }
+    }
+    Ok(fresh)
+}
+
+/// The analogs' fakes, run once per product version they must speak: each ledger by analog
+/// and version.
+async fn run_analogs(
+    opts: &DiffOptions,
+    cases: &[PeerCase],
+) -> Result<BTreeMap<(String, Option<String>), Ledger>, String> {
+    let mut by_version: BTreeMap<(Provider, Option<String>), Vec<String>> = BTreeMap::new();
+    for case in cases {
+        by_version
+            .entry((case.provider, case.version.clone()))
+            .or_default()
+            .push(case.analog.clone());
+    }
+    let mut fakes = BTreeMap::new();
+    for ((provider, version), analogs) in by_version {
+        let versions = version.iter().map(|v| (provider, v.clone())).collect();
+        for (analog, ledger) in ledgers(opts, &analogs, None, versions).await? {
+            fakes.insert((analog, version.clone()), ledger);
+        }
+    }
+    Ok(fakes)
+}
+
+/// Prints one peer case's differences, each kept (with its explanation) or not; how many
+/// were not.
+fn judge(
+    case: &PeerCase,
+    real: &Wire,
+    fake: &Wire,
+    explained: &Explained,
+    used: &mut BTreeSet<usize>,
+) -> usize {
+    let (id, peer) = (&case.id, &case.peer);
+    println!("\n{id} (real `{peer}`) vs {} (fake):", case.analog);
+    let unordered: BTreeSet<String> = explained
+        .unordered
+        .iter()
+        .filter(|u| &u.peer == peer)
+        .map(|u| u.kind.clone())
+        .collect();
+    let mut diffs = compare(real, fake, &unordered);
+    diffs.extend(schema_rejections(
+        case.provider,
+        case.version.as_deref(),
+        real,
+    ));
+    if diffs.is_empty() {
+        println!("  no difference");
+    }
+    let mut unexplained = 0;
+    for d in diffs {
+        match explained.reason(peer, id, &d) {
+            Some((entry, reason)) => {
+                used.insert(entry);
+                println!("  kept: {d}\n        ({reason})");
+            }
+            None => {
+                unexplained += 1;
+                println!("  ✗ {d}");
+            }
+        }
+    }
+    unexplained
+}
+
+/// Prints every explanation no difference used (bar those for what happens only
+/// sometimes); how many.
+fn stale(explained: &Explained, used: &BTreeSet<usize>) -> usize {
+    let stale: Vec<&ExplainedEntry> = explained
+        .difference
+        .iter()
+        .enumerate()
+        .filter(|(i, e)| !used.contains(i) && !e.sometimes)
+        .map(|(_, e)| e)
+        .collect();
+    for e in &stale {
+        println!(
+            "\nstale explanation (no such difference any more; remove it): peer `{}`, kind `{}`{}",
+            e.peer,
+            e.kind,
+            e.field
+                .as_ref()
+                .map(|f| format!(", field `{f}`"))
+                .unwrap_or_default()
+        );
+    }
+    stale.len()
+}
