@@ -283,12 +283,7 @@ fn fail(side: &Side, detail: &str) -> ! {
     side.send(FakeEvent::Fault {
         detail: detail.into(),
     });
-    side.send(FakeEvent::Exit {
-        code: Some(FAULT_EXIT),
-        signal: None,
-        peak_rss_kib: crate::process::peak_rss_kib(),
-    });
-    std::process::exit(FAULT_EXIT)
+    process::exit(side, FAULT_EXIT)
 }
 
 #[cfg(test)]

@@ -275,12 +275,7 @@ impl Engine {
         } else if let Some(name) = &step.signal {
             // Validated before the run.
             let sig = process::parse_signal(name).expect("validated signal name");
-            self.side.send(FakeEvent::Exit {
-                code: None,
-                signal: Some(sig.as_str().into()),
-                peak_rss_kib: crate::process::peak_rss_kib(),
-            });
-            process::die_by(sig);
+            crate::signals::die_by(&self.side, sig);
             self.fault(format!("steps[{i}]: {name} did not end the process"));
         } else if let Some(on) = step.ignore_sigterm {
             self.policy.set_ignore_sigterm(on);
@@ -611,12 +606,7 @@ impl Engine {
     }
 
     fn exit(&self, code: i32) -> ! {
-        self.side.send(FakeEvent::Exit {
-            code: Some(code),
-            signal: None,
-            peak_rss_kib: crate::process::peak_rss_kib(),
-        });
-        std::process::exit(code)
+        process::exit(&self.side, code)
     }
 
     fn violation(&self, detail: String) {
