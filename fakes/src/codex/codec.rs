@@ -14,6 +14,11 @@ use crate::codec::{Codec, Sugar, string_at, string_leaves, string_leaves_mut};
 /// (deterministic, and a plausible Unix time in milliseconds: 2025-11-29T08:00:00Z).
 pub const EMITTED_AT_BASE_MS: u64 = 1_764_403_200_000;
 
+/// Where the app-server's replies to `thread/start` and `turn/start` name the thread and the
+/// turn it chose (which every later frame names).
+const THREAD_ID: &str = "/thread/id";
+const TURN_ID: &str = "/turn/id";
+
 /// The app-server's state as far as the sugar needs it.
 #[derive(Debug)]
 pub struct CodexCodec {
@@ -426,6 +431,13 @@ impl CodexCodec {
     }
 }
 
+/// Whether a server request's param is the runtime's own payload (commands, tool names and
+/// arguments, MCP servers and messages, questions): all but the decisions it offers and the ids
+/// that address it.
+fn is_request_payload(key: &str) -> bool {
+    !matches!(key, "availableDecisions" | "threadId" | "turnId" | "itemId")
+}
+
 /// The thread and turn a sugar step's frames name.
 struct Address {
     thread: String,
@@ -504,16 +516,12 @@ impl Codec for CodexCodec {
                 _ => {}
             }
         }
-        // A server request's payload (commands, tool names and arguments, MCP servers and
-        // messages, questions) is the runtime's, except the decisions it offers.
+        // A server request's payload is the runtime's.
         if step.ask.is_some()
             && let Some(Value::Object(params)) = &step.params
         {
             for (k, v) in params {
-                if !matches!(
-                    k.as_str(),
-                    "availableDecisions" | "threadId" | "turnId" | "itemId"
-                ) {
+                if is_request_payload(k) {
                     string_leaves(v, out);
                 }
             }
@@ -523,10 +531,7 @@ impl Codec for CodexCodec {
     fn free_text(&self, step: &mut Step, visit: &mut dyn FnMut(&'static str, &mut String)) {
         // The thread and turn ids the app-server chose (every later frame names them).
         if let Some(r) = &mut step.reply {
-            for (pointer, channel) in [
-                ("/thread/id", "codex thread id"),
-                ("/turn/id", "codex turn id"),
-            ] {
+            for (pointer, channel) in [(THREAD_ID, "codex thread id"), (TURN_ID, "codex turn id")] {
                 if let Some(id) = string_at(r, pointer) {
                     visit(channel, id);
                 }
@@ -546,10 +551,7 @@ impl Codec for CodexCodec {
             && let Some(Value::Object(params)) = &mut step.params
         {
             for (k, v) in params.iter_mut() {
-                if !matches!(
-                    k.as_str(),
-                    "availableDecisions" | "threadId" | "turnId" | "itemId"
-                ) {
+                if is_request_payload(k) {
                     string_leaves_mut(v, &mut |s| visit("codex server request payload", s));
                 }
             }
@@ -597,12 +599,12 @@ impl Codec for CodexCodec {
         let Ok(result) = outcome else { return };
         let id = |pointer: &str| result.pointer(pointer).and_then(Value::as_str);
         if m == method::THREAD_START
-            && let Some(thread) = id("/thread/id")
+            && let Some(thread) = id(THREAD_ID)
         {
             self.thread_id = Some(thread.into());
             self.model = result.get("model").cloned();
         } else if m == method::TURN_START
-            && let Some(turn) = id("/turn/id")
+            && let Some(turn) = id(TURN_ID)
         {
             self.turn_id = Some(turn.into());
         }
