@@ -273,26 +273,17 @@ impl CodexCodec {
     /// The thread and turn a sugar step's frames name: the step's own, else the ones the fake
     /// handed out in its replies to `thread/start` and `turn/start`.
     fn address(&self, step: &Step, action: &str) -> Result<Address, String> {
-        let thread = step
-            .thread
-            .clone()
-            .or_else(|| self.thread_id.clone())
-            .ok_or_else(|| {
+        // `what`: `thread` or `turn`, the step's key, the request that starts one, its id's field.
+        let id = |own: &Option<String>, handed_out: &Option<String>, what: &str| {
+            own.clone().or_else(|| handed_out.clone()).ok_or_else(|| {
                 format!(
-                    "`{action}` needs a thread id: the fake has not replied to `thread/start` \
-                     with a `thread.id` yet and the step sets no `thread`"
+                    "`{action}` needs a {what} id: the fake has not replied to `{what}/start` \
+                     with a `{what}.id` yet and the step sets no `{what}`"
                 )
-            })?;
-        let turn = step
-            .turn
-            .clone()
-            .or_else(|| self.turn_id.clone())
-            .ok_or_else(|| {
-                format!(
-                    "`{action}` needs a turn id: the fake has not replied to `turn/start` with \
-                     a `turn.id` yet and the step sets no `turn`"
-                )
-            })?;
+            })
+        };
+        let thread = id(&step.thread, &self.thread_id, "thread")?;
+        let turn = id(&step.turn, &self.turn_id, "turn")?;
         Ok(Address { thread, turn })
     }
 
