@@ -12,7 +12,8 @@
 use std::sync::Arc;
 
 use conform_protocol::script::Script;
-use conform_protocol::side::{FakeEvent, Role};
+use conform_protocol::side::{FakeEvent, Role, ToFake};
+use tokio::sync::mpsc::UnboundedReceiver;
 
 use crate::codec::Codec;
 use crate::engine::{self, Engine, SideAddr};
@@ -146,115 +147,34 @@ pub fn main_with_args(codec: Box<dyn Codec>, args: Vec<String>, self_args: Vec<S
     unreachable!("the fake never returns from its script")
 }
 
-async fn run(argv: Vec<String>, mut codec: Box<dyn Codec>) {
-    let usage = "usage: --script <file.json> --side <socket> --run <id> \
+/// The one-line usage, after any argument error.
+const USAGE: &str = "usage: --script <file.json> --side <socket> --run <id> \
                  | --grandchild --side <socket> --run <id> [--trap-sigterm] [--setsid] [--daemon] [--unregistered] [--anonymous [--clear-env]]";
+
+/// A fake's life: the grandchild forms that never register end first; every other fake
+/// registers, loads its script, waits for the harness's ack, then runs the script (a registered
+/// grandchild lives until killed).
+async fn run(argv: Vec<String>, mut codec: Box<dyn Codec>) {
     let args = Args::parse(argv);
     let Some(side_path) = args.side.clone() else {
         let why = args
             .error
             .as_deref()
             .unwrap_or("--side <socket> is required");
-        eprintln!("fake: {why}\n{usage}");
+        eprintln!("fake: {why}\n{USAGE}");
         std::process::exit(FAULT_EXIT);
     };
-    let grandchild = args.grandchild;
-    if grandchild && args.daemon {
-        // The double fork, by exec (forking a process with threads would keep only one): the
-        // real grandchild inherits stdio, the ready fd and the signal dispositions, and is an
-        // orphan once this one exits.
-        let argv: Vec<String> = std::env::args()
-            .skip(1)
-            .filter(|a| a != "--daemon")
-            .collect();
-        if let Err(e) = std::process::Command::new("/proc/self/exe")
-            .args(argv)
-            .spawn()
-        {
-            eprintln!("fake: the daemon could not be started: {e}");
-            std::process::exit(FAULT_EXIT);
-        }
-        std::process::exit(0);
-    }
-    if grandchild && args.anonymous {
-        // Ready first: after the exec nothing of the fake is left to say so.
-        if let Some(fd) = args.ready_fd {
-            process::signal_ready(fd);
-        }
-        use std::os::unix::process::CommandExt;
-        // Found before the environment (and its PATH) goes.
-        let sleep = std::env::var_os("PATH")
-            .and_then(|path| {
-                std::env::split_paths(&path)
-                    .map(|d| d.join("sleep"))
-                    .find(|p| p.is_file())
-            })
-            .unwrap_or_else(|| "/bin/sleep".into());
-        let mut cmd = std::process::Command::new(sleep);
-        cmd.arg("86400");
-        if args.clear_env {
-            cmd.env_clear();
-        }
-        let e = cmd.exec();
-        eprintln!("fake: the anonymous grandchild could not exec sleep: {e}");
-        std::process::exit(FAULT_EXIT);
-    }
-    if grandchild && args.unregistered {
-        // Nothing tells the harness about this one: it lives until killed.
-        if let Some(fd) = args.ready_fd {
-            process::signal_ready(fd);
-        }
-        engine::park().await;
-        unreachable!()
-    }
-    // A grandchild spawned by a fake already left its group before exec; one started by hand
-    // does it here, before registering, so `Register` shows the new session and group.
-    if grandchild
-        && args.setsid
-        && args.ready_fd.is_none()
-        && let Err(e) = process::setsid()
-    {
-        eprintln!("fake: setsid failed: {e}");
+    if args.grandchild {
+        run_unregistered(&args).await;
+        leave_group_by_hand(&args);
     }
     // Handlers first so no termination signal is lost; reported once `Register` is out.
     let signals = Signals::install().unwrap_or_else(|e| {
         eprintln!("fake: cannot install signal handlers: {e}");
         std::process::exit(FAULT_EXIT)
     });
-    let run_id = args.run.clone().unwrap_or_default();
-    let (side, control) = match Side::connect(&side_path, &run_id) {
-        Ok(ok) => ok,
-        Err(e) => {
-            eprintln!("fake: {e}");
-            std::process::exit(FAULT_EXIT);
-        }
-    };
-    let side = Arc::new(side);
-    let role = if grandchild {
-        Role::Grandchild
-    } else {
-        Role::Runtime
-    };
-    side.send(process::register_event(role, &args.runtime_args));
-
-    if let Err(e) = args.check() {
-        fail(&side, &format!("{e}\n{usage}"));
-    }
-    let script = match &args.script {
-        Some(path) if !grandchild => match load_script(path, codec.as_mut()) {
-            Ok(script) => Some(script),
-            Err(e) => fail(&side, &e.to_string()),
-        },
-        _ => None,
-    };
-
-    if script.is_some()
-        && let Err(e) = codec.runtime_args(&args.runtime_args)
-    {
-        side.send(FakeEvent::Violation {
-            detail: format!("the runtime's command line: {e}"),
-        });
-    }
+    let (side, control) = register(&side_path, &args);
+    let script = read_script(&side, &args, codec.as_mut());
 
     let policy = Arc::new(SignalPolicy::default());
     policy.set_ignore_sigterm(args.trap_sigterm);
@@ -278,17 +198,131 @@ async fn run(argv: Vec<String>, mut codec: Box<dyn Codec>) {
     engine.run(script.steps).await;
 }
 
+/// The grandchild forms that never tell the harness about themselves end here (by exec, exit,
+/// or a signal while parked); returns for a grandchild that registers.
+async fn run_unregistered(args: &Args) {
+    if args.daemon {
+        daemonize();
+    }
+    if args.anonymous {
+        exec_anonymous(args);
+    }
+    if args.unregistered {
+        // Nothing tells the harness about this one: it lives until killed.
+        if let Some(fd) = args.ready_fd {
+            process::signal_ready(fd);
+        }
+        engine::park().await;
+        unreachable!()
+    }
+}
+
+/// `--daemon`: the double fork, by exec (forking a process with threads would keep only one):
+/// the real grandchild (these arguments without `--daemon`) inherits stdio, the ready fd and
+/// the signal dispositions, and is an orphan once this one exits.
+fn daemonize() -> ! {
+    let argv: Vec<String> = std::env::args()
+        .skip(1)
+        .filter(|a| a != "--daemon")
+        .collect();
+    if let Err(e) = std::process::Command::new("/proc/self/exe")
+        .args(argv)
+        .spawn()
+    {
+        eprintln!("fake: the daemon could not be started: {e}");
+        std::process::exit(FAULT_EXIT);
+    }
+    std::process::exit(0);
+}
+
+/// `--anonymous`: becomes `sleep`, which carries nothing of the run (with `--clear-env`, not
+/// even its environment).
+fn exec_anonymous(args: &Args) -> ! {
+    // Ready first: after the exec nothing of the fake is left to say so.
+    if let Some(fd) = args.ready_fd {
+        process::signal_ready(fd);
+    }
+    use std::os::unix::process::CommandExt;
+    // Found before the environment (and its PATH) goes.
+    let sleep = std::env::var_os("PATH")
+        .and_then(|path| {
+            std::env::split_paths(&path)
+                .map(|d| d.join("sleep"))
+                .find(|p| p.is_file())
+        })
+        .unwrap_or_else(|| "/bin/sleep".into());
+    let mut cmd = std::process::Command::new(sleep);
+    cmd.arg("86400");
+    if args.clear_env {
+        cmd.env_clear();
+    }
+    let e = cmd.exec();
+    eprintln!("fake: the anonymous grandchild could not exec sleep: {e}");
+    std::process::exit(FAULT_EXIT);
+}
+
+/// `--setsid` on a grandchild started by hand. One spawned by a fake already left its group
+/// before exec (it has a ready fd); one started by hand does it here, before registering, so
+/// `Register` shows the new session and group.
+fn leave_group_by_hand(args: &Args) {
+    if args.setsid
+        && args.ready_fd.is_none()
+        && let Err(e) = process::setsid()
+    {
+        eprintln!("fake: setsid failed: {e}");
+    }
+}
+
+/// Connects to the side channel and sends `Register`, before anything else is said there.
+fn register(side_path: &str, args: &Args) -> (Arc<Side>, UnboundedReceiver<ToFake>) {
+    let run_id = args.run.clone().unwrap_or_default();
+    let (side, control) = match Side::connect(side_path, &run_id) {
+        Ok(ok) => ok,
+        Err(e) => {
+            eprintln!("fake: {e}");
+            std::process::exit(FAULT_EXIT);
+        }
+    };
+    let side = Arc::new(side);
+    let role = if args.grandchild {
+        Role::Grandchild
+    } else {
+        Role::Runtime
+    };
+    side.send(process::register_event(role, &args.runtime_args));
+    (side, control)
+}
+
+/// The script a runtime runs (`None` for a grandchild), once the arguments are known to be
+/// whole: a bad argument or script is a fault that ends the fake; a runtime command line the
+/// product would refuse is the subject's violation.
+fn read_script(side: &Side, args: &Args, codec: &mut dyn Codec) -> Option<Script> {
+    if let Err(e) = args.check() {
+        fail(side, &format!("{e}\n{USAGE}"));
+    }
+    let script = match &args.script {
+        Some(path) if !args.grandchild => match load_script(path, codec) {
+            Ok(script) => Some(script),
+            Err(e) => fail(side, &e.to_string()),
+        },
+        _ => None,
+    };
+    if script.is_some()
+        && let Err(e) = codec.runtime_args(&args.runtime_args)
+    {
+        side.send(FakeEvent::Violation {
+            detail: format!("the runtime's command line: {e}"),
+        });
+    }
+    script
+}
+
 fn fail(side: &Side, detail: &str) -> ! {
     eprintln!("fake: {detail}");
     side.send(FakeEvent::Fault {
         detail: detail.into(),
     });
-    side.send(FakeEvent::Exit {
-        code: Some(FAULT_EXIT),
-        signal: None,
-        peak_rss_kib: crate::process::peak_rss_kib(),
-    });
-    std::process::exit(FAULT_EXIT)
+    process::exit(side, FAULT_EXIT)
 }
 
 #[cfg(test)]

@@ -215,6 +215,8 @@ impl Engine {
         self.process_step(i, step).await;
     }
 
+    /// A step that acts on the process rather than the wire: its stderr, environment, timing,
+    /// signals and children.
     async fn process_step(&mut self, i: usize, step: &Step) {
         if let Some(text) = &step.stderr {
             eprintln!("{text}");
@@ -224,36 +226,11 @@ impl Engine {
             let _ = err.write_all(text.as_bytes());
             let _ = err.flush();
         } else if let Some(want) = &step.expect_env {
-            let wrong: Vec<String> = want
-                .iter()
-                .filter_map(|(name, value)| {
-                    let got = std::env::var(name).ok();
-                    let expected = value.as_str().map(str::to_owned);
-                    (got != expected).then(|| format!("{name}: expected {expected:?}, got {got:?}"))
-                })
-                .collect();
-            if !wrong.is_empty() {
-                self.violation(format!(
-                    "the runtime's environment differs from the script: {}",
-                    wrong.join("; ")
-                ));
-            }
+            self.check_env(want);
         } else if let Some(want) = &step.expect_args {
-            // The runtime's own arguments: everything after the fake's `--`.
-            let got: Vec<String> = std::env::args().skip_while(|a| a != "--").skip(1).collect();
-            if &got != want {
-                self.violation(format!(
-                    "the runtime's command line differs from the script: got {got:?}, expected {want:?}"
-                ));
-            }
+            self.check_args(want);
         } else if let Some(what) = &step.echo_to_stderr {
-            let echoed = match what.strip_prefix("env:") {
-                Some(name) => std::env::var(name).unwrap_or_default(),
-                None => std::env::current_dir()
-                    .map(|d| d.to_string_lossy().into_owned())
-                    .unwrap_or_default(),
-            };
-            eprintln!("{echoed}");
+            echo_to_stderr(what);
         } else if let Some(name) = &step.checkpoint {
             self.side.send(FakeEvent::Checkpoint { name: name.clone() });
         } else if let Some(name) = &step.await_ {
@@ -263,11 +240,7 @@ impl Engine {
                 self.stray(&frame, "waiting for stdin EOF");
             }
         } else if let Some(ms) = step.delay_ms {
-            let policy = self.policy.clone();
-            tokio::select! {
-                () = tokio::time::sleep(std::time::Duration::from_millis(ms)) => {}
-                () = policy.deferred() => self.die_if_signalled(),
-            }
+            self.delay(ms).await;
         } else if step.close_stdout == Some(true) {
             self.stdout.close();
         } else if let Some(code) = step.exit {
@@ -275,12 +248,7 @@ impl Engine {
         } else if let Some(name) = &step.signal {
             // Validated before the run.
             let sig = process::parse_signal(name).expect("validated signal name");
-            self.side.send(FakeEvent::Exit {
-                code: None,
-                signal: Some(sig.as_str().into()),
-                peak_rss_kib: crate::process::peak_rss_kib(),
-            });
-            process::die_by(sig);
+            crate::signals::die_by(&self.side, sig);
             self.fault(format!("steps[{i}]: {name} did not end the process"));
         } else if let Some(on) = step.ignore_sigterm {
             self.policy.set_ignore_sigterm(on);
@@ -297,6 +265,44 @@ impl Engine {
                 .await;
         }
         // `wait_eof = false`, `close_stdout = false` and `lend_stdout = false` do nothing.
+    }
+
+    /// `expect_env`: the runtime's environment against the script (null: unset).
+    fn check_env(&self, want: &serde_json::Map<String, Value>) {
+        let wrong: Vec<String> = want
+            .iter()
+            .filter_map(|(name, value)| {
+                let got = std::env::var(name).ok();
+                let expected = value.as_str().map(str::to_owned);
+                (got != expected).then(|| format!("{name}: expected {expected:?}, got {got:?}"))
+            })
+            .collect();
+        if !wrong.is_empty() {
+            self.violation(format!(
+                "the runtime's environment differs from the script: {}",
+                wrong.join("; ")
+            ));
+        }
+    }
+
+    /// `expect_args`: the runtime's own arguments (everything after the fake's `--`) against
+    /// the script.
+    fn check_args(&self, want: &[String]) {
+        let got: Vec<String> = std::env::args().skip_while(|a| a != "--").skip(1).collect();
+        if got != want {
+            self.violation(format!(
+                "the runtime's command line differs from the script: got {got:?}, expected {want:?}"
+            ));
+        }
+    }
+
+    /// `delay_ms`: sleeps, cut short by a fatal signal left to the engine.
+    async fn delay(&self, ms: u64) {
+        let policy = self.policy.clone();
+        tokio::select! {
+            () = tokio::time::sleep(std::time::Duration::from_millis(ms)) => {}
+            () = policy.deferred() => self.die_if_signalled(),
+        }
     }
 
     // ---- reading ----
@@ -611,12 +617,7 @@ impl Engine {
     }
 
     fn exit(&self, code: i32) -> ! {
-        self.side.send(FakeEvent::Exit {
-            code: Some(code),
-            signal: None,
-            peak_rss_kib: crate::process::peak_rss_kib(),
-        });
-        std::process::exit(code)
+        process::exit(&self.side, code)
     }
 
     fn violation(&self, detail: String) {
@@ -627,6 +628,18 @@ impl Engine {
         eprintln!("fake: {detail}");
         self.side.send(FakeEvent::Fault { detail });
     }
+}
+
+/// `echo_to_stderr`: the runtime's working directory (`cwd`) or one variable of its
+/// environment (`env:NAME`, empty when unset), as a line on stderr.
+fn echo_to_stderr(what: &str) {
+    let echoed = match what.strip_prefix("env:") {
+        Some(name) => std::env::var(name).unwrap_or_default(),
+        None => std::env::current_dir()
+            .map(|d| d.to_string_lossy().into_owned())
+            .unwrap_or_default(),
+    };
+    eprintln!("{echoed}");
 }
 
 /// Waits forever without spinning: only a signal ends the process from here.

@@ -129,27 +129,38 @@ async fn handle(stream: TcpStream, turn: u64) -> std::io::Result<()> {
         }
         _ => {
             let events = stream_events(format, behaviour, turn, shell_tool(&request.body));
-            write
-                .write_all(
-                    b"HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\ncache-control: no-cache\r\nconnection: close\r\n\r\n",
-                )
-                .await?;
-            for (i, (name, data)) in events.iter().enumerate() {
-                if behaviour == Behaviour::Slow {
-                    // Simulated model latency: the point of this behaviour.
-                    tokio::time::sleep(Duration::from_millis(300)).await;
-                }
-                let frame = format!("event: {name}\ndata: {data}\n\n");
-                write.write_all(frame.as_bytes()).await?;
-                write.flush().await?;
-                if behaviour == Behaviour::MidStream && is_first_text(format, i, &events) {
-                    // Drop the connection with the stream half told.
-                    return Ok(());
-                }
-            }
-            write.shutdown().await
+            respond_stream(&mut write, format, behaviour, &events).await
         }
     }
+}
+
+/// Writes a streamed answer as server-sent events, as slowly or as cut short as `behaviour`
+/// says.
+async fn respond_stream<W: tokio::io::AsyncWrite + Unpin>(
+    write: &mut W,
+    format: Format,
+    behaviour: Behaviour,
+    events: &[(String, Value)],
+) -> std::io::Result<()> {
+    write
+        .write_all(
+            b"HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\ncache-control: no-cache\r\nconnection: close\r\n\r\n",
+        )
+        .await?;
+    for (i, (name, data)) in events.iter().enumerate() {
+        if behaviour == Behaviour::Slow {
+            // Simulated model latency: the point of this behaviour.
+            tokio::time::sleep(Duration::from_millis(300)).await;
+        }
+        let frame = format!("event: {name}\ndata: {data}\n\n");
+        write.write_all(frame.as_bytes()).await?;
+        write.flush().await?;
+        if behaviour == Behaviour::MidStream && is_first_text(format, i, events) {
+            // Drop the connection with the stream half told.
+            return Ok(());
+        }
+    }
+    write.shutdown().await
 }
 
 /// The shell tool's name among the tools a Messages request offers: Claude Code's `Bash`, else
@@ -297,93 +308,104 @@ fn stream_events(
     turn: u64,
     shell: &str,
 ) -> Vec<(String, Value)> {
-    let ev = |name: &str, data: Value| (name.to_owned(), data);
     match format {
-        Format::Anthropic => {
-            let id = format!("msg_mock_{turn}");
-            let mut out = vec![ev(
-                "message_start",
-                json!({"type": "message_start", "message": {"id": id, "type": "message", "role": "assistant", "model": "mock-model", "content": [], "stop_reason": null, "stop_sequence": null, "usage": {"input_tokens": 1, "output_tokens": 0}}}),
-            )];
-            let stop = if behaviour == Behaviour::Tool {
-                out.push(ev(
-                    "content_block_start",
-                    json!({"type": "content_block_start", "index": 0, "content_block": {"type": "tool_use", "id": format!("toolu_mock_{turn}"), "name": shell, "input": {}}}),
-                ));
-                out.push(ev(
-                    "content_block_delta",
-                    json!({"type": "content_block_delta", "index": 0, "delta": {"type": "input_json_delta", "partial_json": shell_input(shell)}}),
-                ));
-                "tool_use"
-            } else {
-                out.push(ev(
-                    "content_block_start",
-                    json!({"type": "content_block_start", "index": 0, "content_block": {"type": "text", "text": ""}}),
-                ));
-                for chunk in TEXT_CHUNKS {
-                    out.push(ev(
-                        "content_block_delta",
-                        json!({"type": "content_block_delta", "index": 0, "delta": {"type": "text_delta", "text": chunk}}),
-                    ));
-                }
-                "end_turn"
-            };
-            out.push(ev(
-                "content_block_stop",
-                json!({"type": "content_block_stop", "index": 0}),
-            ));
-            out.push(ev(
-                "message_delta",
-                json!({"type": "message_delta", "delta": {"stop_reason": stop, "stop_sequence": null}, "usage": {"output_tokens": 2}}),
-            ));
-            out.push(ev("message_stop", json!({"type": "message_stop"})));
-            out
-        }
-        Format::Responses => {
-            let id = format!("resp_mock_{turn}");
-            let item_id = format!("msg_mock_{turn}");
-            let usage = json!({"input_tokens": 1, "input_tokens_details": {"cached_tokens": 0}, "output_tokens": 2, "output_tokens_details": {"reasoning_tokens": 0}, "total_tokens": 3});
-            let mut out = vec![ev(
-                "response.created",
-                json!({"type": "response.created", "response": {"id": id, "object": "response", "status": "in_progress", "output": []}}),
-            )];
-            if behaviour == Behaviour::Tool {
-                let call = json!({"type": "function_call", "id": format!("fc_mock_{turn}"), "call_id": format!("call_mock_{turn}"), "name": "exec_command", "arguments": "{\"cmd\":\"echo mock-tool\",\"sandbox_permissions\":\"require_escalated\",\"justification\":\"Print a marker outside the sandbox\"}", "status": "completed"});
-                out.push(ev(
-                    "response.output_item.added",
-                    json!({"type": "response.output_item.added", "output_index": 0, "item": call}),
-                ));
-                out.push(ev(
-                    "response.output_item.done",
-                    json!({"type": "response.output_item.done", "output_index": 0, "item": call}),
-                ));
-            } else {
-                out.push(ev(
-                    "response.output_item.added",
-                    json!({"type": "response.output_item.added", "output_index": 0, "item": {"type": "message", "id": item_id, "role": "assistant", "status": "in_progress", "content": []}}),
-                ));
-                out.push(ev(
-                    "response.content_part.added",
-                    json!({"type": "response.content_part.added", "item_id": item_id, "output_index": 0, "content_index": 0, "part": {"type": "output_text", "text": "", "annotations": []}}),
-                ));
-                for chunk in TEXT_CHUNKS {
-                    out.push(ev(
-                        "response.output_text.delta",
-                        json!({"type": "response.output_text.delta", "item_id": item_id, "output_index": 0, "content_index": 0, "delta": chunk}),
-                    ));
-                }
-                out.push(ev(
-                    "response.output_item.done",
-                    json!({"type": "response.output_item.done", "output_index": 0, "item": {"type": "message", "id": item_id, "role": "assistant", "status": "completed", "content": [{"type": "output_text", "text": TEXT_CHUNKS.concat(), "annotations": []}]}}),
-                ));
-            }
-            out.push(ev(
-                "response.completed",
-                json!({"type": "response.completed", "response": {"id": id, "object": "response", "status": "completed", "output": [], "usage": usage}}),
-            ));
-            out
-        }
+        Format::Anthropic => anthropic_events(behaviour, turn, shell),
+        Format::Responses => responses_events(behaviour, turn),
     }
+}
+
+/// One SSE event: `(event name, data)`.
+fn ev(name: &str, data: Value) -> (String, Value) {
+    (name.to_owned(), data)
+}
+
+/// A Messages stream: the message, one content block (the text, or the shell call), its stop.
+fn anthropic_events(behaviour: Behaviour, turn: u64, shell: &str) -> Vec<(String, Value)> {
+    let id = format!("msg_mock_{turn}");
+    let mut out = vec![ev(
+        "message_start",
+        json!({"type": "message_start", "message": {"id": id, "type": "message", "role": "assistant", "model": "mock-model", "content": [], "stop_reason": null, "stop_sequence": null, "usage": {"input_tokens": 1, "output_tokens": 0}}}),
+    )];
+    let stop = if behaviour == Behaviour::Tool {
+        out.push(ev(
+            "content_block_start",
+            json!({"type": "content_block_start", "index": 0, "content_block": {"type": "tool_use", "id": format!("toolu_mock_{turn}"), "name": shell, "input": {}}}),
+        ));
+        out.push(ev(
+            "content_block_delta",
+            json!({"type": "content_block_delta", "index": 0, "delta": {"type": "input_json_delta", "partial_json": shell_input(shell)}}),
+        ));
+        "tool_use"
+    } else {
+        out.push(ev(
+            "content_block_start",
+            json!({"type": "content_block_start", "index": 0, "content_block": {"type": "text", "text": ""}}),
+        ));
+        for chunk in TEXT_CHUNKS {
+            out.push(ev(
+                "content_block_delta",
+                json!({"type": "content_block_delta", "index": 0, "delta": {"type": "text_delta", "text": chunk}}),
+            ));
+        }
+        "end_turn"
+    };
+    out.push(ev(
+        "content_block_stop",
+        json!({"type": "content_block_stop", "index": 0}),
+    ));
+    out.push(ev(
+        "message_delta",
+        json!({"type": "message_delta", "delta": {"stop_reason": stop, "stop_sequence": null}, "usage": {"output_tokens": 2}}),
+    ));
+    out.push(ev("message_stop", json!({"type": "message_stop"})));
+    out
+}
+
+/// A Responses stream: the response, one output item (the text, or the command call), its
+/// completion.
+fn responses_events(behaviour: Behaviour, turn: u64) -> Vec<(String, Value)> {
+    let id = format!("resp_mock_{turn}");
+    let item_id = format!("msg_mock_{turn}");
+    let usage = json!({"input_tokens": 1, "input_tokens_details": {"cached_tokens": 0}, "output_tokens": 2, "output_tokens_details": {"reasoning_tokens": 0}, "total_tokens": 3});
+    let mut out = vec![ev(
+        "response.created",
+        json!({"type": "response.created", "response": {"id": id, "object": "response", "status": "in_progress", "output": []}}),
+    )];
+    if behaviour == Behaviour::Tool {
+        let call = json!({"type": "function_call", "id": format!("fc_mock_{turn}"), "call_id": format!("call_mock_{turn}"), "name": "exec_command", "arguments": "{\"cmd\":\"echo mock-tool\",\"sandbox_permissions\":\"require_escalated\",\"justification\":\"Print a marker outside the sandbox\"}", "status": "completed"});
+        out.push(ev(
+            "response.output_item.added",
+            json!({"type": "response.output_item.added", "output_index": 0, "item": call}),
+        ));
+        out.push(ev(
+            "response.output_item.done",
+            json!({"type": "response.output_item.done", "output_index": 0, "item": call}),
+        ));
+    } else {
+        out.push(ev(
+            "response.output_item.added",
+            json!({"type": "response.output_item.added", "output_index": 0, "item": {"type": "message", "id": item_id, "role": "assistant", "status": "in_progress", "content": []}}),
+        ));
+        out.push(ev(
+            "response.content_part.added",
+            json!({"type": "response.content_part.added", "item_id": item_id, "output_index": 0, "content_index": 0, "part": {"type": "output_text", "text": "", "annotations": []}}),
+        ));
+        for chunk in TEXT_CHUNKS {
+            out.push(ev(
+                "response.output_text.delta",
+                json!({"type": "response.output_text.delta", "item_id": item_id, "output_index": 0, "content_index": 0, "delta": chunk}),
+            ));
+        }
+        out.push(ev(
+            "response.output_item.done",
+            json!({"type": "response.output_item.done", "output_index": 0, "item": {"type": "message", "id": item_id, "role": "assistant", "status": "completed", "content": [{"type": "output_text", "text": TEXT_CHUNKS.concat(), "annotations": []}]}}),
+        ));
+    }
+    out.push(ev(
+        "response.completed",
+        json!({"type": "response.completed", "response": {"id": id, "object": "response", "status": "completed", "output": [], "usage": usage}}),
+    ));
+    out
 }
 
 /// A non-streamed answer (`"stream": false`): the whole message at once.

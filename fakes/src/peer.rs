@@ -7,10 +7,11 @@
 //! The protocol's codec is used only to recognise frames (which request a response answers,
 //! which frame ends the turn); nothing is validated or changed here.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::io::{BufRead, BufReader, Write};
-use std::process::{Command, Stdio};
+use std::process::{Child, ChildStdin, ChildStdout, Command, ExitStatus, Stdio};
 use std::sync::{Arc, Mutex};
+use std::thread::JoinHandle;
 
 use conform_protocol::lines::{LineSplitter, Piece, show_bytes};
 use conform_protocol::side::{Direction, FakeEvent, Role};
@@ -90,12 +91,51 @@ const FORWARDED: [nix::sys::signal::Signal; 3] = [
     nix::sys::signal::Signal::SIGHUP,
 ];
 
+/// Runs the real runtime behind the proxy, start to finish: spawn it, forward signals, relay
+/// both directions, then report its end. Returns the proxy's exit code.
 fn relay(
     side: Arc<Side>,
     codec: Box<dyn Codec>,
     argv: &[String],
     signals: nix::sys::signal::SigSet,
 ) -> i32 {
+    let mut child = match spawn_runtime(argv, signals) {
+        Ok(c) => c,
+        Err(e) => {
+            let detail = format!("cannot start the real runtime `{}`: {e}", argv[0]);
+            eprintln!("peer-proxy: {detail}");
+            side.send(FakeEvent::Fault { detail });
+            return FAULT_EXIT;
+        }
+    };
+    let pid = child.id() as i32;
+    side.send(FakeEvent::Spawned { child: pid });
+    forward_signals(side.clone(), signals, pid);
+    let ledger = Ledger {
+        side: side.clone(),
+        codec: Arc::new(Mutex::new(codec)),
+        pending: Pending::default(),
+    };
+    let child_in = child.stdin.take().expect("piped");
+    let child_out = child.stdout.take().expect("piped");
+    ledger.clone().relay_requests(child_in);
+    let out = ledger.relay_replies(child_out);
+    let status = child.wait();
+    let _ = out.join();
+    match status {
+        Ok(status) => report_exit(&side, status),
+        Err(e) => {
+            side.send(FakeEvent::Fault {
+                detail: format!("waiting for the real runtime failed: {e}"),
+            });
+            FAULT_EXIT
+        }
+    }
+}
+
+/// Starts the real runtime on pipes, with the forwarded signals unblocked again in it (the
+/// proxy blocked them for itself only).
+fn spawn_runtime(argv: &[String], signals: nix::sys::signal::SigSet) -> std::io::Result<Child> {
     let mut command = Command::new(&argv[0]);
     command
         .args(&argv[1..])
@@ -109,168 +149,197 @@ fn relay(
                 .map_err(|e| std::io::Error::from_raw_os_error(e as i32))
         });
     }
-    let mut child = match command.spawn() {
-        Ok(c) => c,
-        Err(e) => {
-            let detail = format!("cannot start the real runtime `{}`: {e}", argv[0]);
-            eprintln!("peer-proxy: {detail}");
-            side.send(FakeEvent::Fault { detail });
-            return FAULT_EXIT;
-        }
-    };
-    let pid = child.id() as i32;
-    side.send(FakeEvent::Spawned { child: pid });
-    let codec = Arc::new(Mutex::new(codec));
-    let pending: Pending = Arc::default();
+    command.spawn()
+}
 
-    // Signals: forwarded to the real runtime (which shares the group, but a provider may signal
-    // only its direct child, the proxy).
-    {
-        let side = side.clone();
-        std::thread::spawn(move || {
-            while let Ok(sig) = signals.wait() {
-                let _ = nix::sys::signal::kill(nix::unistd::Pid::from_raw(pid), sig);
-                side.send(FakeEvent::Signal {
-                    signal: sig.as_str().to_owned(),
-                    action: "forwarded".into(),
-                });
-            }
-        });
-    }
-    let child_in = child.stdin.take().expect("piped");
-    let child_out = child.stdout.take().expect("piped");
-    {
-        let (side, codec, pending) = (side.clone(), codec.clone(), pending.clone());
+/// Forwards every termination signal to the real runtime, on a thread of its own: it shares the
+/// proxy's group, but a provider may signal only its direct child, the proxy.
+fn forward_signals(side: Arc<Side>, signals: nix::sys::signal::SigSet, pid: i32) {
+    std::thread::spawn(move || {
+        while let Ok(sig) = signals.wait() {
+            let _ = nix::sys::signal::kill(nix::unistd::Pid::from_raw(pid), sig);
+            side.send(FakeEvent::Signal {
+                signal: sig.as_str().to_owned(),
+                action: "forwarded".into(),
+            });
+        }
+    });
+}
+
+/// What both directions of the relay share: the side channel, the codec that recognises frames,
+/// and the requests not answered yet (id → method).
+#[derive(Clone)]
+struct Ledger {
+    side: Arc<Side>,
+    codec: Arc<Mutex<Box<dyn Codec>>>,
+    pending: Pending,
+}
+
+impl Ledger {
+    /// Relays the provider's stdin to the real runtime, on a thread of its own, reporting every
+    /// frame; at EOF the real runtime's stdin is closed too (`pump` drops it), so it sees the
+    /// same EOF.
+    fn relay_requests(self, child_in: ChildStdin) {
         std::thread::spawn(move || {
             pump(std::io::stdin().lock(), child_in, |piece| {
-                let Piece::Line(bytes) = piece else {
-                    side.send(FakeEvent::Violation {
-                        detail: format!("a frame over the limit of {MAX_FRAME_BYTES} bytes"),
+                self.received(piece)
+            });
+            self.side.send(FakeEvent::Eof);
+        });
+    }
+
+    /// Relays the real runtime's stdout to the provider, on a thread of its own, reporting every
+    /// frame; the proxy's stdout closes when the runtime's does. Joined before the exit is
+    /// reported, so every frame is on the ledger first.
+    fn relay_replies(self, child_out: ChildStdout) -> JoinHandle<()> {
+        std::thread::spawn(move || {
+            let mut seen = HashSet::new();
+            pump(child_out, std::io::stdout(), |piece| {
+                self.sent(piece, &mut seen)
+            });
+            process::close_stdout();
+        })
+    }
+
+    /// A line the provider wrote: a request is remembered (and shown to the codec) so its
+    /// answer can be named. The codec stays locked until the frame is reported, so the other
+    /// direction recognises nothing in between.
+    fn received(&self, piece: Piece) {
+        let Piece::Line(bytes) = piece else {
+            self.side.send(FakeEvent::Violation {
+                detail: format!("a frame over the limit of {MAX_FRAME_BYTES} bytes"),
+            });
+            return;
+        };
+        let frame = parse_frame(&bytes);
+        let mut codec = self.codec.lock().unwrap();
+        let request = match codec.classify(&frame) {
+            Msg::Request { id, method, params } => {
+                Some((id.to_string(), method.to_owned(), params.cloned()))
+            }
+            _ => None,
+        };
+        if let Some((id, method, params)) = request {
+            codec.received(&method, params.as_ref());
+            self.pending.lock().unwrap().insert(id, method);
+        }
+        self.side.send(FakeEvent::Frame {
+            dir: Direction::Recv,
+            frame,
+            violation: None,
+            answers: None,
+        });
+    }
+
+    /// A line the real runtime wrote: reported with the request it answers, after the checkpoint
+    /// it is and before the `Terminal` it makes. `seen`: the notification kinds met so far.
+    fn sent(&self, piece: Piece, seen: &mut HashSet<String>) {
+        let frame = match piece {
+            Piece::Line(bytes) => parse_frame(&bytes),
+            Piece::TooLong { head, size } => Value::String(format!(
+                "(a frame of {size} bytes, relayed whole; its head:) {}",
+                show_bytes(&head, 200)
+            )),
+        };
+        let Recognised {
+            answers,
+            terminal,
+            kind,
+        } = self.recognise(&frame);
+        // Each kind of notification, the first time it comes, is a checkpoint: a peer
+        // scenario cancels or kills at one (`[cancel] at = "turn/start"`).
+        if frame.get("id").is_none()
+            && let Some(name) = kind
+            && seen.insert(name.clone())
+        {
+            self.side.send(FakeEvent::Checkpoint { name });
+        }
+        self.side.send(FakeEvent::Frame {
+            dir: Direction::Sent,
+            frame,
+            violation: None,
+            answers,
+        });
+        if terminal {
+            self.side.send(FakeEvent::Terminal);
+        }
+    }
+
+    /// What the codec makes of a frame the real runtime wrote; an answer settles its request.
+    fn recognise(&self, frame: &Value) -> Recognised {
+        let mut codec = self.codec.lock().unwrap();
+        let (answers, terminal) = match codec.classify(frame) {
+            Msg::Response { id, outcome } => {
+                let method = self.pending.lock().unwrap().remove(&id.to_string());
+                // The codec learns from the real runtime's answers what it learns from its
+                // own in a fake (Codex: the thread and turn ids its terminal frame names).
+                if let Some(m) = &method {
+                    let outcome = outcome.cloned().map_err(|e| RpcError {
+                        code: e.get("code").and_then(Value::as_i64).unwrap_or(0),
+                        message: String::new(),
+                        data: None,
                     });
-                    return;
-                };
-                let frame = parse_frame(&bytes);
-                let mut codec = codec.lock().unwrap();
-                let request = match codec.classify(&frame) {
-                    Msg::Request { id, method, params } => {
-                        Some((id.to_string(), method.to_owned(), params.cloned()))
-                    }
-                    _ => None,
-                };
-                if let Some((id, method, params)) = request {
-                    codec.received(&method, params.as_ref());
-                    pending.lock().unwrap().insert(id, method);
+                    codec.answered(m, &outcome);
                 }
-                side.send(FakeEvent::Frame {
-                    dir: Direction::Recv,
-                    frame,
-                    violation: None,
-                    answers: None,
-                });
-            });
-            side.send(FakeEvent::Eof);
-            // `pump` dropped the real runtime's stdin: it sees the same EOF.
-        });
+                let terminal = method.as_deref().is_some_and(|m| codec.is_terminal(m));
+                (method, terminal)
+            }
+            Msg::Notification { method, params } => {
+                (None, codec.is_terminal_notification(method, params))
+            }
+            _ => (None, false),
+        };
+        let kind = codec.notification_kind(frame).map(str::to_owned);
+        Recognised {
+            answers,
+            terminal,
+            kind,
+        }
     }
-    let out_side = side.clone();
-    let out = std::thread::spawn(move || {
-        let mut seen = std::collections::HashSet::new();
-        pump(child_out, std::io::stdout(), |piece| {
-            let frame = match piece {
-                Piece::Line(bytes) => parse_frame(&bytes),
-                Piece::TooLong { head, size } => Value::String(format!(
-                    "(a frame of {size} bytes, relayed whole; its head:) {}",
-                    show_bytes(&head, 200)
-                )),
-            };
-            let mut codec = codec.lock().unwrap();
-            let (answers, terminal) = match codec.classify(&frame) {
-                Msg::Response { id, outcome } => {
-                    let method = pending.lock().unwrap().remove(&id.to_string());
-                    // The codec learns from the real runtime's answers what it learns from its
-                    // own in a fake (Codex: the thread and turn ids its terminal frame names).
-                    if let Some(m) = &method {
-                        let outcome = outcome.cloned().map_err(|e| RpcError {
-                            code: e.get("code").and_then(Value::as_i64).unwrap_or(0),
-                            message: String::new(),
-                            data: None,
-                        });
-                        codec.answered(m, &outcome);
-                    }
-                    let terminal = method.as_deref().is_some_and(|m| codec.is_terminal(m));
-                    (method, terminal)
-                }
-                Msg::Notification { method, params } => {
-                    (None, codec.is_terminal_notification(method, params))
-                }
-                _ => (None, false),
-            };
-            let kind = codec.notification_kind(&frame).map(str::to_owned);
-            drop(codec);
-            // Each kind of notification, the first time it comes, is a checkpoint: a peer
-            // scenario cancels or kills at one (`[cancel] at = "turn/start"`).
-            if frame.get("id").is_none()
-                && let Some(name) = kind
-                && seen.insert(name.clone())
-            {
-                out_side.send(FakeEvent::Checkpoint {
-                    name: name.to_owned(),
-                });
-            }
-            out_side.send(FakeEvent::Frame {
-                dir: Direction::Sent,
-                frame,
-                violation: None,
-                answers,
-            });
-            if terminal {
-                out_side.send(FakeEvent::Terminal);
-            }
-        });
-        // The real runtime closed its stdout: so does the proxy.
-        process::close_stdout();
-    });
-    let status = child.wait();
-    let _ = out.join();
+}
+
+/// A frame of the real runtime, as the codec recognises it.
+struct Recognised {
+    /// The method of the request it answers.
+    answers: Option<String>,
+    /// Whether it ends the turn.
+    terminal: bool,
+    /// Its notification kind (a checkpoint's name).
+    kind: Option<String>,
+}
+
+/// Reports how the real runtime ended and returns the proxy's exit code. A runtime killed by a
+/// signal takes the proxy with it by the same signal, so the provider sees the real fate.
+fn report_exit(side: &Side, status: ExitStatus) -> i32 {
     use std::os::unix::process::ExitStatusExt;
-    match status {
-        Ok(s) if s.signal().is_some() => {
-            let sig = nix::sys::signal::Signal::try_from(s.signal().unwrap_or(9))
-                .unwrap_or(nix::sys::signal::Signal::SIGKILL);
-            side.send(FakeEvent::Exit {
-                code: None,
-                signal: Some(sig.as_str().to_owned()),
-                // The proxy's own peak says nothing of the real runtime.
-                peak_rss_kib: None,
-            });
-            // Die the same way, so the provider sees the real runtime's fate.
-            // SAFETY: resetting a disposition and raising a signal on ourselves.
-            unsafe {
-                let _ = nix::sys::signal::signal(sig, nix::sys::signal::SigHandler::SigDfl);
-            }
-            let mut one = nix::sys::signal::SigSet::empty();
-            one.add(sig);
-            let _ = one.thread_unblock();
-            let _ = nix::sys::signal::raise(sig);
-            128 + sig as i32
-        }
-        Ok(s) => {
-            let code = s.code().unwrap_or(FAULT_EXIT);
-            side.send(FakeEvent::Exit {
-                code: Some(code),
-                signal: None,
-                // The proxy's own peak says nothing of the real runtime.
-                peak_rss_kib: None,
-            });
-            code
-        }
-        Err(e) => {
-            side.send(FakeEvent::Fault {
-                detail: format!("waiting for the real runtime failed: {e}"),
-            });
-            FAULT_EXIT
-        }
+    // The proxy's own peak says nothing of the real runtime.
+    let exit = |code, signal| FakeEvent::Exit {
+        code,
+        signal,
+        peak_rss_kib: None,
+    };
+    let Some(raw) = status.signal() else {
+        let code = status.code().unwrap_or(FAULT_EXIT);
+        side.send(exit(Some(code), None));
+        return code;
+    };
+    let sig = nix::sys::signal::Signal::try_from(raw).unwrap_or(nix::sys::signal::Signal::SIGKILL);
+    side.send(exit(None, Some(sig.as_str().to_owned())));
+    die_alike(sig)
+}
+
+/// Raises `sig` on the proxy with its default disposition; returns the shell's code for a
+/// death by it, should the signal not end the process.
+fn die_alike(sig: nix::sys::signal::Signal) -> i32 {
+    // SAFETY: resetting a disposition and raising a signal on ourselves.
+    unsafe {
+        let _ = nix::sys::signal::signal(sig, nix::sys::signal::SigHandler::SigDfl);
     }
+    let mut one = nix::sys::signal::SigSet::empty();
+    one.add(sig);
+    let _ = one.thread_unblock();
+    let _ = nix::sys::signal::raise(sig);
+    128 + sig as i32
 }
 
 /// Copies `from` to `to` untouched, chunk by chunk, and hands every complete line to

@@ -8,6 +8,8 @@ use conform_protocol::script::Grandchild;
 use conform_protocol::side::{FakeEvent, Role};
 use nix::sys::signal::Signal;
 
+use crate::side::Side;
+
 /// The `Register` event for this process.
 pub fn register_event(role: Role, args: &[String]) -> FakeEvent {
     // SAFETY: these calls only read this process's ids.
@@ -64,6 +66,16 @@ pub fn die_by(sig: Signal) {
         libc::pthread_sigmask(libc::SIG_UNBLOCK, &set, std::ptr::null_mut());
         libc::raise(sig as libc::c_int);
     }
+}
+
+/// Reports the exit on the side channel (with this process's peak), then exits with `code`.
+pub fn exit(side: &Side, code: i32) -> ! {
+    side.send(FakeEvent::Exit {
+        code: Some(code),
+        signal: None,
+        peak_rss_kib: peak_rss_kib(),
+    });
+    std::process::exit(code)
 }
 
 /// Closes fd 1 for real, so the reader sees EOF while this process lives on.

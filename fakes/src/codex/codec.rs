@@ -14,6 +14,11 @@ use crate::codec::{Codec, Sugar, string_at, string_leaves, string_leaves_mut};
 /// (deterministic, and a plausible Unix time in milliseconds: 2025-11-29T08:00:00Z).
 pub const EMITTED_AT_BASE_MS: u64 = 1_764_403_200_000;
 
+/// Where the app-server's replies to `thread/start` and `turn/start` name the thread and the
+/// turn it chose (which every later frame names).
+const THREAD_ID: &str = "/thread/id";
+const TURN_ID: &str = "/turn/id";
+
 /// The app-server's state as far as the sugar needs it.
 #[derive(Debug)]
 pub struct CodexCodec {
@@ -165,6 +170,82 @@ impl CodexCodec {
         }
     }
 
+    /// 0.169.0's fields on the fake's reply to `thread/start` or `turn/start`.
+    fn dress_reply(&self, m: &str, frame: &mut Value) {
+        let Some(result) = frame.get_mut("result") else {
+            return;
+        };
+        if m == method::THREAD_START {
+            let model = result.get("model").cloned();
+            if let Some(thread) = result.get_mut("thread") {
+                self.dress_thread(thread, model.as_ref());
+            }
+            if let Value::Object(r) = result {
+                r.entry("disabledPluginIds").or_insert(json!([]));
+            }
+        } else if m == method::TURN_START
+            && let Some(turn) = result.get_mut("turn")
+        {
+            Self::dress_turn(turn);
+        }
+    }
+
+    /// 0.169.0's fields on a notification's thread, turn or item.
+    fn dress_notification(&self, frame: &mut Value) {
+        let m = frame
+            .get("method")
+            .and_then(Value::as_str)
+            .unwrap_or("")
+            .to_owned();
+        let Some(params) = frame.get_mut("params") else {
+            return;
+        };
+        match m.as_str() {
+            method::THREAD_STARTED => {
+                if let Some(thread) = params.get_mut("thread") {
+                    self.dress_thread(thread, None);
+                }
+            }
+            method::TURN_STARTED | method::TURN_COMPLETED => {
+                if let Some(turn) = params.get_mut("turn") {
+                    Self::dress_turn_and_items(turn);
+                }
+            }
+            method::ITEM_STARTED => {
+                let at = params.get("startedAtMs").cloned().unwrap_or(Value::Null);
+                if let Some(item) = params.get_mut("item") {
+                    Self::dress_item(item, &at, &Value::Null);
+                }
+            }
+            method::ITEM_COMPLETED => {
+                let at = params.get("completedAtMs").cloned().unwrap_or(Value::Null);
+                if let Some(item) = params.get_mut("item") {
+                    Self::dress_item(item, &at, &at);
+                }
+                if let Value::Object(p) = params {
+                    p.entry("contentTokenCount").or_insert(Value::Null);
+                }
+            }
+            _ => {}
+        }
+    }
+
+    /// A turn a notification carries, and its items, which started and ended when it did.
+    fn dress_turn_and_items(turn: &mut Value) {
+        Self::dress_turn(turn);
+        // The turn's `completedAt` is in seconds; an item's times are in milliseconds.
+        let at = turn
+            .get("completedAt")
+            .and_then(Value::as_u64)
+            .map(|s| s * 1000);
+        let at = at.map_or(Value::Null, Value::from);
+        if let Some(Value::Array(items)) = turn.get_mut("items") {
+            for item in items {
+                Self::dress_item(item, &at, &at);
+            }
+        }
+    }
+
     /// Fields the schema requires for an `ask` method beyond `threadId`/`turnId`/`itemId`, so
     /// the default frame is valid.
     fn ask_defaults(&self, m: &str, params: &mut Map<String, Value>) {
@@ -187,6 +268,178 @@ impl CodexCodec {
         if let Value::Object(d) = defaults {
             params.extend(d);
         }
+    }
+
+    /// The thread and turn a sugar step's frames name: the step's own, else the ones the fake
+    /// handed out in its replies to `thread/start` and `turn/start`.
+    fn address(&self, step: &Step, action: &str) -> Result<Address, String> {
+        // `what`: `thread` or `turn`, the step's key, the request that starts one, its id's field.
+        let id = |own: &Option<String>, handed_out: &Option<String>, what: &str| {
+            own.clone().or_else(|| handed_out.clone()).ok_or_else(|| {
+                format!(
+                    "`{action}` needs a {what} id: the fake has not replied to `{what}/start` \
+                     with a `{what}.id` yet and the step sets no `{what}`"
+                )
+            })
+        };
+        let thread = id(&step.thread, &self.thread_id, "thread")?;
+        let turn = id(&step.turn, &self.turn_id, "turn")?;
+        Ok(Address { thread, turn })
+    }
+
+    /// `turn_started = true`, as the real server starts a turn: `turn/started`, then the task
+    /// as a userMessage item, started and completed.
+    fn turn_started(&mut self, at: &Address) -> Sugar {
+        let Address { thread, turn } = at;
+        let mut turn_obj = self.turn_object(turn, "inProgress".into());
+        turn_obj.insert("startedAt".into(), (self.now_ms() / 1000).into());
+        let user = json!({"type": "userMessage", "id": self.next_item(), "clientId": null,
+            "content": self.input.clone().unwrap_or(json!([]))});
+        Sugar::Notifications(vec![
+            (
+                method::TURN_STARTED.into(),
+                Some(json!({ "threadId": thread, "turn": turn_obj })),
+            ),
+            (
+                method::ITEM_STARTED.into(),
+                Some(json!({"item": user, "threadId": thread, "turnId": turn,
+                    "startedAtMs": self.now_ms()})),
+            ),
+            (
+                method::ITEM_COMPLETED.into(),
+                Some(json!({"item": user, "threadId": thread, "turnId": turn,
+                    "completedAtMs": self.now_ms()})),
+            ),
+        ])
+    }
+
+    /// `agent_message = { … }`, as the real server streams an agent message: started empty,
+    /// the text as a delta, then completed. `broken`: the step is a violation on purpose.
+    fn agent_message(&mut self, at: &Address, fields: Map<String, Value>, broken: bool) -> Sugar {
+        let Address { thread, turn } = at;
+        let id = self.next_item();
+        let mut item =
+            json!({"type": "agentMessage", "id": id, "phase": null, "memoryCitation": null});
+        if let Value::Object(m) = &mut item {
+            m.extend(fields);
+        }
+        let text = item.get("text").cloned().unwrap_or(json!(""));
+        let mut started = item.clone();
+        started["text"] = json!("");
+        let mut all = vec![(
+            method::ITEM_STARTED.to_owned(),
+            Some(json!({"item": started, "threadId": thread, "turnId": turn,
+                "startedAtMs": self.now_ms()})),
+        )];
+        if text.as_str().is_some_and(|t| !t.is_empty()) {
+            all.push((
+                method::AGENT_MESSAGE_DELTA.to_owned(),
+                Some(json!({"threadId": thread, "turnId": turn, "itemId": id,
+                    "delta": text})),
+            ));
+        }
+        // A message broken on purpose stays out of the turn's summary: only its own frame
+        // carries the `violation` mark.
+        if !broken {
+            self.answers.push(item.clone());
+        }
+        all.push((
+            method::ITEM_COMPLETED.to_owned(),
+            Some(json!({"threadId": thread, "turnId": turn, "item": item,
+                "completedAtMs": self.now_ms()})),
+        ));
+        Sugar::Notifications(all)
+    }
+
+    /// `turn_completed = { status, … }`, as the real server ends a turn (0.147.0, observed):
+    /// the thread goes idle, a failed turn's error is announced on its own (`error`, not
+    /// retried), then `turn/completed`.
+    fn turn_completed(&self, at: &Address, fields: Map<String, Value>) -> Result<Sugar, String> {
+        let Address { thread, turn } = at;
+        if !fields.contains_key("status") {
+            return Err("`turn_completed` needs a `status`".into());
+        }
+        let turn_obj = self.completed_turn(turn, fields);
+        let mut all = vec![(
+            method::THREAD_STATUS_CHANGED.to_owned(),
+            Some(json!({ "threadId": thread, "status": { "type": "idle" } })),
+        )];
+        if turn_obj.get("status").and_then(Value::as_str) == Some("failed")
+            && let Some(error @ Value::Object(_)) = turn_obj.get("error")
+        {
+            all.push((
+                method::ERROR.to_owned(),
+                Some(json!({ "error": error, "willRetry": false,
+                    "threadId": thread, "turnId": turn })),
+            ));
+        }
+        all.push((
+            method::TURN_COMPLETED.to_owned(),
+            Some(json!({ "threadId": thread, "turn": turn_obj })),
+        ));
+        Ok(Sugar::Notifications(all))
+    }
+
+    /// The `Turn` a `turn/completed` carries: the script's fields over a zero-length turn that
+    /// ends now, a completed one listing the turn's agent messages.
+    fn completed_turn(&self, turn: &str, fields: Map<String, Value>) -> Map<String, Value> {
+        let mut turn_obj = self.turn_object(turn, Value::Null);
+        // Times as the real server writes them (seconds; a turn of zero length here).
+        let now = self.now_ms() / 1000;
+        turn_obj.insert("startedAt".into(), now.into());
+        turn_obj.insert("completedAt".into(), now.into());
+        turn_obj.insert("durationMs".into(), 0.into());
+        if fields.get("status").and_then(Value::as_str) == Some("completed") {
+            turn_obj.insert("items".into(), Value::Array(self.answers.clone()));
+            turn_obj.insert("itemsView".into(), "summary".into());
+        }
+        turn_obj.extend(fields);
+        if let Some(Value::Object(error)) = turn_obj.get_mut("error") {
+            error.entry("additionalDetails").or_insert(Value::Null);
+            if self.v0_169() {
+                error.entry("misalignment").or_insert(Value::Null);
+            }
+        }
+        turn_obj
+    }
+
+    /// `ask = "<method>"`: a server request about a new item of the turn, valid by default;
+    /// the step's `params` override.
+    fn ask(&mut self, at: &Address, m: &str, step: &Step, action: &str) -> Result<Sugar, String> {
+        let mut params = Map::new();
+        params.insert("threadId".into(), at.thread.clone().into());
+        params.insert("turnId".into(), at.turn.clone().into());
+        params.insert("itemId".into(), self.next_item().into());
+        self.ask_defaults(m, &mut params);
+        if let Some(over) = &step.params {
+            params.extend(table(action, over, "of params")?);
+        }
+        Ok(Sugar::Request {
+            method: m.to_owned(),
+            params: Some(Value::Object(params)),
+            answer: step.answer.clone(),
+        })
+    }
+}
+
+/// Whether a server request's param is the runtime's own payload (commands, tool names and
+/// arguments, MCP servers and messages, questions): all but the decisions it offers and the ids
+/// that address it.
+fn is_request_payload(key: &str) -> bool {
+    !matches!(key, "availableDecisions" | "threadId" | "turnId" | "itemId")
+}
+
+/// The thread and turn a sugar step's frames name.
+struct Address {
+    thread: String,
+    turn: String,
+}
+
+/// A sugar key's value as the table it must be (`shape` says which, in the error).
+fn table(action: &str, v: &Value, shape: &str) -> Result<Map<String, Value>, String> {
+    match v {
+        Value::Object(m) => Ok(m.clone()),
+        other => Err(format!("`{action}` is a table {shape}, not {other}")),
     }
 }
 
@@ -212,148 +465,20 @@ impl Codec for CodexCodec {
         let Some(action) = sugar_action(step) else {
             return Ok(None);
         };
-        let thread = step
-            .thread
-            .clone()
-            .or_else(|| self.thread_id.clone())
-            .ok_or_else(|| {
-                format!(
-                    "`{action}` needs a thread id: the fake has not replied to `thread/start` \
-                     with a `thread.id` yet and the step sets no `thread`"
-                )
-            })?;
-        let turn = step
-            .turn
-            .clone()
-            .or_else(|| self.turn_id.clone())
-            .ok_or_else(|| {
-                format!(
-                    "`{action}` needs a turn id: the fake has not replied to `turn/start` with \
-                     a `turn.id` yet and the step sets no `turn`"
-                )
-            })?;
-        let table = |v: &Value, shape: &str| match v {
-            Value::Object(m) => Ok(m.clone()),
-            other => Err(format!("`{action}` is a table {shape}, not {other}")),
-        };
+        let at = self.address(step, action)?;
         Ok(Some(if let Some(on) = step.turn_started {
             if !on {
                 return Err("`turn_started = false` sends nothing; leave the step out".into());
             }
-            let mut turn_obj = self.turn_object(&turn, "inProgress".into());
-            turn_obj.insert("startedAt".into(), (self.now_ms() / 1000).into());
-            // As the real server starts a turn: `turn/started`, then the task as a userMessage
-            // item, started and completed.
-            let user = json!({"type": "userMessage", "id": self.next_item(), "clientId": null,
-                "content": self.input.clone().unwrap_or(json!([]))});
-            Sugar::Notifications(vec![
-                (
-                    method::TURN_STARTED.into(),
-                    Some(json!({ "threadId": thread, "turn": turn_obj })),
-                ),
-                (
-                    method::ITEM_STARTED.into(),
-                    Some(json!({"item": user, "threadId": thread, "turnId": turn,
-                        "startedAtMs": self.now_ms()})),
-                ),
-                (
-                    method::ITEM_COMPLETED.into(),
-                    Some(json!({"item": user, "threadId": thread, "turnId": turn,
-                        "completedAtMs": self.now_ms()})),
-                ),
-            ])
+            self.turn_started(&at)
         } else if let Some(fields) = &step.agent_message {
-            let fields = table(fields, "{ text = \"…\", phase = \"…\" }")?;
-            let id = self.next_item();
-            let mut item =
-                json!({"type": "agentMessage", "id": id, "phase": null, "memoryCitation": null});
-            if let Value::Object(m) = &mut item {
-                m.extend(fields);
-            }
-            // As the real server streams an agent message: started empty, the text as a delta,
-            // then completed.
-            let text = item.get("text").cloned().unwrap_or(json!(""));
-            let mut started = item.clone();
-            started["text"] = json!("");
-            let mut all = vec![(
-                method::ITEM_STARTED.to_owned(),
-                Some(json!({"item": started, "threadId": thread, "turnId": turn,
-                    "startedAtMs": self.now_ms()})),
-            )];
-            if text.as_str().is_some_and(|t| !t.is_empty()) {
-                all.push((
-                    method::AGENT_MESSAGE_DELTA.to_owned(),
-                    Some(json!({"threadId": thread, "turnId": turn, "itemId": id,
-                        "delta": text})),
-                ));
-            }
-            // A message broken on purpose stays out of the turn's summary: only its own frame
-            // carries the `violation` mark.
-            if step.violation.is_none() {
-                self.answers.push(item.clone());
-            }
-            all.push((
-                method::ITEM_COMPLETED.to_owned(),
-                Some(json!({"threadId": thread, "turnId": turn, "item": item,
-                    "completedAtMs": self.now_ms()})),
-            ));
-            Sugar::Notifications(all)
+            let fields = table(action, fields, "{ text = \"…\", phase = \"…\" }")?;
+            self.agent_message(&at, fields, step.violation.is_some())
         } else if let Some(fields) = &step.turn_completed {
-            let fields = table(fields, "{ status = \"…\", error = { … } }")?;
-            if !fields.contains_key("status") {
-                return Err("`turn_completed` needs a `status`".into());
-            }
-            let mut turn_obj = self.turn_object(&turn, Value::Null);
-            // Times as the real server writes them (seconds; a turn of zero length here).
-            let now = self.now_ms() / 1000;
-            turn_obj.insert("startedAt".into(), now.into());
-            turn_obj.insert("completedAt".into(), now.into());
-            turn_obj.insert("durationMs".into(), 0.into());
-            if fields.get("status").and_then(Value::as_str) == Some("completed") {
-                turn_obj.insert("items".into(), Value::Array(self.answers.clone()));
-                turn_obj.insert("itemsView".into(), "summary".into());
-            }
-            turn_obj.extend(fields);
-            if let Some(Value::Object(error)) = turn_obj.get_mut("error") {
-                error.entry("additionalDetails").or_insert(Value::Null);
-                if self.v0_169() {
-                    error.entry("misalignment").or_insert(Value::Null);
-                }
-            }
-            // As the real server ends a turn (0.147.0, observed): the thread goes idle, a failed
-            // turn's error is announced on its own (`error`, not retried), then `turn/completed`.
-            let mut all = vec![(
-                method::THREAD_STATUS_CHANGED.to_owned(),
-                Some(json!({ "threadId": thread, "status": { "type": "idle" } })),
-            )];
-            if turn_obj.get("status").and_then(Value::as_str) == Some("failed")
-                && let Some(error @ Value::Object(_)) = turn_obj.get("error")
-            {
-                all.push((
-                    method::ERROR.to_owned(),
-                    Some(json!({ "error": error, "willRetry": false,
-                        "threadId": thread, "turnId": turn })),
-                ));
-            }
-            all.push((
-                method::TURN_COMPLETED.to_owned(),
-                Some(json!({ "threadId": thread, "turn": turn_obj })),
-            ));
-            Sugar::Notifications(all)
+            let fields = table(action, fields, "{ status = \"…\", error = { … } }")?;
+            self.turn_completed(&at, fields)?
         } else if let Some(m) = &step.ask {
-            let mut params = Map::new();
-            params.insert("threadId".into(), thread.into());
-            params.insert("turnId".into(), turn.into());
-            params.insert("itemId".into(), self.next_item().into());
-            self.ask_defaults(m, &mut params);
-            if let Some(over) = &step.params {
-                params.extend(table(over, "of params")?);
-            }
-            Sugar::Request {
-                method: m.clone(),
-                params: Some(Value::Object(params)),
-                answer: step.answer.clone(),
-            }
+            self.ask(&at, m, step, action)?
         } else {
             unreachable!("sugar_action found a Codex key")
         }))
@@ -382,16 +507,12 @@ impl Codec for CodexCodec {
                 _ => {}
             }
         }
-        // A server request's payload (commands, tool names and arguments, MCP servers and
-        // messages, questions) is the runtime's, except the decisions it offers.
+        // A server request's payload is the runtime's.
         if step.ask.is_some()
             && let Some(Value::Object(params)) = &step.params
         {
             for (k, v) in params {
-                if !matches!(
-                    k.as_str(),
-                    "availableDecisions" | "threadId" | "turnId" | "itemId"
-                ) {
+                if is_request_payload(k) {
                     string_leaves(v, out);
                 }
             }
@@ -401,10 +522,7 @@ impl Codec for CodexCodec {
     fn free_text(&self, step: &mut Step, visit: &mut dyn FnMut(&'static str, &mut String)) {
         // The thread and turn ids the app-server chose (every later frame names them).
         if let Some(r) = &mut step.reply {
-            for (pointer, channel) in [
-                ("/thread/id", "codex thread id"),
-                ("/turn/id", "codex turn id"),
-            ] {
+            for (pointer, channel) in [(THREAD_ID, "codex thread id"), (TURN_ID, "codex turn id")] {
                 if let Some(id) = string_at(r, pointer) {
                     visit(channel, id);
                 }
@@ -424,10 +542,7 @@ impl Codec for CodexCodec {
             && let Some(Value::Object(params)) = &mut step.params
         {
             for (k, v) in params.iter_mut() {
-                if !matches!(
-                    k.as_str(),
-                    "availableDecisions" | "threadId" | "turnId" | "itemId"
-                ) {
+                if is_request_payload(k) {
                     string_leaves_mut(v, &mut |s| visit("codex server request payload", s));
                 }
             }
@@ -465,71 +580,9 @@ impl Codec for CodexCodec {
         if !self.v0_169() {
             return;
         }
-        if let Some(m) = answers {
-            let Some(result) = frame.get_mut("result") else {
-                return;
-            };
-            if m == method::THREAD_START {
-                let model = result.get("model").cloned();
-                if let Some(thread) = result.get_mut("thread") {
-                    self.dress_thread(thread, model.as_ref());
-                }
-                if let Value::Object(r) = result {
-                    r.entry("disabledPluginIds").or_insert(json!([]));
-                }
-            } else if m == method::TURN_START
-                && let Some(turn) = result.get_mut("turn")
-            {
-                Self::dress_turn(turn);
-            }
-            return;
-        }
-        let m = frame
-            .get("method")
-            .and_then(Value::as_str)
-            .unwrap_or("")
-            .to_owned();
-        let Some(params) = frame.get_mut("params") else {
-            return;
-        };
-        match m.as_str() {
-            method::THREAD_STARTED => {
-                if let Some(thread) = params.get_mut("thread") {
-                    self.dress_thread(thread, None);
-                }
-            }
-            method::TURN_STARTED | method::TURN_COMPLETED => {
-                let Some(turn) = params.get_mut("turn") else {
-                    return;
-                };
-                Self::dress_turn(turn);
-                let at = turn
-                    .get("completedAt")
-                    .and_then(Value::as_u64)
-                    .map(|s| s * 1000);
-                let at = at.map_or(Value::Null, Value::from);
-                if let Some(Value::Array(items)) = turn.get_mut("items") {
-                    for item in items {
-                        Self::dress_item(item, &at, &at);
-                    }
-                }
-            }
-            method::ITEM_STARTED => {
-                let at = params.get("startedAtMs").cloned().unwrap_or(Value::Null);
-                if let Some(item) = params.get_mut("item") {
-                    Self::dress_item(item, &at, &Value::Null);
-                }
-            }
-            method::ITEM_COMPLETED => {
-                let at = params.get("completedAtMs").cloned().unwrap_or(Value::Null);
-                if let Some(item) = params.get_mut("item") {
-                    Self::dress_item(item, &at, &at);
-                }
-                if let Value::Object(p) = params {
-                    p.entry("contentTokenCount").or_insert(Value::Null);
-                }
-            }
-            _ => {}
+        match answers {
+            Some(m) => self.dress_reply(m, frame),
+            None => self.dress_notification(frame),
         }
     }
 
@@ -537,12 +590,12 @@ impl Codec for CodexCodec {
         let Ok(result) = outcome else { return };
         let id = |pointer: &str| result.pointer(pointer).and_then(Value::as_str);
         if m == method::THREAD_START
-            && let Some(thread) = id("/thread/id")
+            && let Some(thread) = id(THREAD_ID)
         {
             self.thread_id = Some(thread.into());
             self.model = result.get("model").cloned();
         } else if m == method::TURN_START
-            && let Some(turn) = id("/turn/id")
+            && let Some(turn) = id(TURN_ID)
         {
             self.turn_id = Some(turn.into());
         }
