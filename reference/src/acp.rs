@@ -20,7 +20,8 @@ use crate::host::{SubagentResult, text_output};
 use crate::jsonrpc::{ErrorObject, Handler, IdStyle, JsonRpc, Reply, RpcError};
 use crate::process::{ManagedChild, SpawnError, Spawned};
 use crate::provider::{
-    ABORT_ERROR_NAME, Log, ProviderEvent, RunSpec, StderrTail, Step, close_and_settle, race, reject,
+    ABORT_ERROR_NAME, Log, ProviderConfig, ProviderEvent, RunSpec, StderrTail, Step,
+    close_and_settle, duration_ms, race, reject,
 };
 
 pub const ERROR_NAME: &str = "AcpRunFailure";
@@ -34,26 +35,20 @@ pub struct AcpConfig {
     pub dispose_grace: Duration,
 }
 
-#[derive(Debug, thiserror::Error, PartialEq)]
-#[error("invalid ACP provider configuration: {0}")]
-pub struct ConfigError(String);
+impl ProviderConfig for AcpConfig {
+    const PROVIDER: &'static str = "ACP";
 
-fn grace(config: &Map<String, Value>, key: &str, default_ms: u64) -> Result<Duration, ConfigError> {
-    crate::provider::duration_ms(config, key, default_ms).map_err(ConfigError)
-}
-
-impl AcpConfig {
-    pub fn from_map(config: &Map<String, Value>) -> Result<Self, ConfigError> {
+    fn from_map(config: &Map<String, Value>) -> Result<Self, String> {
         let permission = match config.get("permission") {
             None | Some(Value::Null) => Policy::Reject,
             Some(Value::String(s)) if s == "reject" => Policy::Reject,
             Some(Value::String(s)) if s == "allow" => Policy::Allow,
-            Some(_) => return Err(ConfigError("permission must be allow or reject".into())),
+            Some(_) => return Err("permission must be allow or reject".into()),
         };
         Ok(AcpConfig {
             permission,
-            dispose_eof_grace: grace(config, "disposeEofGraceMs", 6000)?,
-            dispose_grace: grace(config, "disposeGraceMs", 3000)?,
+            dispose_eof_grace: duration_ms(config, "disposeEofGraceMs", 6000)?,
+            dispose_grace: duration_ms(config, "disposeGraceMs", 3000)?,
         })
     }
 }
@@ -224,11 +219,8 @@ impl Driver for AcpRun {
     type Session = String;
     type Failure = FailureLine;
 
-    fn configure(spec: &RunSpec, log: &Log) -> Result<AcpConfig, StartError> {
-        AcpConfig::from_map(&spec.config).map_err(|e| {
-            log(e.to_string());
-            start_line(Stage::Initialize, Category::Configuration)
-        })
+    fn bad_config() -> StartError {
+        start_line(Stage::Initialize, Category::Configuration)
     }
 
     fn aborted_before_start() -> StartError {

@@ -16,7 +16,7 @@ use std::sync::Arc;
 use crate::jsonrpc::{Handler, IdStyle, JsonRpc};
 use crate::process::{ManagedChild, SpawnError, Spawned};
 use crate::provider::{
-    Log, ProviderEvent, RunSpec, StderrTail, forward_stderr, reject, spawn_runtime,
+    Log, ProviderConfig, ProviderEvent, RunSpec, StderrTail, forward_stderr, reject, spawn_runtime,
 };
 use crate::util::{fresh_uuid, rfc3339_now};
 
@@ -34,13 +34,24 @@ pub(crate) enum StartFailure<F> {
 pub(crate) trait Driver: Sized + Send {
     /// How the host's logs name the child (`ACP child`, `Codex app-server`).
     const CHILD: &'static str;
-    type Config: Send;
+    type Config: ProviderConfig + Send;
     /// What the handshake hands to the task (a session or thread id).
     type Session: Send;
     type Failure: Send;
 
+    /// The rejection of a configuration that cannot be used.
+    fn bad_config() -> StartError;
+
     /// Reads the provider's configuration; an invalid one is logged and rejected.
-    fn configure(spec: &RunSpec, log: &Log) -> Result<Self::Config, StartError>;
+    fn configure(spec: &RunSpec, log: &Log) -> Result<Self::Config, StartError> {
+        Self::Config::from_map(&spec.config).map_err(|why| {
+            log(format!(
+                "invalid {} provider configuration: {why}",
+                Self::Config::PROVIDER
+            ));
+            Self::bad_config()
+        })
+    }
 
     /// Checks the start before anything is spawned (Codex: a blank task).
     fn precheck(_spec: &RunSpec) -> Result<(), StartError> {

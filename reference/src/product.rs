@@ -6,6 +6,7 @@
 use std::fmt;
 
 use conform_protocol::subject::StartError;
+use serde_json::{Map, Value};
 
 use crate::diagnostic::{ProductLine, limit_diagnostic};
 use crate::provider::{ABORT_ERROR_NAME, StderrTail};
@@ -84,11 +85,34 @@ pub fn diagnostic(line: &ProductLine, fact: Option<&dyn fmt::Display>) -> String
     })
 }
 
-/// A product's permission mode, as its decision line names it.
-pub trait ProductMode: Copy + fmt::Debug + PartialEq + Eq {
+/// A product's permission mode (`permissionMode`), as its configuration and its decision line
+/// name it.
+pub trait ProductMode: Copy + fmt::Debug + PartialEq + Eq + 'static {
     /// The product the line names (`Codex`, `Claude Code`).
     const PRODUCT: &'static str;
+    /// Every mode, in the order the configuration error lists them.
+    const ALL: &'static [Self];
+    /// The mode of a configuration that names none.
+    const DEFAULT: Self;
+
     fn as_str(self) -> &'static str;
+
+    fn parse(s: &str) -> Option<Self> {
+        Self::ALL.iter().copied().find(|m| m.as_str() == s)
+    }
+}
+
+/// `permissionMode` from `start.config` (absent or `null`: the product's default mode).
+pub fn permission_mode<M: ProductMode>(config: &Map<String, Value>) -> Result<M, String> {
+    match config.get("permissionMode") {
+        None | Some(Value::Null) => Ok(M::DEFAULT),
+        Some(Value::String(s)) => M::parse(s).ok_or_else(|| {
+            let names: Vec<&str> = M::ALL.iter().map(|m| m.as_str()).collect();
+            let (last, rest) = names.split_last().expect("a product has modes");
+            format!("permissionMode must be {} or {last}", rest.join(", "))
+        }),
+        Some(_) => Err("permissionMode must be a string".into()),
+    }
 }
 
 /// One safe unattended decision: the configured mode, a closed-set request, the decision and a

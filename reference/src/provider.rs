@@ -50,6 +50,16 @@ pub fn reject(events: &mpsc::UnboundedSender<ProviderEvent>, error: StartError, 
     let _ = events.send(ProviderEvent::Rejected { error, cancelled });
 }
 
+/// A provider's configuration, read from `start.config` (the host's own key names; keys of
+/// other providers are ignored). Why a configuration is invalid goes to the host log only.
+pub trait ProviderConfig: Sized {
+    /// How the host log names the provider (`invalid <PROVIDER> provider configuration: …`).
+    const PROVIDER: &'static str;
+
+    /// The configuration, or why `config` is not one.
+    fn from_map(config: &Map<String, Value>) -> Result<Self, String>;
+}
+
 /// A positive millisecond duration from `config[key]` (absent or `null`: `default_ms`).
 pub fn duration_ms(
     config: &Map<String, Value>,

@@ -143,11 +143,8 @@ impl Driver for ClaudeCodeRun {
     type Session = ();
     type Failure = ProductLine;
 
-    fn configure(spec: &RunSpec, log: &Log) -> Result<ClaudeCodeConfig, StartError> {
-        ClaudeCodeConfig::from_map(&spec.config).map_err(|e| {
-            log(e.to_string());
-            failure(&unknown_line(Stage::QueryStart, None))
-        })
+    fn bad_config() -> StartError {
+        failure(&unknown_line(Stage::QueryStart, None))
     }
 
     fn precheck(spec: &RunSpec) -> Result<(), StartError> {

@@ -145,11 +145,8 @@ impl Driver for CodexRun {
     type Session = String;
     type Failure = ProductLine;
 
-    fn configure(spec: &RunSpec, log: &Log) -> Result<CodexConfig, StartError> {
-        CodexConfig::from_map(&spec.config).map_err(|e| {
-            log(e.to_string());
-            failure(&unknown_line(Stage::Initialize, None))
-        })
+    fn bad_config() -> StartError {
+        failure(&unknown_line(Stage::Initialize, None))
     }
 
     fn precheck(spec: &RunSpec) -> Result<(), StartError> {

@@ -106,11 +106,8 @@ impl Driver for DshRun {
     type Session = ();
     type Failure = SdkError;
 
-    fn configure(spec: &RunSpec, log: &Log) -> Result<DshConfig, StartError> {
-        DshConfig::from_map(&spec.config).map_err(|e| {
-            log(e.to_string());
-            configuration()
-        })
+    fn bad_config() -> StartError {
+        configuration()
     }
 
     fn aborted_before_start() -> StartError {
