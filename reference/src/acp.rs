@@ -15,7 +15,7 @@ use crate::diagnostic::{
     Category, FailureLine, PermissionFact, Policy, Stage, limit_diagnostic, tool_kind,
     with_permission,
 };
-use crate::driver::{Driver, StartFailure, Wired, wire};
+use crate::driver::{Driver, StartFailure, Wired, wire, with_rollback};
 use crate::host::{SubagentResult, text_output};
 use crate::jsonrpc::{ErrorObject, Handler, IdStyle, JsonRpc, Reply, RpcError};
 use crate::process::{ManagedChild, SpawnError, Spawned};
@@ -267,13 +267,6 @@ impl Driver for AcpRun {
         Ok(session_id)
     }
 
-    async fn cancelled_start(&mut self) -> StartError {
-        match self.teardown().await {
-            Ok(()) => aborted_error(),
-            Err(()) => failure(format!("{PREFIX}{}", teardown_line())),
-        }
-    }
-
     async fn failed_start(
         &mut self,
         line: FailureLine,
@@ -289,13 +282,8 @@ impl Driver for AcpRun {
             let _ = self.teardown().await;
             return None;
         }
-        Some(match self.teardown().await {
-            Ok(()) => failure(message),
-            Err(()) => StartError {
-                name: "AggregateError".into(),
-                message: format!("{message}; {PREFIX}{}", teardown_line()),
-            },
-        })
+        let rollback = self.teardown().await;
+        Some(with_rollback(failure(message), rollback))
     }
 
     async fn run_task(
@@ -313,9 +301,26 @@ impl Driver for AcpRun {
             return Ok(());
         }
         self.send_cancel().await;
-        self.teardown()
-            .await
-            .map_err(|()| failure(format!("{PREFIX}{}", teardown_line())))
+        self.teardown().await
+    }
+
+    /// Close stdin and walk the ladder. Raw failure goes to the host log only.
+    async fn teardown(&mut self) -> Result<(), StartError> {
+        let settled = close_and_settle(
+            &self.rpc,
+            &self.child,
+            self.config.dispose_eof_grace,
+            self.config.dispose_grace,
+            &self.defects,
+            "ACP child",
+            &self.log,
+        )
+        .await;
+        if settled {
+            Ok(())
+        } else {
+            Err(failure(format!("{PREFIX}{}", teardown_line())))
+        }
     }
 }
 
@@ -533,21 +538,6 @@ impl AcpRun {
         {
             (self.log)(format!("session/cancel not delivered: {e}"));
         }
-    }
-
-    /// Close stdin and walk the ladder. Raw failure goes to the host log only.
-    async fn teardown(&mut self) -> Result<(), ()> {
-        let settled = close_and_settle(
-            &self.rpc,
-            &self.child,
-            self.config.dispose_eof_grace,
-            self.config.dispose_grace,
-            &self.defects,
-            "ACP child",
-            &self.log,
-        )
-        .await;
-        if settled { Ok(()) } else { Err(()) }
     }
 }
 

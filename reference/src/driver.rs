@@ -81,8 +81,20 @@ pub(crate) trait Driver: Sized + Send {
         cancel: &mut watch::Receiver<bool>,
     ) -> Result<Self::Session, StartFailure<Self::Failure>>;
 
-    /// Rolls back a start cancelled during the handshake; the rejection to report.
-    async fn cancelled_start(&mut self) -> StartError;
+    /// The rejection of a start cancelled during the handshake once its child is gone (the
+    /// same as before the start, unless the provider says otherwise).
+    fn aborted_during_start() -> StartError {
+        Self::aborted_before_start()
+    }
+
+    /// Rolls back a start cancelled during the handshake; the rejection to report: the abort,
+    /// or only the cleanup fact when the teardown failed.
+    async fn cancelled_start(&mut self) -> StartError {
+        match self.teardown().await {
+            Ok(()) => Self::aborted_during_start(),
+            Err(cleanup) => cleanup,
+        }
+    }
 
     /// Rolls back a failed handshake; the rejection to report (`None` when it was already
     /// reported, as a seeded defect does).
@@ -102,6 +114,22 @@ pub(crate) trait Driver: Sized + Send {
 
     /// Ends the child (its teardown ladder) after the result.
     async fn dispose(&mut self) -> Result<(), StartError>;
+
+    /// The child's teardown ladder (dispose's, a start's rollback): the rejection of a
+    /// teardown that failed.
+    async fn teardown(&mut self) -> Result<(), StartError>;
+}
+
+/// A failed start's rejection: `error` alone when the rollback settled, else an
+/// `AggregateError` keeping both the start's message and the teardown's.
+pub(crate) fn with_rollback(error: StartError, rollback: Result<(), StartError>) -> StartError {
+    match rollback {
+        Ok(()) => error,
+        Err(teardown) => StartError {
+            name: "AggregateError".into(),
+            message: format!("{}; {}", error.message, teardown.message),
+        },
+    }
 }
 
 /// Drives one run of provider `D` from its configuration to a settled dispose.

@@ -9,6 +9,7 @@ use conform_protocol::subject::StartError;
 use serde_json::{Map, Value};
 
 use crate::diagnostic::{ProductLine, limit_diagnostic};
+use crate::driver::with_rollback;
 use crate::provider::{ABORT_ERROR_NAME, StderrTail};
 
 /// A product provider's names for its rejections.
@@ -37,43 +38,23 @@ impl Rejections {
         }
     }
 
-    /// A cancelled start's rejection: the abort's fixed message, or only the cleanup's line when
-    /// the teardown failed.
-    pub fn cancelled_start(&self, aborted: &str, cleanup: Result<(), ProductLine>) -> StartError {
-        match cleanup {
-            Ok(()) => Rejections::plain(aborted),
-            Err(line) => self.failure(&line),
-        }
-    }
-
     /// A start that failed with `line`: its rejection (the stderr tail leaked into it by the
     /// seeded defect `leak-raw-error`), with the teardown awaited after the line is taken.
     pub async fn start_failed(
         &self,
         line: &ProductLine,
         leak: Option<&StderrTail>,
-        teardown: impl Future<Output = Result<(), ProductLine>>,
+        teardown: impl Future<Output = Result<(), StartError>>,
     ) -> StartError {
         let mut message = format!("{}{line}", self.prefix);
         if let Some(stderr) = leak {
             message = stderr.leak(message).await;
         }
-        self.failed_start(message, teardown.await)
-    }
-
-    /// A failed start's rejection, `message` being its own: alone when the cleanup settled,
-    /// else an `AggregateError` keeping both the start line and the teardown line.
-    pub fn failed_start(&self, message: String, cleanup: Result<(), ProductLine>) -> StartError {
-        match cleanup {
-            Ok(()) => StartError {
-                name: self.error_name.into(),
-                message,
-            },
-            Err(teardown) => StartError {
-                name: "AggregateError".into(),
-                message: format!("{message}; {}{teardown}", self.prefix),
-            },
-        }
+        let error = StartError {
+            name: self.error_name.into(),
+            message,
+        };
+        with_rollback(error, teardown.await)
     }
 }
 

@@ -246,11 +246,6 @@ impl Driver for ClaudeCodeRun {
         }
     }
 
-    async fn cancelled_start(&mut self) -> StartError {
-        // Only the cleanup fact survives a cancelled start.
-        REJECTIONS.cancelled_start(ABORTED_BEFORE_STARTUP, self.teardown().await)
-    }
-
     async fn failed_start(
         &mut self,
         line: ProductLine,
@@ -337,7 +332,27 @@ impl Driver for ClaudeCodeRun {
             (self.log)("skip-teardown defect: dispose leaves the CLI running".into());
             return Ok(());
         }
-        self.teardown().await.map_err(|line| failure(&line))
+        self.teardown().await
+    }
+
+    /// `close()` (stdin EOF), at once SIGTERM to the group, SIGKILL after `disposeGraceMs`, then
+    /// the whole tree awaited. The teardown line on failure.
+    async fn teardown(&mut self) -> Result<(), StartError> {
+        if close_and_settle(
+            &self.rpc,
+            &self.child,
+            Duration::ZERO,
+            self.config.dispose_grace,
+            &self.defects,
+            "Claude Code CLI",
+            &self.log,
+        )
+        .await
+        {
+            Ok(())
+        } else {
+            Err(failure(&unknown_line(Stage::Teardown, self.child.exited())))
+        }
     }
 }
 
@@ -439,25 +454,5 @@ impl ClaudeCodeRun {
             result: self.result()?,
             stream_ok: ended_normally(exit),
         })
-    }
-
-    /// `close()` (stdin EOF), at once SIGTERM to the group, SIGKILL after `disposeGraceMs`, then
-    /// the whole tree awaited. The teardown line on failure.
-    async fn teardown(&mut self) -> Result<(), ProductLine> {
-        if close_and_settle(
-            &self.rpc,
-            &self.child,
-            Duration::ZERO,
-            self.config.dispose_grace,
-            &self.defects,
-            "Claude Code CLI",
-            &self.log,
-        )
-        .await
-        {
-            Ok(())
-        } else {
-            Err(unknown_line(Stage::Teardown, self.child.exited()))
-        }
     }
 }

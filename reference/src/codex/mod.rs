@@ -203,9 +203,8 @@ impl Driver for CodexRun {
         self.startup(&spec.runtime.cwd, cancel).await
     }
 
-    async fn cancelled_start(&mut self) -> StartError {
-        // Only the cleanup fact survives a cancelled start.
-        REJECTIONS.cancelled_start(ABORTED_BEFORE_PUBLICATION, self.teardown().await)
+    fn aborted_during_start() -> StartError {
+        plain_error(ABORTED_BEFORE_PUBLICATION)
     }
 
     async fn failed_start(
@@ -233,7 +232,28 @@ impl Driver for CodexRun {
             return Ok(());
         }
         self.interrupt().await;
-        self.teardown().await.map_err(|line| failure(&line))
+        self.teardown().await
+    }
+
+    /// Close the wire (stdin EOF), at once SIGTERM to the group, SIGKILL after `disposeGraceMs`,
+    /// then wait (bounded) for the whole tree. The teardown line on failure.
+    async fn teardown(&mut self) -> Result<(), StartError> {
+        // No EOF grace: the real host terminates right after closing stdin.
+        if close_and_settle(
+            &self.rpc,
+            &self.child,
+            Duration::ZERO,
+            self.config.dispose_grace,
+            &self.defects,
+            "Codex app-server",
+            &self.log,
+        )
+        .await
+        {
+            Ok(())
+        } else {
+            Err(failure(&unknown_line(Stage::Teardown, self.child.exited())))
+        }
     }
 }
 
@@ -521,27 +541,6 @@ impl CodexRun {
             .await
         {
             (self.log)(format!("turn/interrupt not delivered: {e}"));
-        }
-    }
-
-    /// Close the wire (stdin EOF), at once SIGTERM to the group, SIGKILL after `disposeGraceMs`,
-    /// then wait (bounded) for the whole tree. The teardown line on failure.
-    async fn teardown(&mut self) -> Result<(), ProductLine> {
-        // No EOF grace: the real host terminates right after closing stdin.
-        if close_and_settle(
-            &self.rpc,
-            &self.child,
-            Duration::ZERO,
-            self.config.dispose_grace,
-            &self.defects,
-            "Codex app-server",
-            &self.log,
-        )
-        .await
-        {
-            Ok(())
-        } else {
-            Err(unknown_line(Stage::Teardown, self.child.exited()))
         }
     }
 }

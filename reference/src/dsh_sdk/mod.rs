@@ -19,7 +19,7 @@ use tokio::time::{Instant, sleep_until, timeout};
 
 use crate::cli::Defects;
 use crate::diagnostic::{Category, FailureLine, Stage, limit_diagnostic};
-use crate::driver::{Driver, StartFailure, Wired, wire};
+use crate::driver::{Driver, StartFailure, Wired, wire, with_rollback};
 use crate::host::SubagentResult;
 use crate::jsonrpc::{ErrorObject, Handler, IdStyle, JsonRpc, Reply, RpcError};
 use crate::process::{ManagedChild, SpawnError, Spawned};
@@ -153,14 +153,6 @@ impl Driver for DshRun {
         self.initialize(&spec.runtime.cwd, cancel).await
     }
 
-    async fn cancelled_start(&mut self) -> StartError {
-        // Only the cleanup fact survives a cancelled start.
-        match self.teardown().await {
-            Ok(()) => aborted_error(),
-            Err(()) => failure(&shutdown_line()),
-        }
-    }
-
     async fn failed_start(
         &mut self,
         class: SdkError,
@@ -176,16 +168,11 @@ impl Driver for DshRun {
         } else if self.defects.leak_raw_error {
             message = self.stderr.leak(message).await;
         }
-        Some(match cleanup {
-            Ok(()) => StartError {
-                name: ERROR_NAME.into(),
-                message,
-            },
-            Err(()) => StartError {
-                name: "AggregateError".into(),
-                message: format!("{message}; {PREFIX}{}", shutdown_line()),
-            },
-        })
+        let error = StartError {
+            name: ERROR_NAME.into(),
+            message,
+        };
+        Some(with_rollback(error, cleanup))
     }
 
     async fn run_task(
@@ -202,9 +189,56 @@ impl Driver for DshRun {
             (self.log)("skip-teardown defect: dispose leaves the runtime running".into());
             return Ok(());
         }
-        self.teardown()
+        self.teardown().await
+    }
+
+    /// `shutdown` (bounded), stdin EOF, then the process ladder over the whole group. Every
+    /// rung runs even after a failure; raw causes go to the host log only.
+    async fn teardown(&mut self) -> Result<(), StartError> {
+        let mut ok = true;
+        if self.rpc.is_open() {
+            match timeout(
+                self.config.shutdown_timeout,
+                self.request("shutdown", json!({})),
+            )
             .await
-            .map_err(|()| failure(&shutdown_line()))
+            {
+                Ok(Ok(_)) => (self.log)("DSH SDK runtime acknowledged shutdown".into()),
+                Ok(Err(e @ RpcError::Remote { .. })) => {
+                    (self.log)(format!("shutdown rejected: {e}"));
+                    ok = false;
+                }
+                // The wire is already gone: nothing to ask; the ladder decides.
+                Ok(Err(e)) => (self.log)(format!("shutdown not delivered: {e}")),
+                Err(_) => {
+                    (self.log)(format!(
+                        "shutdown not answered within {} ms",
+                        self.config.shutdown_timeout.as_millis()
+                    ));
+                    ok = false;
+                }
+            }
+        } else {
+            (self.log)("wire already closed: no shutdown request".into());
+        }
+        if !close_and_settle(
+            &self.rpc,
+            &self.child,
+            self.config.dispose_eof_grace,
+            self.config.dispose_grace,
+            &self.defects,
+            "DSH SDK runtime",
+            &self.log,
+        )
+        .await
+        {
+            ok = false;
+        }
+        if ok {
+            Ok(())
+        } else {
+            Err(failure(&shutdown_line()))
+        }
     }
 }
 
@@ -373,50 +407,5 @@ impl DshRun {
             output,
             diagnostic: diagnostic.map(|d| limit_diagnostic(&d)),
         }
-    }
-
-    /// `shutdown` (bounded), stdin EOF, then the process ladder over the whole group. Every
-    /// rung runs even after a failure; raw causes go to the host log only.
-    async fn teardown(&mut self) -> Result<(), ()> {
-        let mut ok = true;
-        if self.rpc.is_open() {
-            match timeout(
-                self.config.shutdown_timeout,
-                self.request("shutdown", json!({})),
-            )
-            .await
-            {
-                Ok(Ok(_)) => (self.log)("DSH SDK runtime acknowledged shutdown".into()),
-                Ok(Err(e @ RpcError::Remote { .. })) => {
-                    (self.log)(format!("shutdown rejected: {e}"));
-                    ok = false;
-                }
-                // The wire is already gone: nothing to ask; the ladder decides.
-                Ok(Err(e)) => (self.log)(format!("shutdown not delivered: {e}")),
-                Err(_) => {
-                    (self.log)(format!(
-                        "shutdown not answered within {} ms",
-                        self.config.shutdown_timeout.as_millis()
-                    ));
-                    ok = false;
-                }
-            }
-        } else {
-            (self.log)("wire already closed: no shutdown request".into());
-        }
-        if !close_and_settle(
-            &self.rpc,
-            &self.child,
-            self.config.dispose_eof_grace,
-            self.config.dispose_grace,
-            &self.defects,
-            "DSH SDK runtime",
-            &self.log,
-        )
-        .await
-        {
-            ok = false;
-        }
-        if ok { Ok(()) } else { Err(()) }
     }
 }
