@@ -19,7 +19,6 @@ use std::time::Duration;
 use conform_protocol::subject::StartError;
 use serde_json::{Value, json};
 use tokio::sync::{Notify, mpsc, watch};
-use tokio::time::{Instant, sleep_until};
 
 use crate::cli::Defects;
 use crate::diagnostic::{ExitFacts, ProductLine, limit_diagnostic};
@@ -29,7 +28,7 @@ use crate::jsonrpc::{ErrorObject, Handler, IdStyle, JsonRpc, Reply, RpcError};
 use crate::process::{ManagedChild, SpawnError, Spawned};
 use crate::product::{Rejections, diagnostic};
 use crate::provider::{
-    EXIT_DRAIN, Log, ProviderEvent, RunSpec, StderrTail, Step, cancelled, close_and_settle, race,
+    Log, ProviderEvent, RunSpec, StderrTail, Step, TurnWait, Woke, close_and_settle, race,
     request_until_exit,
 };
 
@@ -378,11 +377,7 @@ impl CodexRun {
         tokio::pin!(turn_start);
         let mut started = false;
         let mut start_lost = false;
-        let mut eof = self.rpc.eof_watch();
-        let mut eof_seen = false;
-        let mut exit = self.child.exit_watch();
-        let mut exit_deadline: Option<Instant> = None;
-        let changed = self.changed.clone();
+        let mut wait = TurnWait::new(&self.rpc, &self.child, self.changed.clone());
         loop {
             if let Some(s) = self.settled() {
                 return Outcome::Settled(s);
@@ -394,23 +389,22 @@ impl CodexRun {
                 };
             }
             if let Some(facts) = self.child.exited()
-                && (eof_seen || exit_deadline.is_some_and(|d| Instant::now() >= d))
+                && (wait.eof_seen() || wait.drained())
             {
                 // Frames written before the exit were handled before EOF was flagged.
                 (self.log)("Codex app-server exited before a terminal turn".into());
                 return Outcome::Exited(facts);
             }
-            if eof_seen && self.child.exited().is_none() {
+            if wait.eof_seen() && self.child.exited().is_none() {
                 (self.log)("Codex app-server closed its stdout before a terminal turn".into());
                 return match self.exit_after_loss().await {
                     Some(facts) => Outcome::Exited(facts),
                     None => Outcome::Unknown(Stage::Turn),
                 };
             }
-            tokio::select! {
-                biased;
-                _ = cancelled(cancel) => return Outcome::Cancelled,
-                r = &mut turn_start, if !started => {
+            match wait.next(cancel, turn_start.as_mut(), !started).await {
+                Woke::Cancelled => return Outcome::Cancelled,
+                Woke::Answered(r) => {
                     started = true;
                     match r {
                         Ok(v) => match v["turn"].get("id").and_then(Value::as_str) {
@@ -432,12 +426,7 @@ impl CodexRun {
                         }
                     }
                 }
-                _ = changed.notified() => {}
-                _ = eof.wait_for(|e| *e), if !eof_seen => eof_seen = true,
-                _ = exit.wait_for(Option::is_some), if exit_deadline.is_none() => {
-                    exit_deadline = Some(Instant::now() + EXIT_DRAIN);
-                }
-                _ = sleep_until(exit_deadline.unwrap_or_else(Instant::now)), if exit_deadline.is_some() => {}
+                Woke::Changed | Woke::Eof | Woke::Exited | Woke::Drained => {}
             }
         }
     }

@@ -15,7 +15,7 @@ use std::sync::{Arc, Mutex};
 use conform_protocol::subject::StartError;
 use serde_json::{Value, json};
 use tokio::sync::{Notify, mpsc, watch};
-use tokio::time::{Instant, sleep_until, timeout};
+use tokio::time::timeout;
 
 use crate::cli::Defects;
 use crate::diagnostic::{Category, FailureLine, Stage, limit_diagnostic};
@@ -24,7 +24,7 @@ use crate::host::SubagentResult;
 use crate::jsonrpc::{ErrorObject, Handler, IdStyle, JsonRpc, Reply, RpcError};
 use crate::process::{ManagedChild, SpawnError, Spawned};
 use crate::provider::{
-    ABORT_ERROR_NAME, EXIT_DRAIN, Log, ProviderEvent, RunSpec, StderrTail, Step, cancelled,
+    ABORT_ERROR_NAME, Log, ProviderEvent, RunSpec, StderrTail, Step, TurnWait, Woke,
     close_and_settle, race, request_until_exit,
 };
 use crate::util::fresh_hex32;
@@ -314,28 +314,24 @@ impl DshRun {
         let prompt = async move { rpc.request("session/prompt", params).await };
         tokio::pin!(prompt);
         let mut prompt_done = false;
-        let mut eof = self.rpc.eof_watch();
-        let mut eof_seen = false;
-        let mut exit = self.child.exit_watch();
-        let mut exit_deadline: Option<Instant> = None;
-        let changed = self.changed.clone();
+        let mut wait = TurnWait::new(&self.rpc, &self.child, self.changed.clone());
         loop {
             if let Some(outcome) = self.final_phase() {
                 return outcome;
             }
-            if eof_seen && prompt_done {
+            if wait.eof_seen() && prompt_done {
                 (self.log)("DSH SDK runtime closed its stdout before the turn went idle".into());
                 return Outcome::Failed(SdkError::TransportClosed);
             }
-            tokio::select! {
-                biased;
-                _ = cancelled(cancel) => return Outcome::Cancelled,
-                r = &mut prompt, if !prompt_done => {
+            match wait.next(cancel, prompt.as_mut(), !prompt_done).await {
+                Woke::Cancelled => return Outcome::Cancelled,
+                Woke::Answered(r) => {
                     prompt_done = true;
                     match r {
                         Ok(v) => match message_id(&v) {
                             Some(id) => {
-                                if let Some(c) = self.collector.lock().expect("collector").as_mut() {
+                                if let Some(c) = self.collector.lock().expect("collector").as_mut()
+                                {
                                     c.accept(id);
                                 }
                             }
@@ -350,15 +346,11 @@ impl DshRun {
                         }
                     }
                 }
-                _ = changed.notified() => {}
-                _ = eof.wait_for(|e| *e), if !eof_seen => eof_seen = true,
-                _ = exit.wait_for(Option::is_some), if exit_deadline.is_none() => {
-                    exit_deadline = Some(Instant::now() + EXIT_DRAIN);
-                }
-                _ = sleep_until(exit_deadline.unwrap_or_else(Instant::now)), if exit_deadline.is_some() => {
+                Woke::Drained => {
                     (self.log)("DSH SDK runtime exited before the turn went idle".into());
                     return Outcome::Failed(SdkError::TransportClosed);
                 }
+                Woke::Changed | Woke::Eof | Woke::Exited => {}
             }
         }
     }
