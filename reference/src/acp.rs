@@ -215,6 +215,7 @@ fn teardown_line() -> FailureLine {
 
 impl Driver for AcpRun {
     const CHILD: &'static str = "ACP child";
+    const CHILD_SHORT: &'static str = "child";
     type Config = AcpConfig;
     type Session = String;
     type Failure = FailureLine;
@@ -296,10 +297,6 @@ impl Driver for AcpRun {
     }
 
     async fn dispose(&mut self) -> Result<(), StartError> {
-        if self.defects.skip_teardown {
-            (self.log)("skip-teardown defect: dispose leaves the child running".into());
-            return Ok(());
-        }
         self.send_cancel().await;
         self.teardown().await
     }

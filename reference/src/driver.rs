@@ -34,6 +34,8 @@ pub(crate) enum StartFailure<F> {
 pub(crate) trait Driver: Sized + Send {
     /// How the host's logs name the child (`ACP child`, `Codex app-server`).
     const CHILD: &'static str;
+    /// How the host log names the child in passing (`child`, `app-server`).
+    const CHILD_SHORT: &'static str;
     type Config: ProviderConfig + Send;
     /// What the handshake hands to the task (a session or thread id).
     type Session: Send;
@@ -112,8 +114,11 @@ pub(crate) trait Driver: Sized + Send {
         cancel: &mut watch::Receiver<bool>,
     ) -> SubagentResult;
 
-    /// Ends the child (its teardown ladder) after the result.
-    async fn dispose(&mut self) -> Result<(), StartError>;
+    /// Ends the child after the result: its teardown ladder (ACP and Codex tell the runtime
+    /// first).
+    async fn dispose(&mut self) -> Result<(), StartError> {
+        self.teardown().await
+    }
 
     /// The child's teardown ladder (dispose's, a start's rollback): the rejection of a
     /// teardown that failed.
@@ -132,7 +137,8 @@ pub(crate) fn with_rollback(error: StartError, rollback: Result<(), StartError>)
     }
 }
 
-/// Drives one run of provider `D` from its configuration to a settled dispose.
+/// Drives one run of provider `D` from its configuration to a settled dispose: launch the
+/// child, open its session, publish, run the task, dispose.
 pub(crate) async fn drive<D: Driver>(
     spec: RunSpec,
     defects: Defects,
@@ -140,74 +146,133 @@ pub(crate) async fn drive<D: Driver>(
     mut cancel: watch::Receiver<bool>,
     events: mpsc::UnboundedSender<ProviderEvent>,
 ) {
-    // A rejected start (not a cancellation) shows only the provider's own fixed text.
-    let refuse = |mut error: StartError| {
-        if defects.task_in_start_error {
-            // Seeded defect: the task echoed into the start error.
-            error.message = format!("{}: {}", error.message, spec.task);
-        }
-        reject(&events, error, false)
+    let start = Start {
+        spec: &spec,
+        defects,
+        events: &events,
     };
-    let config = match D::configure(&spec, &log) {
-        Ok(c) => c,
-        Err(e) => return refuse(e),
+    let Some((mut run, child)) = start.launch::<D>(&log, &cancel) else {
+        return;
     };
-    if let Err(e) = D::precheck(&spec) {
-        return refuse(e);
-    }
-    if *cancel.borrow() {
-        return reject(&events, D::aborted_before_start(), true);
-    }
-    if defects.stub_result {
-        return stub_result(&events);
-    }
-    let cwd = PathBuf::from(&spec.runtime.cwd);
-    if !cwd.is_absolute() || !cwd.is_dir() {
-        log(format!(
-            "{} cwd is not an absolute existing directory: {cwd:?}",
-            D::CHILD
-        ));
-        return refuse(D::bad_cwd());
-    }
-    let mut runtime = spec.runtime.clone();
-    D::extend_runtime(&config, &defects, &mut runtime);
-    let spawned = match spawn_runtime(&runtime, Path::new(&cwd), &log, &defects) {
-        Ok(s) => s,
-        Err(e) => return refuse(D::spawn_failed(&e, &log)),
-    };
-    log(format!(
-        "{} spawned, process group {}",
-        D::CHILD,
-        spawned.child.pgid()
-    ));
-    let child = spawned.child.clone();
-    let late_result = defects.late_result_after_exit;
-    let mut run = D::connect(config, defects, log, spawned);
-    let session = match run.handshake(&spec, &mut cancel).await {
-        Ok(s) => s,
-        Err(StartFailure::Cancelled) => {
-            let error = run.cancelled_start().await;
-            return reject(&events, error, true);
-        }
-        Err(StartFailure::Failed(failure)) => {
-            if let Some(error) = run.failed_start(failure, &events).await {
-                refuse(error);
-            }
-            return;
-        }
+    let Some(session) = start.open(&mut run, &mut cancel).await else {
+        return;
     };
     let _ = events.send(ProviderEvent::Published {
         child_session_key: fresh_uuid(),
         dispatch_at: rfc3339_now(),
     });
     let result = run.run_task(&spec, &session, &mut cancel).await;
-    if late_result && child.exited().is_some() {
+    if defects.late_result_after_exit && child.exited().is_some() {
         // Seeded defect `late-result-after-exit`: nothing is left to wait for.
         tokio::time::sleep(std::time::Duration::from_secs(2)).await;
     }
     let _ = events.send(ProviderEvent::Result(result));
-    let disposed = run.dispose().await;
+    let disposed = if defects.skip_teardown {
+        // Seeded defect: `settled` at once, without cancel, stdin EOF or signals.
+        log(format!(
+            "skip-teardown defect: dispose leaves the {} running",
+            D::CHILD_SHORT
+        ));
+        Ok(())
+    } else {
+        run.dispose().await
+    };
     let _ = events.send(ProviderEvent::Disposed(disposed));
+}
+
+/// A run's start, up to publication: what every start phase reads and how it rejects.
+struct Start<'a> {
+    spec: &'a RunSpec,
+    defects: Defects,
+    events: &'a mpsc::UnboundedSender<ProviderEvent>,
+}
+
+impl Start<'_> {
+    /// A rejected start (not a cancellation): it shows only the provider's own fixed text.
+    fn refuse(&self, mut error: StartError) {
+        if self.defects.task_in_start_error {
+            // Seeded defect: the task echoed into the start error.
+            error.message = format!("{}: {}", error.message, self.spec.task);
+        }
+        reject(self.events, error, false)
+    }
+
+    /// Configures, checks the start and spawns the runtime in its working directory: the run
+    /// wired to its child, and the child. `None` when the start was rejected (or stubbed).
+    fn launch<D: Driver>(
+        &self,
+        log: &Log,
+        cancel: &watch::Receiver<bool>,
+    ) -> Option<(D, ManagedChild)> {
+        let (spec, defects) = (self.spec, self.defects);
+        let config = match D::configure(spec, log) {
+            Ok(c) => c,
+            Err(e) => {
+                self.refuse(e);
+                return None;
+            }
+        };
+        if let Err(e) = D::precheck(spec) {
+            self.refuse(e);
+            return None;
+        }
+        if *cancel.borrow() {
+            reject(self.events, D::aborted_before_start(), true);
+            return None;
+        }
+        if defects.stub_result {
+            stub_result(self.events);
+            return None;
+        }
+        let cwd = PathBuf::from(&spec.runtime.cwd);
+        if !cwd.is_absolute() || !cwd.is_dir() {
+            log(format!(
+                "{} cwd is not an absolute existing directory: {cwd:?}",
+                D::CHILD
+            ));
+            self.refuse(D::bad_cwd());
+            return None;
+        }
+        let mut runtime = spec.runtime.clone();
+        D::extend_runtime(&config, &defects, &mut runtime);
+        let spawned = match spawn_runtime(&runtime, Path::new(&cwd), log, &defects) {
+            Ok(s) => s,
+            Err(e) => {
+                self.refuse(D::spawn_failed(&e, log));
+                return None;
+            }
+        };
+        log(format!(
+            "{} spawned, process group {}",
+            D::CHILD,
+            spawned.child.pgid()
+        ));
+        let child = spawned.child.clone();
+        Some((D::connect(config, defects, log.clone(), spawned), child))
+    }
+
+    /// The handshake: the session to publish, or `None` once a cancelled or failed start is
+    /// rolled back and rejected.
+    async fn open<D: Driver>(
+        &self,
+        run: &mut D,
+        cancel: &mut watch::Receiver<bool>,
+    ) -> Option<D::Session> {
+        match run.handshake(self.spec, cancel).await {
+            Ok(s) => Some(s),
+            Err(StartFailure::Cancelled) => {
+                let error = run.cancelled_start().await;
+                reject(self.events, error, true);
+                None
+            }
+            Err(StartFailure::Failed(failure)) => {
+                if let Some(error) = run.failed_start(failure, self.events).await {
+                    self.refuse(error);
+                }
+                None
+            }
+        }
+    }
 }
 
 /// Seeded defect `stub-result`: a published run that completes empty, nothing spawned.

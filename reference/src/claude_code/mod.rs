@@ -139,6 +139,7 @@ enum Waited {
 
 impl Driver for ClaudeCodeRun {
     const CHILD: &'static str = "Claude Code CLI";
+    const CHILD_SHORT: &'static str = "CLI";
     type Config = ClaudeCodeConfig;
     type Session = ();
     type Failure = ProductLine;
@@ -325,14 +326,6 @@ impl Driver for ClaudeCodeRun {
                 .unwrap_or_default(),
             diagnostic,
         }
-    }
-
-    async fn dispose(&mut self) -> Result<(), StartError> {
-        if self.defects.skip_teardown {
-            (self.log)("skip-teardown defect: dispose leaves the CLI running".into());
-            return Ok(());
-        }
-        self.teardown().await
     }
 
     /// `close()` (stdin EOF), at once SIGTERM to the group, SIGKILL after `disposeGraceMs`, then

@@ -139,6 +139,7 @@ pub(crate) struct CodexRun {
 
 impl Driver for CodexRun {
     const CHILD: &'static str = "Codex app-server";
+    const CHILD_SHORT: &'static str = "app-server";
     type Config = CodexConfig;
     /// The thread id.
     type Session = String;
@@ -226,10 +227,6 @@ impl Driver for CodexRun {
     }
 
     async fn dispose(&mut self) -> Result<(), StartError> {
-        if self.defects.skip_teardown {
-            (self.log)("skip-teardown defect: dispose leaves the app-server running".into());
-            return Ok(());
-        }
         self.interrupt().await;
         self.teardown().await
     }

@@ -102,6 +102,7 @@ pub(crate) struct DshRun {
 
 impl Driver for DshRun {
     const CHILD: &'static str = "DSH SDK runtime";
+    const CHILD_SHORT: &'static str = "runtime";
     type Config = DshConfig;
     type Session = ();
     type Failure = SdkError;
@@ -182,14 +183,6 @@ impl Driver for DshRun {
         cancel: &mut watch::Receiver<bool>,
     ) -> SubagentResult {
         self.prompt(&spec.task, cancel).await
-    }
-
-    async fn dispose(&mut self) -> Result<(), StartError> {
-        if self.defects.skip_teardown {
-            (self.log)("skip-teardown defect: dispose leaves the runtime running".into());
-            return Ok(());
-        }
-        self.teardown().await
     }
 
     /// `shutdown` (bounded), stdin EOF, then the process ladder over the whole group. Every
