@@ -33,17 +33,15 @@ use crate::cli::Defects;
 use crate::run::{Control, StartParams};
 use crate::writer::Out;
 
+pub use crate::cli::{DEFECTS, DefectInfo};
+
 /// Every seeded defect: its `--defect` name and its one line of help, in declaration order
-/// (`conform self-test` runs the catalog against each).
+/// (`conform self-test` runs the catalog against each). [`DEFECTS`] has the checks expected
+/// to catch each, too.
 pub fn defects() -> Vec<(String, String)> {
-    use clap::ValueEnum;
-    cli::Defect::value_variants()
+    DEFECTS
         .iter()
-        .filter_map(|d| d.to_possible_value())
-        .map(|v| {
-            let help = v.get_help().map(|h| h.to_string()).unwrap_or_default();
-            (v.get_name().to_owned(), help)
-        })
+        .map(|d| (d.name.to_owned(), d.help.to_owned()))
         .collect()
 }
 
