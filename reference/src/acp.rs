@@ -15,12 +15,13 @@ use crate::diagnostic::{
     Category, FailureLine, PermissionFact, Policy, Stage, limit_diagnostic, tool_kind,
     with_permission,
 };
-use crate::driver::{Driver, StartFailure, Wired, wire};
+use crate::driver::{Driver, StartFailure, Wired, wire, with_rollback};
 use crate::host::{SubagentResult, text_output};
 use crate::jsonrpc::{ErrorObject, Handler, IdStyle, JsonRpc, Reply, RpcError};
 use crate::process::{ManagedChild, SpawnError, Spawned};
 use crate::provider::{
-    ABORT_ERROR_NAME, Log, ProviderEvent, RunSpec, StderrTail, Step, close_and_settle, race, reject,
+    ABORT_ERROR_NAME, Log, ProviderConfig, ProviderEvent, RunSpec, StderrTail, Step,
+    close_and_settle, duration_ms, race, reject,
 };
 
 pub const ERROR_NAME: &str = "AcpRunFailure";
@@ -34,26 +35,20 @@ pub struct AcpConfig {
     pub dispose_grace: Duration,
 }
 
-#[derive(Debug, thiserror::Error, PartialEq)]
-#[error("invalid ACP provider configuration: {0}")]
-pub struct ConfigError(String);
+impl ProviderConfig for AcpConfig {
+    const PROVIDER: &'static str = "ACP";
 
-fn grace(config: &Map<String, Value>, key: &str, default_ms: u64) -> Result<Duration, ConfigError> {
-    crate::provider::duration_ms(config, key, default_ms).map_err(ConfigError)
-}
-
-impl AcpConfig {
-    pub fn from_map(config: &Map<String, Value>) -> Result<Self, ConfigError> {
+    fn from_map(config: &Map<String, Value>) -> Result<Self, String> {
         let permission = match config.get("permission") {
             None | Some(Value::Null) => Policy::Reject,
             Some(Value::String(s)) if s == "reject" => Policy::Reject,
             Some(Value::String(s)) if s == "allow" => Policy::Allow,
-            Some(_) => return Err(ConfigError("permission must be allow or reject".into())),
+            Some(_) => return Err("permission must be allow or reject".into()),
         };
         Ok(AcpConfig {
             permission,
-            dispose_eof_grace: grace(config, "disposeEofGraceMs", 6000)?,
-            dispose_grace: grace(config, "disposeGraceMs", 3000)?,
+            dispose_eof_grace: duration_ms(config, "disposeEofGraceMs", 6000)?,
+            dispose_grace: duration_ms(config, "disposeGraceMs", 3000)?,
         })
     }
 }
@@ -220,15 +215,13 @@ fn teardown_line() -> FailureLine {
 
 impl Driver for AcpRun {
     const CHILD: &'static str = "ACP child";
+    const CHILD_SHORT: &'static str = "child";
     type Config = AcpConfig;
     type Session = String;
     type Failure = FailureLine;
 
-    fn configure(spec: &RunSpec, log: &Log) -> Result<AcpConfig, StartError> {
-        AcpConfig::from_map(&spec.config).map_err(|e| {
-            log(e.to_string());
-            start_line(Stage::Initialize, Category::Configuration)
-        })
+    fn bad_config() -> StartError {
+        start_line(Stage::Initialize, Category::Configuration)
     }
 
     fn aborted_before_start() -> StartError {
@@ -275,13 +268,6 @@ impl Driver for AcpRun {
         Ok(session_id)
     }
 
-    async fn cancelled_start(&mut self) -> StartError {
-        match self.teardown().await {
-            Ok(()) => aborted_error(),
-            Err(()) => failure(format!("{PREFIX}{}", teardown_line())),
-        }
-    }
-
     async fn failed_start(
         &mut self,
         line: FailureLine,
@@ -297,13 +283,8 @@ impl Driver for AcpRun {
             let _ = self.teardown().await;
             return None;
         }
-        Some(match self.teardown().await {
-            Ok(()) => failure(message),
-            Err(()) => StartError {
-                name: "AggregateError".into(),
-                message: format!("{message}; {PREFIX}{}", teardown_line()),
-            },
-        })
+        let rollback = self.teardown().await;
+        Some(with_rollback(failure(message), rollback))
     }
 
     async fn run_task(
@@ -316,14 +297,27 @@ impl Driver for AcpRun {
     }
 
     async fn dispose(&mut self) -> Result<(), StartError> {
-        if self.defects.skip_teardown {
-            (self.log)("skip-teardown defect: dispose leaves the child running".into());
-            return Ok(());
-        }
         self.send_cancel().await;
-        self.teardown()
-            .await
-            .map_err(|()| failure(format!("{PREFIX}{}", teardown_line())))
+        self.teardown().await
+    }
+
+    /// Close stdin and walk the ladder. Raw failure goes to the host log only.
+    async fn teardown(&mut self) -> Result<(), StartError> {
+        let settled = close_and_settle(
+            &self.rpc,
+            &self.child,
+            self.config.dispose_eof_grace,
+            self.config.dispose_grace,
+            &self.defects,
+            "ACP child",
+            &self.log,
+        )
+        .await;
+        if settled {
+            Ok(())
+        } else {
+            Err(failure(format!("{PREFIX}{}", teardown_line())))
+        }
     }
 }
 
@@ -541,21 +535,6 @@ impl AcpRun {
         {
             (self.log)(format!("session/cancel not delivered: {e}"));
         }
-    }
-
-    /// Close stdin and walk the ladder. Raw failure goes to the host log only.
-    async fn teardown(&mut self) -> Result<(), ()> {
-        let settled = close_and_settle(
-            &self.rpc,
-            &self.child,
-            self.config.dispose_eof_grace,
-            self.config.dispose_grace,
-            &self.defects,
-            "ACP child",
-            &self.log,
-        )
-        .await;
-        if settled { Ok(()) } else { Err(()) }
     }
 }
 

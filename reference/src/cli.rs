@@ -1,5 +1,8 @@
-//! Command line: `conform-reference [--defect <NAME>]...` (clap; `--help` lists the defects).
+//! Command line: `conform-reference [--defect <NAME>]...` (clap; `--help` lists the defects),
+//! and the seeded defects, each declared once in [`defects!`]: its name, its help, the switch
+//! the code reads (`defects.skip_teardown`) and the checks expected to catch it.
 
+use clap::builder::PossibleValue;
 use clap::{Parser, ValueEnum};
 
 /// The reference subject of conform.
@@ -15,293 +18,331 @@ pub struct Cli {
     pub defects: Vec<Defect>,
 }
 
-/// A deliberate misbehaviour the harness's self-tests seed (each must be caught by a check).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
-pub enum Defect {
-    /// Exit with code 70 right after sending the first `dispatched`, abandoning all children.
-    CrashAfterDispatch,
-    /// After the first `dispatched`, never send anything else for that run (no result, settled, tool_result, notice or job_output); its child is still cleaned up silently.
-    HangAfterDispatch,
-    /// Make dispose() send `settled` at once without session/cancel, stdin EOF or signals, leaving the child running.
-    SkipTeardown,
-    /// Append the child's raw stderr tail to every non-completed diagnostic and start rejection message (a redaction defect).
-    LeakRawError,
-    /// Map the ACP stop reason `max_tokens` to `error` instead of `max-tokens`.
-    MaxTokensAsError,
-    /// Map the DSH SDK child turn end `blocked` to `error` + child-error instead of `refusal`.
-    BlockedAsError,
-    /// Append the child's stderr tail to DSH SDK start rejection messages (as today's real host does).
-    StderrInStartError,
-    /// Map the Codex error info `cyberPolicy` to the stop reason `refusal` instead of `error`.
-    CyberPolicyAsRefusal,
-    /// Show the Codex `HTTP status` also when `httpStatusCode` is a numeric string ("503").
-    HttpStatusFromString,
-    /// Never deliver a background completion notice into the parent conversation (a blackhole).
-    DropNotice,
-    /// Teardown goes from the stdin-EOF grace straight to SIGKILL, skipping the SIGTERM rung.
-    SkipSigterm,
-    /// Give completed results a diagnostic too.
-    DiagnosticOnSuccess,
-    /// Append 5000 bytes to every diagnostic after the 4096-byte bound was applied.
-    UnboundedDiagnostic,
-    /// Drop the partial assistant output of every non-completed result.
-    DropPartialOutput,
-    /// Send the completion notice even for a job killed through job_kill.
-    NoticeAfterKill,
-    /// Name job subagent-999 in completion notices instead of the run's job.
-    WrongNoticeJob,
-    /// Leave the Diagnostic line out of the foreground tool result.
-    HideDiagnosticInToolResult,
-    /// Send ACP session/new without the required `mcpServers` (a wire violation).
-    OmitMcpServers,
-    /// Reject an ACP start before the child is rolled back (the rollback runs behind the rejection).
-    RejectBeforeRollback,
-    /// DSH SDK: read partial output only from `assistant/chunk` text-deltas, never from a failed `assistant/attempt`'s stream (where the real runtime carries it).
-    PartialFromChunksOnly,
-    /// After the child's tree has settled, wait out the dispose grace anyway before saying so (every verdict still passes; only time shows it).
-    NeedlessGrace,
-    /// DSH SDK: a runtime lost after `turn/end` but before `idle` reports that turn's reason instead of a transport failure (the run ends at idle).
-    TurnEndEndsTheRun,
-    /// Codex: facts of requests answered before the turn/start answer are applied when the result is taken, after newer facts, instead of at the commit in wire order.
-    EarlyFactsLast,
-    /// ACP: a child that exits right after answering the prompt is reported as a process exit, though the terminal answer came first.
-    ExitBeatsTerminal,
-    /// Codex: initialize asks for the experimental API (`capabilities.experimentalApi: true`; schema-valid, not what the records send).
-    CodexExperimentalApi,
-    /// ACP: initialize offers a file-system capability (`clientCapabilities.fs.readTextFile: true`; schema-valid, not what the records send).
-    AcpFsCapability,
-    /// DSH SDK: initialize names the subject's own working directory instead of the runtime's.
-    DshSubjectCwd,
-    /// Codex: never send turn/interrupt, neither on a local cancel nor when disposing an open turn.
-    SkipTurnInterrupt,
-    /// Codex: leave an unsupported server request unanswered (the run still fails on it).
-    UnansweredRequest,
-    /// Answer no output as one empty text block (`[{"type":"text","text":""}]`) instead of `[]`.
-    EmptyTextBlock,
-    /// ACP: copy an unknown stop reason into the diagnostic (`(stop reason: <raw>)`).
-    CopyUnknownStopReason,
-    /// ACP: copy a `session/prompt` error response's `data` into the diagnostic.
-    ErrorDataInDiagnostic,
-    /// ACP: name the tool call's title in the permission line.
-    TitleInPermissionLine,
-    /// Append the task text to every start rejection message that is not a cancellation.
-    TaskInStartError,
-    /// Codex: append a failed turn's error message to the diagnostic.
-    LeakTurnError,
-    /// Give every background job the same id (`subagent-1`).
-    ReuseJobId,
-    /// Hand the child the whole parent environment, credential-shaped and `DSH_*` names included.
-    InheritWholeEnv,
-    /// ACP: keep the latest permission fact per provider instead of per run (a run reports the decision another run got last).
-    PermissionFactPerProvider,
-    /// One diagnostic buffer for all runs, never reset: each failure's diagnostic carries the earlier failures' lines.
-    SharedDiagnosticBuilder,
-    /// Count job ids per provider, so jobs of two providers in one subject get the same id.
-    JobIdPerProvider,
-    /// Deliver a cancel to every run in flight, not only to the one it names.
-    CancelEveryRun,
-    /// A job_output read consumes the job's output: a second read shows `(no new output)`.
-    ConsumingJobOutput,
-    /// job_kill on a job that already finished sends its completion notice again.
-    RenoticeOnLateKill,
-    /// Mark every foreground tool result as an error (`isError: true`), a completed run's too.
-    SuccessAsError,
-    /// Show a failed job's status in job_output without its detail (`[status: failed]`), unlike its notice.
-    JobOutputStatusWithoutDetail,
-    /// Answer a background start with `started background job <id>` (the word `subagent` left out).
-    BackgroundStartWording,
-    /// Never answer `job_output` (the parent model's call waits forever).
-    NoJobOutputAnswer,
-    /// Report every finished background job as `completed` (in its notice and job_output), failed ones too.
-    JobStatusCompletedAlways,
-    /// Codex: show a `codexErrorInfo` the pinned vocabulary does not know as the catch-all `other` instead of `unknown`.
-    UnknownCodeAsOther,
-    /// Echo the dispatch time as the dispatch receipt's `expectedBy` instead of the one `start` gave.
-    WrongExpectedBy,
-    /// Answer every `job_output` twice (the second answer comes after the run is over).
-    JobOutputTwice,
-    /// Teardown signals only the runtime's process group: a descendant that left it (`setsid`, a double fork) is never killed.
-    ProcessGroupOnlyKill,
-    /// Send `settled` as soon as the teardown ladder has signalled the tree, without waiting for it to be gone.
-    SettledEarly,
-    /// The teardown ladder ends at SIGTERM: a tree that survives it is never sent SIGKILL.
-    NoSigkillRung,
-    /// Reap orphaned descendants (reparented to the subject, a child subreaper) only when the subject exits, so they stay zombies after `settled`.
-    ReapOrphansLate,
-    /// Report every result twice.
-    ResultTwice,
-    /// Answer every run with an empty completed result without spawning its runtime (a stub left in).
-    StubResult,
-    /// When the child has already exited, wait two seconds before reporting the result.
-    LateResultAfterExit,
-    /// Claude Code: count a `success` result as completed whatever its text (blank included).
-    BlankSuccessCompleted,
-    /// Claude Code: map the result subtype `error_max_turns` to the shared `max-tokens`.
-    MaxTurnsAsMaxTokens,
-    /// Claude Code: leave the unattended permission decision out of the diagnostic.
-    ClaudePermissionFactDropped,
-    /// Claude Code: start the CLI without `--permission-prompt-tool stdio` while installing the
-    /// permission callback (the CLI would never ask).
-    NoPermissionPromptTool,
-    /// Codex, DSH SDK, Claude Code: take an `initialize` answer that is not an object (`null`)
-    /// as a completed handshake.
-    NullHandshakeAccepted,
-    /// Claude Code: a CLI that dies by a signal after its result is reported as a process exit,
-    /// the result disregarded.
-    SignalBeatsResult,
-    /// Claude Code: a local cancel waits (up to `disposeGraceMs`) for the CLI's result and
-    /// reports it instead of `aborted`.
-    ResultAfterCancel,
-    /// Claude Code: the CLI's `system` `init` clears the permission facts seen before it.
-    InitResetsFacts,
+/// One seeded defect: a deliberate misbehaviour the harness's self-tests seed, which the
+/// catalog must catch.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct DefectInfo {
+    /// Its `--defect` name.
+    pub name: &'static str,
+    /// Its one line of help (`conform-reference --help`).
+    pub help: &'static str,
+    /// The check ids (`conform list --checks`) expected to catch it: its row of the kill
+    /// matrix (`conform self-test`), every check that fails when the catalog runs against it.
+    pub catches: &'static [&'static str],
 }
 
-/// Deliberate misbehaviours for the harness's self-tests. All off by default.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct Defects {
-    pub crash_after_dispatch: bool,
-    pub hang_after_dispatch: bool,
-    pub skip_teardown: bool,
-    pub leak_raw_error: bool,
-    pub max_tokens_as_error: bool,
-    pub blocked_as_error: bool,
-    pub stderr_in_start_error: bool,
-    pub cyber_policy_as_refusal: bool,
-    pub http_status_from_string: bool,
-    pub drop_notice: bool,
-    pub skip_sigterm: bool,
-    pub diagnostic_on_success: bool,
-    pub unbounded_diagnostic: bool,
-    pub drop_partial_output: bool,
-    pub notice_after_kill: bool,
-    pub wrong_notice_job: bool,
-    pub hide_diagnostic_in_tool_result: bool,
-    pub omit_mcp_servers: bool,
-    pub reject_before_rollback: bool,
-    pub partial_from_chunks_only: bool,
-    pub needless_grace: bool,
-    pub turn_end_ends_the_run: bool,
-    pub early_facts_last: bool,
-    pub exit_beats_terminal: bool,
-    pub codex_experimental_api: bool,
-    pub acp_fs_capability: bool,
-    pub dsh_subject_cwd: bool,
-    pub skip_turn_interrupt: bool,
-    pub unanswered_request: bool,
-    pub empty_text_block: bool,
-    pub copy_unknown_stop_reason: bool,
-    pub error_data_in_diagnostic: bool,
-    pub title_in_permission_line: bool,
-    pub task_in_start_error: bool,
-    pub leak_turn_error: bool,
-    pub reuse_job_id: bool,
-    pub inherit_whole_env: bool,
-    pub permission_fact_per_provider: bool,
-    pub shared_diagnostic_builder: bool,
-    pub job_id_per_provider: bool,
-    pub cancel_every_run: bool,
-    pub consuming_job_output: bool,
-    pub renotice_on_late_kill: bool,
-    pub success_as_error: bool,
-    pub job_output_status_without_detail: bool,
-    pub background_start_wording: bool,
-    pub no_job_output_answer: bool,
-    pub job_status_completed_always: bool,
-    pub unknown_code_as_other: bool,
-    pub wrong_expected_by: bool,
-    pub job_output_twice: bool,
-    pub process_group_only_kill: bool,
-    pub settled_early: bool,
-    pub no_sigkill_rung: bool,
-    pub reap_orphans_late: bool,
-    pub result_twice: bool,
-    pub stub_result: bool,
-    pub late_result_after_exit: bool,
-    pub blank_success_completed: bool,
-    pub max_turns_as_max_tokens: bool,
-    pub claude_permission_fact_dropped: bool,
-    pub no_permission_prompt_tool: bool,
-    pub null_handshake_accepted: bool,
-    pub signal_beats_result: bool,
-    pub result_after_cancel: bool,
-    pub init_resets_facts: bool,
+/// Declares every seeded defect from one line each (`switch = "name": "help", catches [..];`):
+/// the `--defect` values ([`Defect`]), the switches the code reads ([`Defects`]) and the list
+/// the self-test iterates ([`DEFECTS`]), all in this order.
+macro_rules! defects {
+    ($($switch:ident = $name:literal: $help:literal, catches [$($check:literal),* $(,)?];)+) => {
+        /// A `--defect` value: one seeded defect (its [`DefectInfo`] in [`DEFECTS`]).
+        #[allow(non_camel_case_types)]
+        #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+        pub enum Defect {
+            $($switch,)+
+        }
+
+        /// Every seeded defect, in declaration order (`conform self-test` runs the catalog
+        /// against each).
+        pub const DEFECTS: &[DefectInfo] = &[
+            $(DefectInfo { name: $name, help: $help, catches: &[$($check),*] },)+
+        ];
+
+        /// Deliberate misbehaviours for the harness's self-tests: one switch per defect, all
+        /// off by default.
+        #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+        pub struct Defects {
+            $(pub $switch: bool,)+
+        }
+
+        impl Defects {
+            fn turn_on(&mut self, defect: Defect) {
+                match defect {
+                    $(Defect::$switch => self.$switch = true,)+
+                }
+            }
+
+            /// The switches that are on, by their field names.
+            #[cfg(test)]
+            fn switches_on(&self) -> Vec<&'static str> {
+                [$((stringify!($switch), self.$switch),)+]
+                    .into_iter()
+                    .filter_map(|(switch, on)| on.then_some(switch))
+                    .collect()
+            }
+        }
+
+        impl ValueEnum for Defect {
+            fn value_variants<'a>() -> &'a [Self] {
+                &[$(Defect::$switch,)+]
+            }
+
+            fn to_possible_value(&self) -> Option<PossibleValue> {
+                let info = self.info();
+                Some(PossibleValue::new(info.name).help(info.help))
+            }
+        }
+    };
+}
+
+impl Defect {
+    /// Its name, help and the checks expected to catch it.
+    pub fn info(self) -> &'static DefectInfo {
+        &DEFECTS[self as usize]
+    }
 }
 
 impl Defects {
     pub fn from_list(list: &[Defect]) -> Defects {
         let mut d = Defects::default();
         for defect in list {
-            match defect {
-                Defect::CrashAfterDispatch => d.crash_after_dispatch = true,
-                Defect::HangAfterDispatch => d.hang_after_dispatch = true,
-                Defect::SkipTeardown => d.skip_teardown = true,
-                Defect::LeakRawError => d.leak_raw_error = true,
-                Defect::MaxTokensAsError => d.max_tokens_as_error = true,
-                Defect::BlockedAsError => d.blocked_as_error = true,
-                Defect::StderrInStartError => d.stderr_in_start_error = true,
-                Defect::CyberPolicyAsRefusal => d.cyber_policy_as_refusal = true,
-                Defect::HttpStatusFromString => d.http_status_from_string = true,
-                Defect::DropNotice => d.drop_notice = true,
-                Defect::SkipSigterm => d.skip_sigterm = true,
-                Defect::DiagnosticOnSuccess => d.diagnostic_on_success = true,
-                Defect::UnboundedDiagnostic => d.unbounded_diagnostic = true,
-                Defect::DropPartialOutput => d.drop_partial_output = true,
-                Defect::NoticeAfterKill => d.notice_after_kill = true,
-                Defect::WrongNoticeJob => d.wrong_notice_job = true,
-                Defect::HideDiagnosticInToolResult => d.hide_diagnostic_in_tool_result = true,
-                Defect::OmitMcpServers => d.omit_mcp_servers = true,
-                Defect::RejectBeforeRollback => d.reject_before_rollback = true,
-                Defect::PartialFromChunksOnly => d.partial_from_chunks_only = true,
-                Defect::NeedlessGrace => d.needless_grace = true,
-                Defect::TurnEndEndsTheRun => d.turn_end_ends_the_run = true,
-                Defect::EarlyFactsLast => d.early_facts_last = true,
-                Defect::ExitBeatsTerminal => d.exit_beats_terminal = true,
-                Defect::CodexExperimentalApi => d.codex_experimental_api = true,
-                Defect::AcpFsCapability => d.acp_fs_capability = true,
-                Defect::DshSubjectCwd => d.dsh_subject_cwd = true,
-                Defect::SkipTurnInterrupt => d.skip_turn_interrupt = true,
-                Defect::UnansweredRequest => d.unanswered_request = true,
-                Defect::EmptyTextBlock => d.empty_text_block = true,
-                Defect::CopyUnknownStopReason => d.copy_unknown_stop_reason = true,
-                Defect::ErrorDataInDiagnostic => d.error_data_in_diagnostic = true,
-                Defect::TitleInPermissionLine => d.title_in_permission_line = true,
-                Defect::TaskInStartError => d.task_in_start_error = true,
-                Defect::LeakTurnError => d.leak_turn_error = true,
-                Defect::ReuseJobId => d.reuse_job_id = true,
-                Defect::InheritWholeEnv => d.inherit_whole_env = true,
-                Defect::PermissionFactPerProvider => d.permission_fact_per_provider = true,
-                Defect::SharedDiagnosticBuilder => d.shared_diagnostic_builder = true,
-                Defect::JobIdPerProvider => d.job_id_per_provider = true,
-                Defect::CancelEveryRun => d.cancel_every_run = true,
-                Defect::ConsumingJobOutput => d.consuming_job_output = true,
-                Defect::RenoticeOnLateKill => d.renotice_on_late_kill = true,
-                Defect::SuccessAsError => d.success_as_error = true,
-                Defect::JobOutputStatusWithoutDetail => d.job_output_status_without_detail = true,
-                Defect::BackgroundStartWording => d.background_start_wording = true,
-                Defect::NoJobOutputAnswer => d.no_job_output_answer = true,
-                Defect::JobStatusCompletedAlways => d.job_status_completed_always = true,
-                Defect::UnknownCodeAsOther => d.unknown_code_as_other = true,
-                Defect::WrongExpectedBy => d.wrong_expected_by = true,
-                Defect::JobOutputTwice => d.job_output_twice = true,
-                Defect::ProcessGroupOnlyKill => d.process_group_only_kill = true,
-                Defect::SettledEarly => d.settled_early = true,
-                Defect::NoSigkillRung => d.no_sigkill_rung = true,
-                Defect::ReapOrphansLate => d.reap_orphans_late = true,
-                Defect::ResultTwice => d.result_twice = true,
-                Defect::StubResult => d.stub_result = true,
-                Defect::LateResultAfterExit => d.late_result_after_exit = true,
-                Defect::BlankSuccessCompleted => d.blank_success_completed = true,
-                Defect::MaxTurnsAsMaxTokens => d.max_turns_as_max_tokens = true,
-                Defect::ClaudePermissionFactDropped => d.claude_permission_fact_dropped = true,
-                Defect::NoPermissionPromptTool => d.no_permission_prompt_tool = true,
-                Defect::NullHandshakeAccepted => d.null_handshake_accepted = true,
-                Defect::SignalBeatsResult => d.signal_beats_result = true,
-                Defect::ResultAfterCancel => d.result_after_cancel = true,
-                Defect::InitResetsFacts => d.init_resets_facts = true,
-            }
+            d.turn_on(*defect);
         }
         d
     }
+}
+
+defects! {
+    crash_after_dispatch = "crash-after-dispatch":
+        "Exit with code 70 right after sending the first `dispatched`, abandoning all children",
+        catches ["subject.alive", "wire.violation"];
+    hang_after_dispatch = "hang-after-dispatch":
+        "After the first `dispatched`, never send anything else for that run (no result, \
+         settled, tool_result, notice or job_output); its child is still cleaned up silently",
+        catches ["subject.deadline"];
+    skip_teardown = "skip-teardown":
+        "Make dispose() send `settled` at once without session/cancel, stdin EOF or signals, \
+         leaving the child running",
+        catches ["expect.job-status", "expect.teardown", "process.pipes", "process.settle-claim",
+            "process.settled", "snapshot", "subject.deadline"];
+    leak_raw_error = "leak-raw-error":
+        "Append the child's raw stderr tail to every non-completed diagnostic and start \
+         rejection message (a redaction defect)",
+        catches ["contract.redaction", "expect.diagnostic", "expect.job-status",
+            "expect.start-error", "snapshot"];
+    max_tokens_as_error = "max-tokens-as-error":
+        "Map the ACP stop reason `max_tokens` to `error` instead of `max-tokens`",
+        catches ["expect.stop-reason", "snapshot"];
+    blocked_as_error = "blocked-as-error":
+        "Map the DSH SDK child turn end `blocked` to `error` + child-error instead of `refusal`",
+        catches ["expect.diagnostic", "expect.stop-reason", "snapshot"];
+    stderr_in_start_error = "stderr-in-start-error":
+        "Append the child's stderr tail to DSH SDK start rejection messages (as today's real \
+         host does)",
+        catches ["contract.redaction", "expect.start-error"];
+    cyber_policy_as_refusal = "cyber-policy-as-refusal":
+        "Map the Codex error info `cyberPolicy` to the stop reason `refusal` instead of `error`",
+        catches ["expect.stop-reason", "snapshot"];
+    http_status_from_string = "http-status-from-string":
+        "Show the Codex `HTTP status` also when `httpStatusCode` is a numeric string (\"503\")",
+        catches ["expect.diagnostic", "snapshot"];
+    drop_notice = "drop-notice":
+        "Never deliver a background completion notice into the parent conversation (a blackhole)",
+        catches ["delivery.completion", "subject.deadline"];
+    skip_sigterm = "skip-sigterm":
+        "Teardown goes from the stdin-EOF grace straight to SIGKILL, skipping the SIGTERM rung",
+        catches ["expect.start-error", "expect.teardown", "snapshot"];
+    diagnostic_on_success = "diagnostic-on-success":
+        "Give completed results a diagnostic too",
+        catches ["contract.no-diagnostic", "expect.diagnostic", "presentation.same-diagnostic"];
+    unbounded_diagnostic = "unbounded-diagnostic":
+        "Append 5000 bytes to every diagnostic after the 4096-byte bound was applied",
+        catches ["contract.bound", "expect.diagnostic", "snapshot"];
+    drop_partial_output = "drop-partial-output":
+        "Drop the partial assistant output of every non-completed result",
+        catches ["expect.output", "snapshot"];
+    notice_after_kill = "notice-after-kill":
+        "Send the completion notice even for a job killed through job_kill",
+        catches ["delivery.no-notice-after-kill", "snapshot"];
+    wrong_notice_job = "wrong-notice-job":
+        "Name job subagent-999 in completion notices instead of the run's job",
+        catches ["delivery.job-id"];
+    hide_diagnostic_in_tool_result = "hide-diagnostic-in-tool-result":
+        "Leave the Diagnostic line out of the foreground tool result",
+        catches ["presentation.same-diagnostic", "snapshot"];
+    omit_mcp_servers = "omit-mcp-servers":
+        "Send ACP session/new without the required `mcpServers` (a wire violation)",
+        catches ["wire.violation"];
+    reject_before_rollback = "reject-before-rollback":
+        "Reject an ACP start before the child is rolled back (the rollback runs behind the \
+         rejection)",
+        catches ["expect.start-error", "process.pipes", "process.reaped", "process.rollback",
+            "snapshot"];
+    partial_from_chunks_only = "partial-from-chunks-only":
+        "DSH SDK: read partial output only from `assistant/chunk` text-deltas, never from a \
+         failed `assistant/attempt`'s stream (where the real runtime carries it)",
+        catches ["expect.output", "snapshot"];
+    needless_grace = "needless-grace":
+        "After the child's tree has settled, wait out the dispose grace anyway before saying so \
+         (every verdict still passes; only time shows it)",
+        catches ["subject.deadline", "timing.settled"];
+    turn_end_ends_the_run = "turn-end-ends-the-run":
+        "DSH SDK: a runtime lost after `turn/end` but before `idle` reports that turn's reason \
+         instead of a transport failure (the run ends at idle)",
+        catches ["expect.diagnostic", "expect.job-status", "expect.stop-reason", "snapshot"];
+    early_facts_last = "early-facts-last":
+        "Codex: facts of requests answered before the turn/start answer are applied when the \
+         result is taken, after newer facts, instead of at the commit in wire order",
+        catches ["expect.diagnostic", "snapshot"];
+    exit_beats_terminal = "exit-beats-terminal":
+        "ACP: a child that exits right after answering the prompt is reported as a process exit, \
+         though the terminal answer came first",
+        catches ["expect.diagnostic", "expect.job-status", "expect.stop-reason", "snapshot"];
+    codex_experimental_api = "codex-experimental-api":
+        "Codex: initialize asks for the experimental API (`capabilities.experimentalApi: true`; \
+         schema-valid, not what the records send)",
+        catches ["wire.violation"];
+    acp_fs_capability = "acp-fs-capability":
+        "ACP: initialize offers a file-system capability (`clientCapabilities.fs.readTextFile: \
+         true`; schema-valid, not what the records send)",
+        catches ["wire.violation"];
+    dsh_subject_cwd = "dsh-subject-cwd":
+        "DSH SDK: initialize names the subject's own working directory instead of the runtime's",
+        catches ["wire.violation"];
+    skip_turn_interrupt = "skip-turn-interrupt":
+        "Codex: never send turn/interrupt, neither on a local cancel nor when disposing an open \
+         turn",
+        catches ["wire.violation"];
+    unanswered_request = "unanswered-request":
+        "Codex: leave an unsupported server request unanswered (the run still fails on it)",
+        catches ["wire.violation"];
+    empty_text_block = "empty-text-block":
+        "Answer no output as one empty text block (`[{\"type\":\"text\",\"text\":\"\"}]`) \
+         instead of `[]`",
+        catches ["contract.output"];
+    copy_unknown_stop_reason = "copy-unknown-stop-reason":
+        "ACP: copy an unknown stop reason into the diagnostic (`(stop reason: <raw>)`)",
+        catches ["contract.redaction", "expect.diagnostic", "snapshot"];
+    error_data_in_diagnostic = "error-data-in-diagnostic":
+        "ACP: copy a `session/prompt` error response's `data` into the diagnostic",
+        catches ["contract.redaction", "expect.diagnostic"];
+    title_in_permission_line = "title-in-permission-line":
+        "ACP: name the tool call's title in the permission line",
+        catches ["contract.redaction", "expect.diagnostic", "process.settle-claim",
+            "process.settled"];
+    task_in_start_error = "task-in-start-error":
+        "Append the task text to every start rejection message that is not a cancellation",
+        catches ["contract.redaction", "expect.start-error", "snapshot"];
+    leak_turn_error = "leak-turn-error":
+        "Codex: append a failed turn's error message to the diagnostic",
+        catches ["contract.redaction", "expect.diagnostic", "snapshot"];
+    reuse_job_id = "reuse-job-id":
+        "Give every background job the same id (`subagent-1`)",
+        catches ["delivery.unique-job-id"];
+    inherit_whole_env = "inherit-whole-env":
+        "Hand the child the whole parent environment, credential-shaped and `DSH_*` names \
+         included",
+        catches ["wire.violation"];
+    permission_fact_per_provider = "permission-fact-per-provider":
+        "ACP: keep the latest permission fact per provider instead of per run (a run reports the \
+         decision another run got last)",
+        catches ["expect.diagnostic", "expect.job-status", "snapshot"];
+    shared_diagnostic_builder = "shared-diagnostic-builder":
+        "One diagnostic buffer for all runs, never reset: each failure's diagnostic carries the \
+         earlier failures' lines",
+        catches ["contract.bound", "expect.diagnostic", "isolation.cross-talk", "snapshot"];
+    job_id_per_provider = "job-id-per-provider":
+        "Count job ids per provider, so jobs of two providers in one subject get the same id",
+        catches ["delivery.unique-job-id"];
+    cancel_every_run = "cancel-every-run":
+        "Deliver a cancel to every run in flight, not only to the one it names",
+        catches ["expect.diagnostic", "expect.job-status", "expect.output", "expect.start-error",
+            "expect.stop-reason", "isolation.cancel-target", "snapshot", "subject.deadline",
+            "wire.violation"];
+    consuming_job_output = "consuming-job-output":
+        "A job_output read consumes the job's output: a second read shows `(no new output)`",
+        catches ["delivery.job-output", "snapshot"];
+    renotice_on_late_kill = "renotice-on-late-kill":
+        "job_kill on a job that already finished sends its completion notice again",
+        catches ["delivery.single-notice", "snapshot"];
+    success_as_error = "success-as-error":
+        "Mark every foreground tool result as an error (`isError: true`), a completed run's too",
+        catches ["presentation.is-error", "snapshot"];
+    job_output_status_without_detail = "job-output-status-without-detail":
+        "Show a failed job's status in job_output without its detail (`[status: failed]`), \
+         unlike its notice",
+        catches ["presentation.same-status", "snapshot"];
+    background_start_wording = "background-start-wording":
+        "Answer a background start with `started background job <id>` (the word `subagent` left \
+         out)",
+        catches ["presentation.background-start", "snapshot"];
+    no_job_output_answer = "no-job-output-answer":
+        "Never answer `job_output` (the parent model's call waits forever)",
+        catches ["delivery.completion", "delivery.job-output"];
+    job_status_completed_always = "job-status-completed-always":
+        "Report every finished background job as `completed` (in its notice and job_output), \
+         failed ones too",
+        catches ["expect.job-status", "snapshot"];
+    unknown_code_as_other = "unknown-code-as-other":
+        "Codex: show a `codexErrorInfo` the pinned vocabulary does not know as the catch-all \
+         `other` instead of `unknown`",
+        catches ["expect.diagnostic", "expect.upstream-code", "snapshot"];
+    wrong_expected_by = "wrong-expected-by":
+        "Echo the dispatch time as the dispatch receipt's `expectedBy` instead of the one \
+         `start` gave",
+        catches ["delivery.dispatch-receipt"];
+    job_output_twice = "job-output-twice":
+        "Answer every `job_output` twice (the second answer comes after the run is over)",
+        catches ["subject.after-end"];
+    process_group_only_kill = "process-group-only-kill":
+        "Teardown signals only the runtime's process group: a descendant that left it (`setsid`, \
+         a double fork) is never killed",
+        catches ["expect.job-status", "expect.start-error", "process.pipes", "process.rollback",
+            "process.settle-claim", "process.settled", "snapshot"];
+    settled_early = "settled-early":
+        "Send `settled` as soon as the teardown ladder has signalled the tree, without waiting \
+         for it to be gone",
+        catches ["expect.job-status", "expect.start-error", "process.pipes", "process.rollback",
+            "process.settle-claim", "snapshot"];
+    no_sigkill_rung = "no-sigkill-rung":
+        "The teardown ladder ends at SIGTERM: a tree that survives it is never sent SIGKILL",
+        catches ["expect.job-status", "process.settled", "snapshot"];
+    reap_orphans_late = "reap-orphans-late":
+        "Reap orphaned descendants (reparented to the subject, a child subreaper) only when the \
+         subject exits, so they stay zombies after `settled`",
+        catches ["process.reaped"];
+    result_twice = "result-twice":
+        "Report every result twice",
+        catches ["subject.protocol"];
+    stub_result = "stub-result":
+        "Answer every run with an empty completed result without spawning its runtime (a stub \
+         left in)",
+        catches ["delivery.completion", "expect.diagnostic", "expect.job-status", "expect.output",
+            "expect.start-error", "expect.stop-reason", "expect.teardown", "expect.upstream-code",
+            "snapshot", "subject.runtime"];
+    late_result_after_exit = "late-result-after-exit":
+        "When the child has already exited, wait two seconds before reporting the result",
+        catches ["timing.result", "timing.settled"];
+    blank_success_completed = "blank-success-completed":
+        "Claude Code: count a `success` result as completed whatever its text (blank included)",
+        catches ["expect.diagnostic", "expect.job-status", "expect.output", "expect.stop-reason",
+            "snapshot"];
+    max_turns_as_max_tokens = "max-turns-as-max-tokens":
+        "Claude Code: map the result subtype `error_max_turns` to the shared `max-tokens`",
+        catches ["expect.diagnostic", "expect.stop-reason", "snapshot"];
+    claude_permission_fact_dropped = "claude-permission-fact-dropped":
+        "Claude Code: leave the unattended permission decision out of the diagnostic",
+        catches ["expect.diagnostic", "snapshot"];
+    no_permission_prompt_tool = "no-permission-prompt-tool":
+        "Claude Code: start the CLI without `--permission-prompt-tool stdio` while installing \
+         the permission callback (the CLI would never ask)",
+        catches ["wire.violation"];
+    null_handshake_accepted = "null-handshake-accepted":
+        "Codex, DSH SDK, Claude Code: take an `initialize` answer that is not an object (`null`) \
+         as a completed handshake",
+        catches ["expect.start-error", "snapshot", "subject.deadline", "wire.violation"];
+    signal_beats_result = "signal-beats-result":
+        "Claude Code: a CLI that dies by a signal after its result is reported as a process \
+         exit, the result disregarded",
+        catches ["expect.diagnostic", "snapshot"];
+    result_after_cancel = "result-after-cancel":
+        "Claude Code: a local cancel waits (up to `disposeGraceMs`) for the CLI's result and \
+         reports it instead of `aborted`",
+        catches ["expect.job-status", "expect.output", "expect.stop-reason", "snapshot"];
+    init_resets_facts = "init-resets-facts":
+        "Claude Code: the CLI's `system` `init` clears the permission facts seen before it",
+        catches ["expect.diagnostic", "snapshot"];
 }
 
 #[cfg(test)]
@@ -326,12 +367,37 @@ mod tests {
         );
         assert!(p(&["--defect", "nope"]).is_err());
         assert!(p(&["--defect"]).is_err());
-        // Every defect has a name, a line of help, and turns exactly one switch on.
-        for d in Defect::value_variants() {
-            let name = d.to_possible_value().unwrap();
-            assert!(name.get_help().is_some(), "{}", name.get_name());
-            let on = p(&["--defect", name.get_name()]).unwrap();
-            assert_ne!(on, Defects::default(), "{}", name.get_name());
+    }
+
+    /// Every defect has a name, a line of help and at least one check expected to catch it,
+    /// and turns exactly one switch on: its own (named like it).
+    #[test]
+    fn every_defect_declared_whole() {
+        assert_eq!(Defect::value_variants().len(), DEFECTS.len());
+        for (d, info) in Defect::value_variants().iter().zip(DEFECTS) {
+            assert_eq!(d.info(), info);
+            let name = info.name;
+            assert!(!name.is_empty() && !info.help.is_empty(), "{name}");
+            assert!(!info.catches.is_empty(), "{name}: no check catches it");
+            for check in info.catches {
+                assert!(
+                    check.split('.').all(|part| !part.is_empty()
+                        && part.chars().all(|c| c.is_ascii_lowercase() || c == '-')),
+                    "{name}: {check:?} is not a check id"
+                );
+            }
+            let value = d.to_possible_value().unwrap();
+            assert_eq!(value.get_name(), name);
+            assert_eq!(
+                value.get_help().map(|h| h.to_string()).as_deref(),
+                Some(info.help)
+            );
+            let on = p(&["--defect", name]).unwrap();
+            assert_eq!(on.switches_on(), [name.replace('-', "_")], "{name}");
         }
+        let mut names: Vec<_> = DEFECTS.iter().map(|d| d.name).collect();
+        names.sort_unstable();
+        names.dedup();
+        assert_eq!(names.len(), DEFECTS.len(), "two defects share a name");
     }
 }

@@ -16,7 +16,7 @@ use std::sync::Arc;
 use crate::jsonrpc::{Handler, IdStyle, JsonRpc};
 use crate::process::{ManagedChild, SpawnError, Spawned};
 use crate::provider::{
-    Log, ProviderEvent, RunSpec, StderrTail, forward_stderr, reject, spawn_runtime,
+    Log, ProviderConfig, ProviderEvent, RunSpec, StderrTail, forward_stderr, reject, spawn_runtime,
 };
 use crate::util::{fresh_uuid, rfc3339_now};
 
@@ -34,13 +34,26 @@ pub(crate) enum StartFailure<F> {
 pub(crate) trait Driver: Sized + Send {
     /// How the host's logs name the child (`ACP child`, `Codex app-server`).
     const CHILD: &'static str;
-    type Config: Send;
+    /// How the host log names the child in passing (`child`, `app-server`).
+    const CHILD_SHORT: &'static str;
+    type Config: ProviderConfig + Send;
     /// What the handshake hands to the task (a session or thread id).
     type Session: Send;
     type Failure: Send;
 
+    /// The rejection of a configuration that cannot be used.
+    fn bad_config() -> StartError;
+
     /// Reads the provider's configuration; an invalid one is logged and rejected.
-    fn configure(spec: &RunSpec, log: &Log) -> Result<Self::Config, StartError>;
+    fn configure(spec: &RunSpec, log: &Log) -> Result<Self::Config, StartError> {
+        Self::Config::from_map(&spec.config).map_err(|why| {
+            log(format!(
+                "invalid {} provider configuration: {why}",
+                Self::Config::PROVIDER
+            ));
+            Self::bad_config()
+        })
+    }
 
     /// Checks the start before anything is spawned (Codex: a blank task).
     fn precheck(_spec: &RunSpec) -> Result<(), StartError> {
@@ -70,8 +83,20 @@ pub(crate) trait Driver: Sized + Send {
         cancel: &mut watch::Receiver<bool>,
     ) -> Result<Self::Session, StartFailure<Self::Failure>>;
 
-    /// Rolls back a start cancelled during the handshake; the rejection to report.
-    async fn cancelled_start(&mut self) -> StartError;
+    /// The rejection of a start cancelled during the handshake once its child is gone (the
+    /// same as before the start, unless the provider says otherwise).
+    fn aborted_during_start() -> StartError {
+        Self::aborted_before_start()
+    }
+
+    /// Rolls back a start cancelled during the handshake; the rejection to report: the abort,
+    /// or only the cleanup fact when the teardown failed.
+    async fn cancelled_start(&mut self) -> StartError {
+        match self.teardown().await {
+            Ok(()) => Self::aborted_during_start(),
+            Err(cleanup) => cleanup,
+        }
+    }
 
     /// Rolls back a failed handshake; the rejection to report (`None` when it was already
     /// reported, as a seeded defect does).
@@ -89,11 +114,31 @@ pub(crate) trait Driver: Sized + Send {
         cancel: &mut watch::Receiver<bool>,
     ) -> SubagentResult;
 
-    /// Ends the child (its teardown ladder) after the result.
-    async fn dispose(&mut self) -> Result<(), StartError>;
+    /// Ends the child after the result: its teardown ladder (ACP and Codex tell the runtime
+    /// first).
+    async fn dispose(&mut self) -> Result<(), StartError> {
+        self.teardown().await
+    }
+
+    /// The child's teardown ladder (dispose's, a start's rollback): the rejection of a
+    /// teardown that failed.
+    async fn teardown(&mut self) -> Result<(), StartError>;
 }
 
-/// Drives one run of provider `D` from its configuration to a settled dispose.
+/// A failed start's rejection: `error` alone when the rollback settled, else an
+/// `AggregateError` keeping both the start's message and the teardown's.
+pub(crate) fn with_rollback(error: StartError, rollback: Result<(), StartError>) -> StartError {
+    match rollback {
+        Ok(()) => error,
+        Err(teardown) => StartError {
+            name: "AggregateError".into(),
+            message: format!("{}; {}", error.message, teardown.message),
+        },
+    }
+}
+
+/// Drives one run of provider `D` from its configuration to a settled dispose: launch the
+/// child, open its session, publish, run the task, dispose.
 pub(crate) async fn drive<D: Driver>(
     spec: RunSpec,
     defects: Defects,
@@ -101,74 +146,133 @@ pub(crate) async fn drive<D: Driver>(
     mut cancel: watch::Receiver<bool>,
     events: mpsc::UnboundedSender<ProviderEvent>,
 ) {
-    // A rejected start (not a cancellation) shows only the provider's own fixed text.
-    let refuse = |mut error: StartError| {
-        if defects.task_in_start_error {
-            // Seeded defect: the task echoed into the start error.
-            error.message = format!("{}: {}", error.message, spec.task);
-        }
-        reject(&events, error, false)
+    let start = Start {
+        spec: &spec,
+        defects,
+        events: &events,
     };
-    let config = match D::configure(&spec, &log) {
-        Ok(c) => c,
-        Err(e) => return refuse(e),
+    let Some((mut run, child)) = start.launch::<D>(&log, &cancel) else {
+        return;
     };
-    if let Err(e) = D::precheck(&spec) {
-        return refuse(e);
-    }
-    if *cancel.borrow() {
-        return reject(&events, D::aborted_before_start(), true);
-    }
-    if defects.stub_result {
-        return stub_result(&events);
-    }
-    let cwd = PathBuf::from(&spec.runtime.cwd);
-    if !cwd.is_absolute() || !cwd.is_dir() {
-        log(format!(
-            "{} cwd is not an absolute existing directory: {cwd:?}",
-            D::CHILD
-        ));
-        return refuse(D::bad_cwd());
-    }
-    let mut runtime = spec.runtime.clone();
-    D::extend_runtime(&config, &defects, &mut runtime);
-    let spawned = match spawn_runtime(&runtime, Path::new(&cwd), &log, &defects) {
-        Ok(s) => s,
-        Err(e) => return refuse(D::spawn_failed(&e, &log)),
-    };
-    log(format!(
-        "{} spawned, process group {}",
-        D::CHILD,
-        spawned.child.pgid()
-    ));
-    let child = spawned.child.clone();
-    let late_result = defects.late_result_after_exit;
-    let mut run = D::connect(config, defects, log, spawned);
-    let session = match run.handshake(&spec, &mut cancel).await {
-        Ok(s) => s,
-        Err(StartFailure::Cancelled) => {
-            let error = run.cancelled_start().await;
-            return reject(&events, error, true);
-        }
-        Err(StartFailure::Failed(failure)) => {
-            if let Some(error) = run.failed_start(failure, &events).await {
-                refuse(error);
-            }
-            return;
-        }
+    let Some(session) = start.open(&mut run, &mut cancel).await else {
+        return;
     };
     let _ = events.send(ProviderEvent::Published {
         child_session_key: fresh_uuid(),
         dispatch_at: rfc3339_now(),
     });
     let result = run.run_task(&spec, &session, &mut cancel).await;
-    if late_result && child.exited().is_some() {
+    if defects.late_result_after_exit && child.exited().is_some() {
         // Seeded defect `late-result-after-exit`: nothing is left to wait for.
         tokio::time::sleep(std::time::Duration::from_secs(2)).await;
     }
     let _ = events.send(ProviderEvent::Result(result));
-    let disposed = run.dispose().await;
+    let disposed = if defects.skip_teardown {
+        // Seeded defect: `settled` at once, without cancel, stdin EOF or signals.
+        log(format!(
+            "skip-teardown defect: dispose leaves the {} running",
+            D::CHILD_SHORT
+        ));
+        Ok(())
+    } else {
+        run.dispose().await
+    };
     let _ = events.send(ProviderEvent::Disposed(disposed));
+}
+
+/// A run's start, up to publication: what every start phase reads and how it rejects.
+struct Start<'a> {
+    spec: &'a RunSpec,
+    defects: Defects,
+    events: &'a mpsc::UnboundedSender<ProviderEvent>,
+}
+
+impl Start<'_> {
+    /// A rejected start (not a cancellation): it shows only the provider's own fixed text.
+    fn refuse(&self, mut error: StartError) {
+        if self.defects.task_in_start_error {
+            // Seeded defect: the task echoed into the start error.
+            error.message = format!("{}: {}", error.message, self.spec.task);
+        }
+        reject(self.events, error, false)
+    }
+
+    /// Configures, checks the start and spawns the runtime in its working directory: the run
+    /// wired to its child, and the child. `None` when the start was rejected (or stubbed).
+    fn launch<D: Driver>(
+        &self,
+        log: &Log,
+        cancel: &watch::Receiver<bool>,
+    ) -> Option<(D, ManagedChild)> {
+        let (spec, defects) = (self.spec, self.defects);
+        let config = match D::configure(spec, log) {
+            Ok(c) => c,
+            Err(e) => {
+                self.refuse(e);
+                return None;
+            }
+        };
+        if let Err(e) = D::precheck(spec) {
+            self.refuse(e);
+            return None;
+        }
+        if *cancel.borrow() {
+            reject(self.events, D::aborted_before_start(), true);
+            return None;
+        }
+        if defects.stub_result {
+            stub_result(self.events);
+            return None;
+        }
+        let cwd = PathBuf::from(&spec.runtime.cwd);
+        if !cwd.is_absolute() || !cwd.is_dir() {
+            log(format!(
+                "{} cwd is not an absolute existing directory: {cwd:?}",
+                D::CHILD
+            ));
+            self.refuse(D::bad_cwd());
+            return None;
+        }
+        let mut runtime = spec.runtime.clone();
+        D::extend_runtime(&config, &defects, &mut runtime);
+        let spawned = match spawn_runtime(&runtime, Path::new(&cwd), log, &defects) {
+            Ok(s) => s,
+            Err(e) => {
+                self.refuse(D::spawn_failed(&e, log));
+                return None;
+            }
+        };
+        log(format!(
+            "{} spawned, process group {}",
+            D::CHILD,
+            spawned.child.pgid()
+        ));
+        let child = spawned.child.clone();
+        Some((D::connect(config, defects, log.clone(), spawned), child))
+    }
+
+    /// The handshake: the session to publish, or `None` once a cancelled or failed start is
+    /// rolled back and rejected.
+    async fn open<D: Driver>(
+        &self,
+        run: &mut D,
+        cancel: &mut watch::Receiver<bool>,
+    ) -> Option<D::Session> {
+        match run.handshake(self.spec, cancel).await {
+            Ok(s) => Some(s),
+            Err(StartFailure::Cancelled) => {
+                let error = run.cancelled_start().await;
+                reject(self.events, error, true);
+                None
+            }
+            Err(StartFailure::Failed(failure)) => {
+                if let Some(error) = run.failed_start(failure, self.events).await {
+                    self.refuse(error);
+                }
+                None
+            }
+        }
+    }
 }
 
 /// Seeded defect `stub-result`: a published run that completes empty, nothing spawned.

@@ -24,6 +24,7 @@ use std::sync::atomic::AtomicBool;
 use anyhow::Context;
 use conform_protocol::SUBJECT_PROTOCOL;
 use conform_protocol::subject::{FromSubject, Mode, StartError, SubjectInfo, ToSubject};
+use conform_protocol::vocab::Provider;
 use tokio::io::AsyncBufReadExt;
 use tokio::sync::mpsc;
 use tokio::task::JoinHandle;
@@ -32,17 +33,15 @@ use crate::cli::Defects;
 use crate::run::{Control, StartParams};
 use crate::writer::Out;
 
+pub use crate::cli::{DEFECTS, DefectInfo};
+
 /// Every seeded defect: its `--defect` name and its one line of help, in declaration order
-/// (`conform self-test` runs the catalog against each).
+/// (`conform self-test` runs the catalog against each). [`DEFECTS`] has the checks expected
+/// to catch each, too.
 pub fn defects() -> Vec<(String, String)> {
-    use clap::ValueEnum;
-    cli::Defect::value_variants()
+    DEFECTS
         .iter()
-        .filter_map(|d| d.to_possible_value())
-        .map(|v| {
-            let help = v.get_help().map(|h| h.to_string()).unwrap_or_default();
-            (v.get_name().to_owned(), help)
-        })
+        .map(|d| (d.name.to_owned(), d.help.to_owned()))
         .collect()
 }
 
@@ -83,52 +82,78 @@ struct RunEntry {
     task: JoinHandle<()>,
 }
 
+/// The subject: one message from the harness at a time, until `shutdown` or stdin EOF; then
+/// every run still going is shut down and awaited.
 async fn serve(defects: Defects) -> anyhow::Result<i32> {
     process::become_reaper(defects.reap_orphans_late);
-    let out = writer::start(defects.crash_after_dispatch);
-    let first_dispatch = Arc::new(AtomicBool::new(false));
-    let mut runs: HashMap<String, RunEntry> = HashMap::new();
-    let mut next_job = 1u64;
-    // Only the `job-id-per-provider` defect counts per provider.
-    let mut next_job_of: HashMap<conform_protocol::vocab::Provider, u64> = HashMap::new();
+    let mut subject = Subject {
+        out: writer::start(defects.crash_after_dispatch),
+        defects,
+        first_dispatch: Arc::new(AtomicBool::new(false)),
+        runs: HashMap::new(),
+        next_job: 1,
+        next_job_of: HashMap::new(),
+    };
     let mut lines = tokio::io::BufReader::new(tokio::io::stdin()).lines();
+    while let Some(msg) = next_message(&mut lines).await {
+        if subject.on_message(msg) == Flow::Stop {
+            break;
+        }
+    }
+    subject.shut_down().await;
+    Ok(0)
+}
 
+/// The next message from the harness (blank and malformed lines skipped, noted on stderr);
+/// `None` at stdin EOF or a failed read.
+async fn next_message(
+    lines: &mut tokio::io::Lines<tokio::io::BufReader<tokio::io::Stdin>>,
+) -> Option<ToSubject> {
     loop {
         let line = match lines.next_line().await {
             Ok(Some(line)) => line,
-            Ok(None) => break,
+            Ok(None) => return None,
             Err(e) => {
                 eprintln!("conform-reference: stdin read failed: {e}");
-                break;
+                return None;
             }
         };
         if line.trim().is_empty() {
             continue;
         }
-        let msg: ToSubject = match serde_json::from_str(&line) {
-            Ok(m) => m,
+        match serde_json::from_str(&line) {
+            Ok(m) => return Some(m),
             Err(e) => {
                 eprintln!("conform-reference: ignoring malformed line ({e}): {line}");
-                continue;
             }
-        };
+        }
+    }
+}
+
+#[derive(PartialEq, Eq)]
+enum Flow {
+    Continue,
+    Stop,
+}
+
+/// The subject's dispatcher: it owns the runs and the job numbering; each run's host task
+/// reports on stdout itself.
+struct Subject {
+    out: Out,
+    defects: Defects,
+    first_dispatch: Arc<AtomicBool>,
+    runs: HashMap<String, RunEntry>,
+    next_job: u64,
+    /// Only the `job-id-per-provider` defect counts per provider.
+    next_job_of: HashMap<Provider, u64>,
+}
+
+impl Subject {
+    /// One message from the harness; [`Flow::Stop`] at `shutdown`.
+    fn on_message(&mut self, msg: ToSubject) -> Flow {
+        let defects = self.defects;
         match msg {
-            ToSubject::Hello { protocol } => {
-                if protocol != SUBJECT_PROTOCOL {
-                    eprintln!(
-                        "conform-reference: harness speaks {protocol}, we speak {SUBJECT_PROTOCOL}"
-                    );
-                }
-                out.send(FromSubject::Hello {
-                    protocol: SUBJECT_PROTOCOL.into(),
-                    subject: SubjectInfo {
-                        name: "conform-reference".into(),
-                        version: env!("CARGO_PKG_VERSION").into(),
-                    },
-                    providers: run::PROVIDERS.iter().map(|p| p.to_string()).collect(),
-                    modes: Mode::ALL.to_vec(),
-                });
-            }
+            ToSubject::Hello { protocol } => self.hello(&protocol),
             ToSubject::Start {
                 run,
                 provider,
@@ -138,96 +163,119 @@ async fn serve(defects: Defects) -> anyhow::Result<i32> {
                 runtime,
                 config,
                 expected_by,
-            } => {
-                if runs.contains_key(&run) {
-                    out.send(FromSubject::StartRejected {
-                        run,
-                        error: StartError {
-                            name: "SubjectError".into(),
-                            message: "run id already in use".into(),
-                        },
-                    });
-                    continue;
-                }
-                let job = (mode == Mode::Background).then(|| {
-                    if defects.job_id_per_provider {
-                        let n = next_job_of.entry(provider).or_insert(1);
-                        *n += 1;
-                        return format!("subagent-{}", *n - 1);
-                    }
-                    let id = format!("subagent-{next_job}");
-                    if !defects.reuse_job_id {
-                        next_job += 1;
-                    }
-                    id
-                });
-                let (tx, rx) = mpsc::unbounded_channel();
-                let cancel = Arc::new(tokio::sync::watch::Sender::new(false));
-                let params = StartParams {
-                    run: run.clone(),
-                    provider,
-                    mode,
-                    label,
-                    task,
-                    runtime,
-                    config,
-                    expected_by,
-                    job,
-                };
-                let task = tokio::spawn(run::host_run(
-                    params,
-                    rx,
-                    cancel.clone(),
-                    out.clone(),
-                    defects,
-                    first_dispatch.clone(),
-                ));
-                runs.insert(
-                    run,
-                    RunEntry {
-                        control: tx,
-                        cancel,
-                        task,
-                    },
-                );
-            }
+            } => self.start(StartParams {
+                run,
+                provider,
+                mode,
+                label,
+                task,
+                runtime,
+                config,
+                expected_by,
+                job: None,
+            }),
             ToSubject::Cancel { run } if defects.cancel_every_run => {
                 // The other runs' signals are raised here, before the named run even hears of
                 // its cancel: a run the cancel leaks into cannot finish first by scheduling luck.
-                for (id, entry) in &runs {
+                for (id, entry) in &self.runs {
                     if *id != run {
                         entry.cancel.send_replace(true);
                     }
                 }
-                forward(&runs, &out, run, Control::Cancel);
+                self.forward(run, Control::Cancel);
             }
-            ToSubject::Cancel { run } => forward(&runs, &out, run, Control::Cancel),
-            ToSubject::JobOutput { run, wait } => {
-                forward(&runs, &out, run, Control::JobOutput { wait })
-            }
-            ToSubject::Shutdown => break,
+            ToSubject::Cancel { run } => self.forward(run, Control::Cancel),
+            ToSubject::JobOutput { run, wait } => self.forward(run, Control::JobOutput { wait }),
+            ToSubject::Shutdown => return Flow::Stop,
         }
+        Flow::Continue
     }
 
-    // Shutdown or stdin EOF: cancel and dispose everything still running, wait for it.
-    for entry in runs.values() {
-        let _ = entry.control.send(Control::Shutdown);
-    }
-    for (_, entry) in runs.drain() {
-        let _ = entry.task.await;
-    }
-    out.flush().await;
-    Ok(0)
-}
-
-fn forward(runs: &HashMap<String, RunEntry>, out: &Out, run: String, control: Control) {
-    match runs.get(&run) {
-        Some(entry) => {
-            let _ = entry.control.send(control);
+    /// The answer to `hello`: our protocol, name and version, providers and modes.
+    fn hello(&self, protocol: &str) {
+        if protocol != SUBJECT_PROTOCOL {
+            eprintln!("conform-reference: harness speaks {protocol}, we speak {SUBJECT_PROTOCOL}");
         }
-        None => out.send(FromSubject::HostLog {
-            text: format!("no run with this id ({control:?} ignored)"),
+        self.out.send(FromSubject::Hello {
+            protocol: SUBJECT_PROTOCOL.into(),
+            subject: SubjectInfo {
+                name: "conform-reference".into(),
+                version: env!("CARGO_PKG_VERSION").into(),
+            },
+            providers: run::PROVIDERS.iter().map(|p| p.to_string()).collect(),
+            modes: Mode::ALL.to_vec(),
+        });
+    }
+
+    /// The next background job's id (`subagent-<n>`).
+    fn job_id(&mut self, provider: Provider) -> String {
+        if self.defects.job_id_per_provider {
+            let n = self.next_job_of.entry(provider).or_insert(1);
+            *n += 1;
+            return format!("subagent-{}", *n - 1);
+        }
+        let id = format!("subagent-{}", self.next_job);
+        if !self.defects.reuse_job_id {
+            self.next_job += 1;
+        }
+        id
+    }
+
+    /// A `start`: its run's host task (a background one numbered as the next job), unless the
+    /// run id is taken.
+    fn start(&mut self, mut params: StartParams) {
+        if self.runs.contains_key(&params.run) {
+            self.out.send(FromSubject::StartRejected {
+                run: params.run,
+                error: StartError {
+                    name: "SubjectError".into(),
+                    message: "run id already in use".into(),
+                },
+            });
+            return;
+        }
+        params.job = (params.mode == Mode::Background).then(|| self.job_id(params.provider));
+        let run = params.run.clone();
+        let (tx, rx) = mpsc::unbounded_channel();
+        let cancel = Arc::new(tokio::sync::watch::Sender::new(false));
+        let task = tokio::spawn(run::host_run(
+            params,
+            rx,
+            cancel.clone(),
+            self.out.clone(),
+            self.defects,
+            self.first_dispatch.clone(),
+        ));
+        self.runs.insert(
             run,
-        }),
+            RunEntry {
+                control: tx,
+                cancel,
+                task,
+            },
+        );
+    }
+
+    fn forward(&self, run: String, control: Control) {
+        match self.runs.get(&run) {
+            Some(entry) => {
+                let _ = entry.control.send(control);
+            }
+            None => self.out.send(FromSubject::HostLog {
+                text: format!("no run with this id ({control:?} ignored)"),
+                run,
+            }),
+        }
+    }
+
+    /// Shutdown or stdin EOF: cancel and dispose everything still running, wait for it.
+    async fn shut_down(mut self) {
+        for entry in self.runs.values() {
+            let _ = entry.control.send(Control::Shutdown);
+        }
+        for (_, entry) in self.runs.drain() {
+            let _ = entry.task.await;
+        }
+        self.out.flush().await;
     }
 }

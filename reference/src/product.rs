@@ -6,8 +6,10 @@
 use std::fmt;
 
 use conform_protocol::subject::StartError;
+use serde_json::{Map, Value};
 
 use crate::diagnostic::{ProductLine, limit_diagnostic};
+use crate::driver::with_rollback;
 use crate::provider::{ABORT_ERROR_NAME, StderrTail};
 
 /// A product provider's names for its rejections.
@@ -36,43 +38,23 @@ impl Rejections {
         }
     }
 
-    /// A cancelled start's rejection: the abort's fixed message, or only the cleanup's line when
-    /// the teardown failed.
-    pub fn cancelled_start(&self, aborted: &str, cleanup: Result<(), ProductLine>) -> StartError {
-        match cleanup {
-            Ok(()) => Rejections::plain(aborted),
-            Err(line) => self.failure(&line),
-        }
-    }
-
     /// A start that failed with `line`: its rejection (the stderr tail leaked into it by the
     /// seeded defect `leak-raw-error`), with the teardown awaited after the line is taken.
     pub async fn start_failed(
         &self,
         line: &ProductLine,
         leak: Option<&StderrTail>,
-        teardown: impl Future<Output = Result<(), ProductLine>>,
+        teardown: impl Future<Output = Result<(), StartError>>,
     ) -> StartError {
         let mut message = format!("{}{line}", self.prefix);
         if let Some(stderr) = leak {
             message = stderr.leak(message).await;
         }
-        self.failed_start(message, teardown.await)
-    }
-
-    /// A failed start's rejection, `message` being its own: alone when the cleanup settled,
-    /// else an `AggregateError` keeping both the start line and the teardown line.
-    pub fn failed_start(&self, message: String, cleanup: Result<(), ProductLine>) -> StartError {
-        match cleanup {
-            Ok(()) => StartError {
-                name: self.error_name.into(),
-                message,
-            },
-            Err(teardown) => StartError {
-                name: "AggregateError".into(),
-                message: format!("{message}; {}{teardown}", self.prefix),
-            },
-        }
+        let error = StartError {
+            name: self.error_name.into(),
+            message,
+        };
+        with_rollback(error, teardown.await)
     }
 }
 
@@ -84,11 +66,34 @@ pub fn diagnostic(line: &ProductLine, fact: Option<&dyn fmt::Display>) -> String
     })
 }
 
-/// A product's permission mode, as its decision line names it.
-pub trait ProductMode: Copy + fmt::Debug + PartialEq + Eq {
+/// A product's permission mode (`permissionMode`), as its configuration and its decision line
+/// name it.
+pub trait ProductMode: Copy + fmt::Debug + PartialEq + Eq + 'static {
     /// The product the line names (`Codex`, `Claude Code`).
     const PRODUCT: &'static str;
+    /// Every mode, in the order the configuration error lists them.
+    const ALL: &'static [Self];
+    /// The mode of a configuration that names none.
+    const DEFAULT: Self;
+
     fn as_str(self) -> &'static str;
+
+    fn parse(s: &str) -> Option<Self> {
+        Self::ALL.iter().copied().find(|m| m.as_str() == s)
+    }
+}
+
+/// `permissionMode` from `start.config` (absent or `null`: the product's default mode).
+pub fn permission_mode<M: ProductMode>(config: &Map<String, Value>) -> Result<M, String> {
+    match config.get("permissionMode") {
+        None | Some(Value::Null) => Ok(M::DEFAULT),
+        Some(Value::String(s)) => M::parse(s).ok_or_else(|| {
+            let names: Vec<&str> = M::ALL.iter().map(|m| m.as_str()).collect();
+            let (last, rest) = names.split_last().expect("a product has modes");
+            format!("permissionMode must be {} or {last}", rest.join(", "))
+        }),
+        Some(_) => Err("permissionMode must be a string".into()),
+    }
 }
 
 /// One safe unattended decision: the configured mode, a closed-set request, the decision and a

@@ -3,6 +3,7 @@
 
 use std::collections::VecDeque;
 use std::future::Future;
+use std::pin::Pin;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -10,7 +11,8 @@ use conform_protocol::subject::{Runtime, StartError};
 use serde_json::{Map, Value};
 use tokio::io::{AsyncBufReadExt, BufReader};
 use tokio::process::ChildStderr;
-use tokio::sync::{mpsc, watch};
+use tokio::sync::{Notify, mpsc, watch};
+use tokio::time::{Instant, sleep_until};
 
 use crate::host::SubagentResult;
 
@@ -48,6 +50,16 @@ pub struct RunSpec {
 
 pub fn reject(events: &mpsc::UnboundedSender<ProviderEvent>, error: StartError, cancelled: bool) {
     let _ = events.send(ProviderEvent::Rejected { error, cancelled });
+}
+
+/// A provider's configuration, read from `start.config` (the host's own key names; keys of
+/// other providers are ignored). Why a configuration is invalid goes to the host log only.
+pub trait ProviderConfig: Sized {
+    /// How the host log names the provider (`invalid <PROVIDER> provider configuration: …`).
+    const PROVIDER: &'static str;
+
+    /// The configuration, or why `config` is not one.
+    fn from_map(config: &Map<String, Value>) -> Result<Self, String>;
 }
 
 /// A positive millisecond duration from `config[key]` (absent or `null`: `default_ms`).
@@ -177,6 +189,86 @@ pub async fn request_until_exit(
     match tokio::time::timeout(EXIT_DRAIN, req).await {
         Ok(r) => r,
         Err(_) => Err(crate::jsonrpc::RpcError::WireLost(gone.to_owned())),
+    }
+}
+
+/// What woke a turn's wait ([`TurnWait::next`]).
+pub enum Woke<T> {
+    /// Local cancellation.
+    Cancelled,
+    /// The turn's request (`turn/start`, `session/prompt`) was answered.
+    Answered(T),
+    /// The run's state changed (an inbound frame was handled).
+    Changed,
+    /// The child closed its stdout (once).
+    Eof,
+    /// The child exited: what it wrote before gets [`EXIT_DRAIN`] to be read (once).
+    Exited,
+    /// The exit's drain is over.
+    Drained,
+}
+
+/// The wait of a turn whose request is in flight: for local cancellation, the request's answer,
+/// a change of the run's state, the child's stdout EOF, its exit and the drain after it, in that
+/// order. The provider reads its state between two waits.
+pub struct TurnWait {
+    changed: Arc<Notify>,
+    eof: watch::Receiver<bool>,
+    eof_seen: bool,
+    exit: watch::Receiver<Option<crate::diagnostic::ExitFacts>>,
+    exit_deadline: Option<Instant>,
+}
+
+impl TurnWait {
+    pub fn new(
+        rpc: &crate::jsonrpc::JsonRpc,
+        child: &crate::process::ManagedChild,
+        changed: Arc<Notify>,
+    ) -> TurnWait {
+        TurnWait {
+            changed,
+            eof: rpc.eof_watch(),
+            eof_seen: false,
+            exit: child.exit_watch(),
+            exit_deadline: None,
+        }
+    }
+
+    /// The child's stdout reached EOF.
+    pub fn eof_seen(&self) -> bool {
+        self.eof_seen
+    }
+
+    /// The child exited and the drain after its exit is over.
+    pub fn drained(&self) -> bool {
+        self.exit_deadline.is_some_and(|d| Instant::now() >= d)
+    }
+
+    /// Waits for the next of these; `request` only while `pending`.
+    pub async fn next<F: Future>(
+        &mut self,
+        cancel: &mut watch::Receiver<bool>,
+        request: Pin<&mut F>,
+        pending: bool,
+    ) -> Woke<F::Output> {
+        let deadline = self.exit_deadline;
+        tokio::select! {
+            biased;
+            _ = cancelled(cancel) => Woke::Cancelled,
+            r = request, if pending => Woke::Answered(r),
+            _ = self.changed.notified() => Woke::Changed,
+            _ = self.eof.wait_for(|e| *e), if !self.eof_seen => {
+                self.eof_seen = true;
+                Woke::Eof
+            }
+            _ = self.exit.wait_for(Option::is_some), if deadline.is_none() => {
+                self.exit_deadline = Some(Instant::now() + EXIT_DRAIN);
+                Woke::Exited
+            }
+            _ = sleep_until(deadline.unwrap_or_else(Instant::now)), if deadline.is_some() => {
+                Woke::Drained
+            }
+        }
     }
 }
 

@@ -6,7 +6,8 @@ use std::time::Duration;
 
 use serde_json::{Map, Value};
 
-use crate::provider::duration_ms;
+use crate::product::{ProductMode, permission_mode};
+use crate::provider::{ProviderConfig, duration_ms};
 
 /// The Agent SDK version the host pins; the SDK names itself to the CLI with it.
 pub const SDK_VERSION: &str = "0.3.220";
@@ -20,8 +21,16 @@ pub enum PermissionMode {
     BypassPermissions,
 }
 
-impl crate::product::ProductMode for PermissionMode {
+impl ProductMode for PermissionMode {
     const PRODUCT: &'static str = super::mapping::PRODUCT;
+    const ALL: &'static [PermissionMode] = &[
+        PermissionMode::DontAsk,
+        PermissionMode::AcceptEdits,
+        PermissionMode::Auto,
+        PermissionMode::Plan,
+        PermissionMode::BypassPermissions,
+    ];
+    const DEFAULT: PermissionMode = PermissionMode::DontAsk;
 
     fn as_str(self) -> &'static str {
         PermissionMode::as_str(self)
@@ -29,14 +38,6 @@ impl crate::product::ProductMode for PermissionMode {
 }
 
 impl PermissionMode {
-    const ALL: [PermissionMode; 5] = [
-        PermissionMode::DontAsk,
-        PermissionMode::AcceptEdits,
-        PermissionMode::Auto,
-        PermissionMode::Plan,
-        PermissionMode::BypassPermissions,
-    ];
-
     pub fn as_str(self) -> &'static str {
         match self {
             PermissionMode::DontAsk => "dontAsk",
@@ -45,10 +46,6 @@ impl PermissionMode {
             PermissionMode::Plan => "plan",
             PermissionMode::BypassPermissions => "bypassPermissions",
         }
-    }
-
-    fn parse(s: &str) -> Option<Self> {
-        Self::ALL.into_iter().find(|m| m.as_str() == s)
     }
 
     /// Whether the host installs its permission callback (every mode but bypass): the SDK then
@@ -64,28 +61,18 @@ pub struct ClaudeCodeConfig {
     pub dispose_grace: Duration,
 }
 
-#[derive(Debug, thiserror::Error, PartialEq)]
-#[error("invalid Claude Code provider configuration: {0}")]
-pub struct ConfigError(String);
+impl ProviderConfig for ClaudeCodeConfig {
+    const PROVIDER: &'static str = "Claude Code";
 
-impl ClaudeCodeConfig {
-    pub fn from_map(config: &Map<String, Value>) -> Result<Self, ConfigError> {
-        let permission_mode = match config.get("permissionMode") {
-            None | Some(Value::Null) => PermissionMode::DontAsk,
-            Some(Value::String(s)) => PermissionMode::parse(s).ok_or_else(|| {
-                ConfigError(
-                    "permissionMode must be dontAsk, acceptEdits, auto, plan or bypassPermissions"
-                        .into(),
-                )
-            })?,
-            Some(_) => return Err(ConfigError("permissionMode must be a string".into())),
-        };
+    fn from_map(config: &Map<String, Value>) -> Result<Self, String> {
         Ok(ClaudeCodeConfig {
-            permission_mode,
-            dispose_grace: duration_ms(config, "disposeGraceMs", 3000).map_err(ConfigError)?,
+            permission_mode: permission_mode(config)?,
+            dispose_grace: duration_ms(config, "disposeGraceMs", 3000)?,
         })
     }
+}
 
+impl ClaudeCodeConfig {
     /// The CLI's flags, in the SDK's order: stream-json both ways, the permission prompt over
     /// stdio unless bypassing, `AskUserQuestion` (and in plan mode `ExitPlanMode`) disallowed,
     /// the mode, and no session persistence.
@@ -139,6 +126,12 @@ mod tests {
              --allow-dangerously-skip-permissions --no-session-persistence"
         );
         let bad = json!({"permissionMode": "default"});
-        assert!(ClaudeCodeConfig::from_map(bad.as_object().unwrap()).is_err());
+        assert_eq!(
+            ClaudeCodeConfig::from_map(bad.as_object().unwrap()),
+            Err(
+                "permissionMode must be dontAsk, acceptEdits, auto, plan or bypassPermissions"
+                    .into()
+            )
+        );
     }
 }

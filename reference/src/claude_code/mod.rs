@@ -139,15 +139,13 @@ enum Waited {
 
 impl Driver for ClaudeCodeRun {
     const CHILD: &'static str = "Claude Code CLI";
+    const CHILD_SHORT: &'static str = "CLI";
     type Config = ClaudeCodeConfig;
     type Session = ();
     type Failure = ProductLine;
 
-    fn configure(spec: &RunSpec, log: &Log) -> Result<ClaudeCodeConfig, StartError> {
-        ClaudeCodeConfig::from_map(&spec.config).map_err(|e| {
-            log(e.to_string());
-            failure(&unknown_line(Stage::QueryStart, None))
-        })
+    fn bad_config() -> StartError {
+        failure(&unknown_line(Stage::QueryStart, None))
     }
 
     fn precheck(spec: &RunSpec) -> Result<(), StartError> {
@@ -249,11 +247,6 @@ impl Driver for ClaudeCodeRun {
         }
     }
 
-    async fn cancelled_start(&mut self) -> StartError {
-        // Only the cleanup fact survives a cancelled start.
-        REJECTIONS.cancelled_start(ABORTED_BEFORE_STARTUP, self.teardown().await)
-    }
-
     async fn failed_start(
         &mut self,
         line: ProductLine,
@@ -335,12 +328,24 @@ impl Driver for ClaudeCodeRun {
         }
     }
 
-    async fn dispose(&mut self) -> Result<(), StartError> {
-        if self.defects.skip_teardown {
-            (self.log)("skip-teardown defect: dispose leaves the CLI running".into());
-            return Ok(());
+    /// `close()` (stdin EOF), at once SIGTERM to the group, SIGKILL after `disposeGraceMs`, then
+    /// the whole tree awaited. The teardown line on failure.
+    async fn teardown(&mut self) -> Result<(), StartError> {
+        if close_and_settle(
+            &self.rpc,
+            &self.child,
+            Duration::ZERO,
+            self.config.dispose_grace,
+            &self.defects,
+            "Claude Code CLI",
+            &self.log,
+        )
+        .await
+        {
+            Ok(())
+        } else {
+            Err(failure(&unknown_line(Stage::Teardown, self.child.exited())))
         }
-        self.teardown().await.map_err(|line| failure(&line))
     }
 }
 
@@ -442,25 +447,5 @@ impl ClaudeCodeRun {
             result: self.result()?,
             stream_ok: ended_normally(exit),
         })
-    }
-
-    /// `close()` (stdin EOF), at once SIGTERM to the group, SIGKILL after `disposeGraceMs`, then
-    /// the whole tree awaited. The teardown line on failure.
-    async fn teardown(&mut self) -> Result<(), ProductLine> {
-        if close_and_settle(
-            &self.rpc,
-            &self.child,
-            Duration::ZERO,
-            self.config.dispose_grace,
-            &self.defects,
-            "Claude Code CLI",
-            &self.log,
-        )
-        .await
-        {
-            Ok(())
-        } else {
-            Err(unknown_line(Stage::Teardown, self.child.exited()))
-        }
     }
 }

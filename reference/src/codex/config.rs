@@ -4,7 +4,8 @@ use std::time::Duration;
 
 use serde_json::{Map, Value, json};
 
-use crate::provider::duration_ms;
+use crate::product::{ProductMode, permission_mode};
+use crate::provider::{ProviderConfig, duration_ms};
 
 /// The deployment's unattended permission mode (`permissionMode`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -14,8 +15,14 @@ pub enum PermissionMode {
     DangerouslyBypass,
 }
 
-impl crate::product::ProductMode for PermissionMode {
+impl ProductMode for PermissionMode {
     const PRODUCT: &'static str = "Codex";
+    const ALL: &'static [PermissionMode] = &[
+        PermissionMode::Never,
+        PermissionMode::ApproveForMe,
+        PermissionMode::DangerouslyBypass,
+    ];
+    const DEFAULT: PermissionMode = PermissionMode::Never;
 
     fn as_str(self) -> &'static str {
         PermissionMode::as_str(self)
@@ -29,16 +36,6 @@ impl PermissionMode {
             PermissionMode::ApproveForMe => "approve-for-me",
             PermissionMode::DangerouslyBypass => "dangerously-bypass-approvals-and-sandbox",
         }
-    }
-
-    fn parse(s: &str) -> Option<Self> {
-        [
-            PermissionMode::Never,
-            PermissionMode::ApproveForMe,
-            PermissionMode::DangerouslyBypass,
-        ]
-        .into_iter()
-        .find(|m| m.as_str() == s)
     }
 
     /// The `thread/start` fields this mode adds to `{cwd, ephemeral}`.
@@ -65,27 +62,14 @@ pub struct CodexConfig {
     pub dispose_grace: Duration,
 }
 
-#[derive(Debug, thiserror::Error, PartialEq)]
-#[error("invalid Codex provider configuration: {0}")]
-pub struct ConfigError(String);
+impl ProviderConfig for CodexConfig {
+    const PROVIDER: &'static str = "Codex";
 
-impl CodexConfig {
     /// Unknown keys (another provider's `permission`, `disposeEofGraceMs`, …) are ignored.
-    pub fn from_map(config: &Map<String, Value>) -> Result<Self, ConfigError> {
-        let permission_mode = match config.get("permissionMode") {
-            None | Some(Value::Null) => PermissionMode::Never,
-            Some(Value::String(s)) => PermissionMode::parse(s).ok_or_else(|| {
-                ConfigError(
-                    "permissionMode must be never, approve-for-me or \
-                     dangerously-bypass-approvals-and-sandbox"
-                        .into(),
-                )
-            })?,
-            Some(_) => return Err(ConfigError("permissionMode must be a string".into())),
-        };
+    fn from_map(config: &Map<String, Value>) -> Result<Self, String> {
         Ok(CodexConfig {
-            permission_mode,
-            dispose_grace: duration_ms(config, "disposeGraceMs", 3000).map_err(ConfigError)?,
+            permission_mode: permission_mode(config)?,
+            dispose_grace: duration_ms(config, "disposeGraceMs", 3000)?,
         })
     }
 }
@@ -133,6 +117,16 @@ mod tests {
         ] {
             assert!(CodexConfig::from_map(&map(bad.clone())).is_err(), "{bad}");
         }
+        assert_eq!(
+            CodexConfig::from_map(&map(json!({"permissionMode": "ask"}))),
+            Err("permissionMode must be never, approve-for-me or \
+                 dangerously-bypass-approvals-and-sandbox"
+                .into())
+        );
+        assert_eq!(
+            CodexConfig::from_map(&map(json!({"permissionMode": 1}))),
+            Err("permissionMode must be a string".into())
+        );
     }
 
     #[test]

@@ -19,7 +19,6 @@ use std::time::Duration;
 use conform_protocol::subject::StartError;
 use serde_json::{Value, json};
 use tokio::sync::{Notify, mpsc, watch};
-use tokio::time::{Instant, sleep_until};
 
 use crate::cli::Defects;
 use crate::diagnostic::{ExitFacts, ProductLine, limit_diagnostic};
@@ -29,7 +28,7 @@ use crate::jsonrpc::{ErrorObject, Handler, IdStyle, JsonRpc, Reply, RpcError};
 use crate::process::{ManagedChild, SpawnError, Spawned};
 use crate::product::{Rejections, diagnostic};
 use crate::provider::{
-    EXIT_DRAIN, Log, ProviderEvent, RunSpec, StderrTail, Step, cancelled, close_and_settle, race,
+    Log, ProviderEvent, RunSpec, StderrTail, Step, TurnWait, Woke, close_and_settle, race,
     request_until_exit,
 };
 
@@ -140,16 +139,14 @@ pub(crate) struct CodexRun {
 
 impl Driver for CodexRun {
     const CHILD: &'static str = "Codex app-server";
+    const CHILD_SHORT: &'static str = "app-server";
     type Config = CodexConfig;
     /// The thread id.
     type Session = String;
     type Failure = ProductLine;
 
-    fn configure(spec: &RunSpec, log: &Log) -> Result<CodexConfig, StartError> {
-        CodexConfig::from_map(&spec.config).map_err(|e| {
-            log(e.to_string());
-            failure(&unknown_line(Stage::Initialize, None))
-        })
+    fn bad_config() -> StartError {
+        failure(&unknown_line(Stage::Initialize, None))
     }
 
     fn precheck(spec: &RunSpec) -> Result<(), StartError> {
@@ -206,9 +203,8 @@ impl Driver for CodexRun {
         self.startup(&spec.runtime.cwd, cancel).await
     }
 
-    async fn cancelled_start(&mut self) -> StartError {
-        // Only the cleanup fact survives a cancelled start.
-        REJECTIONS.cancelled_start(ABORTED_BEFORE_PUBLICATION, self.teardown().await)
+    fn aborted_during_start() -> StartError {
+        plain_error(ABORTED_BEFORE_PUBLICATION)
     }
 
     async fn failed_start(
@@ -231,12 +227,29 @@ impl Driver for CodexRun {
     }
 
     async fn dispose(&mut self) -> Result<(), StartError> {
-        if self.defects.skip_teardown {
-            (self.log)("skip-teardown defect: dispose leaves the app-server running".into());
-            return Ok(());
-        }
         self.interrupt().await;
-        self.teardown().await.map_err(|line| failure(&line))
+        self.teardown().await
+    }
+
+    /// Close the wire (stdin EOF), at once SIGTERM to the group, SIGKILL after `disposeGraceMs`,
+    /// then wait (bounded) for the whole tree. The teardown line on failure.
+    async fn teardown(&mut self) -> Result<(), StartError> {
+        // No EOF grace: the real host terminates right after closing stdin.
+        if close_and_settle(
+            &self.rpc,
+            &self.child,
+            Duration::ZERO,
+            self.config.dispose_grace,
+            &self.defects,
+            "Codex app-server",
+            &self.log,
+        )
+        .await
+        {
+            Ok(())
+        } else {
+            Err(failure(&unknown_line(Stage::Teardown, self.child.exited())))
+        }
     }
 }
 
@@ -361,11 +374,7 @@ impl CodexRun {
         tokio::pin!(turn_start);
         let mut started = false;
         let mut start_lost = false;
-        let mut eof = self.rpc.eof_watch();
-        let mut eof_seen = false;
-        let mut exit = self.child.exit_watch();
-        let mut exit_deadline: Option<Instant> = None;
-        let changed = self.changed.clone();
+        let mut wait = TurnWait::new(&self.rpc, &self.child, self.changed.clone());
         loop {
             if let Some(s) = self.settled() {
                 return Outcome::Settled(s);
@@ -377,23 +386,22 @@ impl CodexRun {
                 };
             }
             if let Some(facts) = self.child.exited()
-                && (eof_seen || exit_deadline.is_some_and(|d| Instant::now() >= d))
+                && (wait.eof_seen() || wait.drained())
             {
                 // Frames written before the exit were handled before EOF was flagged.
                 (self.log)("Codex app-server exited before a terminal turn".into());
                 return Outcome::Exited(facts);
             }
-            if eof_seen && self.child.exited().is_none() {
+            if wait.eof_seen() && self.child.exited().is_none() {
                 (self.log)("Codex app-server closed its stdout before a terminal turn".into());
                 return match self.exit_after_loss().await {
                     Some(facts) => Outcome::Exited(facts),
                     None => Outcome::Unknown(Stage::Turn),
                 };
             }
-            tokio::select! {
-                biased;
-                _ = cancelled(cancel) => return Outcome::Cancelled,
-                r = &mut turn_start, if !started => {
+            match wait.next(cancel, turn_start.as_mut(), !started).await {
+                Woke::Cancelled => return Outcome::Cancelled,
+                Woke::Answered(r) => {
                     started = true;
                     match r {
                         Ok(v) => match v["turn"].get("id").and_then(Value::as_str) {
@@ -415,12 +423,7 @@ impl CodexRun {
                         }
                     }
                 }
-                _ = changed.notified() => {}
-                _ = eof.wait_for(|e| *e), if !eof_seen => eof_seen = true,
-                _ = exit.wait_for(Option::is_some), if exit_deadline.is_none() => {
-                    exit_deadline = Some(Instant::now() + EXIT_DRAIN);
-                }
-                _ = sleep_until(exit_deadline.unwrap_or_else(Instant::now)), if exit_deadline.is_some() => {}
+                Woke::Changed | Woke::Eof | Woke::Exited | Woke::Drained => {}
             }
         }
     }
@@ -524,27 +527,6 @@ impl CodexRun {
             .await
         {
             (self.log)(format!("turn/interrupt not delivered: {e}"));
-        }
-    }
-
-    /// Close the wire (stdin EOF), at once SIGTERM to the group, SIGKILL after `disposeGraceMs`,
-    /// then wait (bounded) for the whole tree. The teardown line on failure.
-    async fn teardown(&mut self) -> Result<(), ProductLine> {
-        // No EOF grace: the real host terminates right after closing stdin.
-        if close_and_settle(
-            &self.rpc,
-            &self.child,
-            Duration::ZERO,
-            self.config.dispose_grace,
-            &self.defects,
-            "Codex app-server",
-            &self.log,
-        )
-        .await
-        {
-            Ok(())
-        } else {
-            Err(unknown_line(Stage::Teardown, self.child.exited()))
         }
     }
 }

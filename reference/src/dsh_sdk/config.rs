@@ -4,7 +4,7 @@ use std::time::Duration;
 
 use serde_json::{Map, Value};
 
-use crate::provider::duration_ms;
+use crate::provider::{ProviderConfig, duration_ms};
 
 /// Largest integer a JavaScript number holds exactly (`Number.MAX_SAFE_INTEGER`).
 const MAX_SAFE_INTEGER: u64 = (1 << 53) - 1;
@@ -23,20 +23,16 @@ pub struct DshConfig {
     pub dispose_grace: Duration,
 }
 
-#[derive(Debug, thiserror::Error, PartialEq)]
-#[error("invalid DSH SDK provider configuration: {0}")]
-pub struct ConfigError(String);
-
-fn name(config: &Map<String, Value>, key: &str, default: &str) -> Result<String, ConfigError> {
+fn name(config: &Map<String, Value>, key: &str, default: &str) -> Result<String, String> {
     match config.get(key) {
         None | Some(Value::Null) => Ok(default.to_owned()),
         Some(Value::String(s)) if !s.trim().is_empty() => Ok(s.clone()),
-        Some(_) => Err(ConfigError(format!("{key} must be a non-empty string"))),
+        Some(_) => Err(format!("{key} must be a non-empty string")),
     }
 }
 
-fn max_tokens(config: &Map<String, Value>) -> Result<Option<u64>, ConfigError> {
-    let bad = || ConfigError("maxTokens must be a positive safe integer".into());
+fn max_tokens(config: &Map<String, Value>) -> Result<Option<u64>, String> {
+    let bad = || "maxTokens must be a positive safe integer".to_owned();
     match config.get("maxTokens") {
         None | Some(Value::Null) => Ok(None),
         Some(v) => {
@@ -59,10 +55,12 @@ fn max_tokens(config: &Map<String, Value>) -> Result<Option<u64>, ConfigError> {
     }
 }
 
-impl DshConfig {
+impl ProviderConfig for DshConfig {
+    const PROVIDER: &'static str = "DSH SDK";
+
     /// Unknown keys (another provider's `permission`, …) are ignored.
-    pub fn from_map(config: &Map<String, Value>) -> Result<Self, ConfigError> {
-        let ms = |key, default| duration_ms(config, key, default).map_err(ConfigError);
+    fn from_map(config: &Map<String, Value>) -> Result<Self, String> {
+        let ms = |key, default| duration_ms(config, key, default);
         Ok(DshConfig {
             provider: name(config, "provider", "deepseek-official")?,
             model: name(config, "model", "deepseek-v4-flash")?,

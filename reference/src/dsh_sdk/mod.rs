@@ -15,16 +15,16 @@ use std::sync::{Arc, Mutex};
 use conform_protocol::subject::StartError;
 use serde_json::{Value, json};
 use tokio::sync::{Notify, mpsc, watch};
-use tokio::time::{Instant, sleep_until, timeout};
+use tokio::time::timeout;
 
 use crate::cli::Defects;
 use crate::diagnostic::{Category, FailureLine, Stage, limit_diagnostic};
-use crate::driver::{Driver, StartFailure, Wired, wire};
+use crate::driver::{Driver, StartFailure, Wired, wire, with_rollback};
 use crate::host::SubagentResult;
 use crate::jsonrpc::{ErrorObject, Handler, IdStyle, JsonRpc, Reply, RpcError};
 use crate::process::{ManagedChild, SpawnError, Spawned};
 use crate::provider::{
-    ABORT_ERROR_NAME, EXIT_DRAIN, Log, ProviderEvent, RunSpec, StderrTail, Step, cancelled,
+    ABORT_ERROR_NAME, Log, ProviderEvent, RunSpec, StderrTail, Step, TurnWait, Woke,
     close_and_settle, race, request_until_exit,
 };
 use crate::util::fresh_hex32;
@@ -102,15 +102,13 @@ pub(crate) struct DshRun {
 
 impl Driver for DshRun {
     const CHILD: &'static str = "DSH SDK runtime";
+    const CHILD_SHORT: &'static str = "runtime";
     type Config = DshConfig;
     type Session = ();
     type Failure = SdkError;
 
-    fn configure(spec: &RunSpec, log: &Log) -> Result<DshConfig, StartError> {
-        DshConfig::from_map(&spec.config).map_err(|e| {
-            log(e.to_string());
-            configuration()
-        })
+    fn bad_config() -> StartError {
+        configuration()
     }
 
     fn aborted_before_start() -> StartError {
@@ -156,14 +154,6 @@ impl Driver for DshRun {
         self.initialize(&spec.runtime.cwd, cancel).await
     }
 
-    async fn cancelled_start(&mut self) -> StartError {
-        // Only the cleanup fact survives a cancelled start.
-        match self.teardown().await {
-            Ok(()) => aborted_error(),
-            Err(()) => failure(&shutdown_line()),
-        }
-    }
-
     async fn failed_start(
         &mut self,
         class: SdkError,
@@ -179,16 +169,11 @@ impl Driver for DshRun {
         } else if self.defects.leak_raw_error {
             message = self.stderr.leak(message).await;
         }
-        Some(match cleanup {
-            Ok(()) => StartError {
-                name: ERROR_NAME.into(),
-                message,
-            },
-            Err(()) => StartError {
-                name: "AggregateError".into(),
-                message: format!("{message}; {PREFIX}{}", shutdown_line()),
-            },
-        })
+        let error = StartError {
+            name: ERROR_NAME.into(),
+            message,
+        };
+        Some(with_rollback(error, cleanup))
     }
 
     async fn run_task(
@@ -200,14 +185,53 @@ impl Driver for DshRun {
         self.prompt(&spec.task, cancel).await
     }
 
-    async fn dispose(&mut self) -> Result<(), StartError> {
-        if self.defects.skip_teardown {
-            (self.log)("skip-teardown defect: dispose leaves the runtime running".into());
-            return Ok(());
-        }
-        self.teardown()
+    /// `shutdown` (bounded), stdin EOF, then the process ladder over the whole group. Every
+    /// rung runs even after a failure; raw causes go to the host log only.
+    async fn teardown(&mut self) -> Result<(), StartError> {
+        let mut ok = true;
+        if self.rpc.is_open() {
+            match timeout(
+                self.config.shutdown_timeout,
+                self.request("shutdown", json!({})),
+            )
             .await
-            .map_err(|()| failure(&shutdown_line()))
+            {
+                Ok(Ok(_)) => (self.log)("DSH SDK runtime acknowledged shutdown".into()),
+                Ok(Err(e @ RpcError::Remote { .. })) => {
+                    (self.log)(format!("shutdown rejected: {e}"));
+                    ok = false;
+                }
+                // The wire is already gone: nothing to ask; the ladder decides.
+                Ok(Err(e)) => (self.log)(format!("shutdown not delivered: {e}")),
+                Err(_) => {
+                    (self.log)(format!(
+                        "shutdown not answered within {} ms",
+                        self.config.shutdown_timeout.as_millis()
+                    ));
+                    ok = false;
+                }
+            }
+        } else {
+            (self.log)("wire already closed: no shutdown request".into());
+        }
+        if !close_and_settle(
+            &self.rpc,
+            &self.child,
+            self.config.dispose_eof_grace,
+            self.config.dispose_grace,
+            &self.defects,
+            "DSH SDK runtime",
+            &self.log,
+        )
+        .await
+        {
+            ok = false;
+        }
+        if ok {
+            Ok(())
+        } else {
+            Err(failure(&shutdown_line()))
+        }
     }
 }
 
@@ -283,28 +307,24 @@ impl DshRun {
         let prompt = async move { rpc.request("session/prompt", params).await };
         tokio::pin!(prompt);
         let mut prompt_done = false;
-        let mut eof = self.rpc.eof_watch();
-        let mut eof_seen = false;
-        let mut exit = self.child.exit_watch();
-        let mut exit_deadline: Option<Instant> = None;
-        let changed = self.changed.clone();
+        let mut wait = TurnWait::new(&self.rpc, &self.child, self.changed.clone());
         loop {
             if let Some(outcome) = self.final_phase() {
                 return outcome;
             }
-            if eof_seen && prompt_done {
+            if wait.eof_seen() && prompt_done {
                 (self.log)("DSH SDK runtime closed its stdout before the turn went idle".into());
                 return Outcome::Failed(SdkError::TransportClosed);
             }
-            tokio::select! {
-                biased;
-                _ = cancelled(cancel) => return Outcome::Cancelled,
-                r = &mut prompt, if !prompt_done => {
+            match wait.next(cancel, prompt.as_mut(), !prompt_done).await {
+                Woke::Cancelled => return Outcome::Cancelled,
+                Woke::Answered(r) => {
                     prompt_done = true;
                     match r {
                         Ok(v) => match message_id(&v) {
                             Some(id) => {
-                                if let Some(c) = self.collector.lock().expect("collector").as_mut() {
+                                if let Some(c) = self.collector.lock().expect("collector").as_mut()
+                                {
                                     c.accept(id);
                                 }
                             }
@@ -319,15 +339,11 @@ impl DshRun {
                         }
                     }
                 }
-                _ = changed.notified() => {}
-                _ = eof.wait_for(|e| *e), if !eof_seen => eof_seen = true,
-                _ = exit.wait_for(Option::is_some), if exit_deadline.is_none() => {
-                    exit_deadline = Some(Instant::now() + EXIT_DRAIN);
-                }
-                _ = sleep_until(exit_deadline.unwrap_or_else(Instant::now)), if exit_deadline.is_some() => {
+                Woke::Drained => {
                     (self.log)("DSH SDK runtime exited before the turn went idle".into());
                     return Outcome::Failed(SdkError::TransportClosed);
                 }
+                Woke::Changed | Woke::Eof | Woke::Exited => {}
             }
         }
     }
@@ -376,50 +392,5 @@ impl DshRun {
             output,
             diagnostic: diagnostic.map(|d| limit_diagnostic(&d)),
         }
-    }
-
-    /// `shutdown` (bounded), stdin EOF, then the process ladder over the whole group. Every
-    /// rung runs even after a failure; raw causes go to the host log only.
-    async fn teardown(&mut self) -> Result<(), ()> {
-        let mut ok = true;
-        if self.rpc.is_open() {
-            match timeout(
-                self.config.shutdown_timeout,
-                self.request("shutdown", json!({})),
-            )
-            .await
-            {
-                Ok(Ok(_)) => (self.log)("DSH SDK runtime acknowledged shutdown".into()),
-                Ok(Err(e @ RpcError::Remote { .. })) => {
-                    (self.log)(format!("shutdown rejected: {e}"));
-                    ok = false;
-                }
-                // The wire is already gone: nothing to ask; the ladder decides.
-                Ok(Err(e)) => (self.log)(format!("shutdown not delivered: {e}")),
-                Err(_) => {
-                    (self.log)(format!(
-                        "shutdown not answered within {} ms",
-                        self.config.shutdown_timeout.as_millis()
-                    ));
-                    ok = false;
-                }
-            }
-        } else {
-            (self.log)("wire already closed: no shutdown request".into());
-        }
-        if !close_and_settle(
-            &self.rpc,
-            &self.child,
-            self.config.dispose_eof_grace,
-            self.config.dispose_grace,
-            &self.defects,
-            "DSH SDK runtime",
-            &self.log,
-        )
-        .await
-        {
-            ok = false;
-        }
-        if ok { Ok(()) } else { Err(()) }
     }
 }
