@@ -81,3 +81,27 @@ fn a_check_that_kills_nothing_fails_the_self_test() {
         "{out}"
     );
 }
+
+#[test]
+fn a_defect_caught_otherwise_than_declared_fails_the_self_test() {
+    let dir = one_case_catalog();
+    // The stub is declared caught by the Codex upstream-code check too, which an ACP-only
+    // catalog cannot reach: the matrix is not the one accepted.
+    let (code, out) = self_test(dir.path(), &["stub-result"]);
+    assert_eq!(code, Some(1), "{out}");
+    let row = out
+        .lines()
+        .find(|l| l.starts_with("stub-result "))
+        .unwrap_or_else(|| panic!("{out}"));
+    assert!(row.contains("killed by "), "{row}");
+    assert!(
+        row.contains("✗ no longer caught by ") && row.contains("expect.upstream-code"),
+        "{row}"
+    );
+    assert!(
+        out.contains(
+            "  caught otherwise than declared (`conform_reference::DEFECTS`): stub-result\n"
+        ),
+        "{out}"
+    );
+}

@@ -35,16 +35,6 @@ use crate::writer::Out;
 
 pub use crate::cli::{DEFECTS, DefectInfo};
 
-/// Every seeded defect: its `--defect` name and its one line of help, in declaration order
-/// (`conform self-test` runs the catalog against each). [`DEFECTS`] has the checks expected
-/// to catch each, too.
-pub fn defects() -> Vec<(String, String)> {
-    DEFECTS
-        .iter()
-        .map(|d| (d.name.to_owned(), d.help.to_owned()))
-        .collect()
-}
-
 /// Runs the reference subject with these arguments (without the program name) and returns
 /// the process exit code. Shared by the `conform-reference` binary and `conform reference`.
 pub fn main_with_args(args: Vec<String>) -> i32 {

@@ -36,6 +36,8 @@ pub struct Probe {
     pub filter: &'static [&'static str],
     /// A broken input the probe runs against instead of the workspace's own.
     pub breaks: Breaks,
+    /// The check ids expected to catch it.
+    pub catches: &'static [&'static str],
 }
 
 #[derive(Clone, Copy)]
@@ -56,6 +58,7 @@ pub const PROBES: &[Probe] = &[
         subject: "exec sleep 3600",
         filter: &["acp/stop/refusal"],
         breaks: Breaks::Nothing,
+        catches: &["subject.hello"],
     },
     Probe {
         name: "probe:fake-fault",
@@ -63,6 +66,7 @@ pub const PROBES: &[Probe] = &[
         subject: "",
         filter: &["probe/"],
         breaks: Breaks::FakeScript,
+        catches: &["harness.fake"],
     },
     Probe {
         name: "probe:fake-frame",
@@ -70,6 +74,7 @@ pub const PROBES: &[Probe] = &[
         subject: "",
         filter: &["probe/"],
         breaks: Breaks::FakeFrame,
+        catches: &["harness.fake-schema"],
     },
     Probe {
         name: "probe:unreadable-snapshot",
@@ -77,6 +82,7 @@ pub const PROBES: &[Probe] = &[
         subject: "",
         filter: &["acp/stop/refusal"],
         breaks: Breaks::Snapshot,
+        catches: &["harness.snapshot"],
     },
 ];
 
@@ -85,6 +91,9 @@ pub struct Row {
     pub name: String,
     pub help: String,
     pub killed: BTreeSet<&'static str>,
+    /// The checks declared to catch it (`conform_reference::DEFECTS`, [`PROBES`]): its row of
+    /// the kill matrix as it was accepted.
+    pub expected: &'static [&'static str],
     pub elapsed: Duration,
     /// The run could not judge at all (exit 2 without a harness check to name).
     pub error: Option<String>,
@@ -96,9 +105,27 @@ pub struct Matrix {
     pub elapsed: Duration,
 }
 
+impl Row {
+    /// The declared checks that did not catch it this time.
+    pub fn missed(&self) -> Vec<&'static str> {
+        self.expected
+            .iter()
+            .copied()
+            .filter(|c| !self.killed.contains(c))
+            .collect()
+    }
+}
+
 impl Matrix {
     pub fn survivors(&self) -> impl Iterator<Item = &Row> {
         self.rows.iter().filter(|r| r.killed.is_empty())
+    }
+
+    /// Rows some declared check no longer catches (the matrix changed).
+    pub fn changed(&self) -> impl Iterator<Item = &Row> {
+        self.rows
+            .iter()
+            .filter(|r| !r.killed.is_empty() && !r.missed().is_empty())
     }
 
     /// Check ids no row killed.
@@ -111,7 +138,10 @@ impl Matrix {
     }
 
     pub fn passed(&self) -> bool {
-        self.clean.is_ok() && self.survivors().next().is_none() && self.unkilled().is_empty()
+        self.clean.is_ok()
+            && self.survivors().next().is_none()
+            && self.changed().next().is_none()
+            && self.unkilled().is_empty()
     }
 }
 
@@ -152,55 +182,9 @@ pub struct Plan {
 /// Runs the clean reference, every defect and every probe, one suite after another.
 pub async fn run(plan: &Plan, mut progress: impl FnMut(&str)) -> Result<Matrix, suite::SuiteError> {
     let started = Instant::now();
-    let exe = std::env::current_exe()?.to_string_lossy().into_owned();
-    let quote = |s: &str| format!("'{}'", s.replace('\'', r"'\''"));
-    let options = |subject: String| suite::Options {
-        settings: Settings {
-            subject: Some(subject),
-            jobs: plan.jobs,
-            deadline: DEADLINE,
-            allow_skips: true,
-            ..Settings::default()
-        },
-        pending_snapshots: false,
-        ..suite::Options::new(plan.scenarios.clone(), plan.snapshots.clone())
-    };
-    // Scenarios that run only when their product speaks a newer version (`codex/upgrade/`)
-    // are a suite of their own per version, so every defect meets them too.
-    let mut versioned: BTreeMap<(conform_protocol::vocab::Provider, String), Vec<String>> =
-        BTreeMap::new();
-    for s in crate::scenario::discover(&plan.scenarios).map_err(suite::SuiteError::Scenarios)? {
-        if let Some(v) = &s.file.product_version {
-            versioned
-                .entry((s.file.provider, v.clone()))
-                .or_default()
-                .push(s.id.clone());
-        }
-    }
-    // The catalog, then each versioned part: what failed, and the worst exit code.
-    let catalog = |subject: String| {
-        let versioned = &versioned;
-        let options = &options;
-        async move {
-            let mut killed_here = BTreeSet::new();
-            let mut worst = suite::exit::PASS;
-            let mut runs = vec![options(subject.clone())];
-            for ((provider, version), ids) in versioned {
-                let mut opts = options(subject.clone());
-                opts.filters = ids.clone();
-                opts.settings.product_versions = vec![(*provider, version.clone())];
-                runs.push(opts);
-            }
-            for opts in runs {
-                let report = suite::run(opts).await?;
-                killed_here.extend(killed(&report));
-                worst = worst.max(report.exit_code());
-            }
-            Ok::<_, suite::SuiteError>((killed_here, worst))
-        }
-    };
+    let catalog = Catalog::new(plan)?;
     progress("the clean reference");
-    let (clean_killed, clean_code) = catalog(format!("{} reference", quote(&exe))).await?;
+    let (clean_killed, clean_code) = catalog.against(catalog.reference("")).await?;
     let clean = match clean_code {
         suite::exit::PASS => Ok(()),
         code => Err(format!(
@@ -211,55 +195,137 @@ pub async fn run(plan: &Plan, mut progress: impl FnMut(&str)) -> Result<Matrix, 
     let wanted =
         |name: &str| plan.only.is_empty() || plan.only.iter().any(|o| name.contains(o.as_str()));
     let mut rows = Vec::new();
-    for (name, help) in conform_reference::defects() {
-        if !wanted(&name) {
-            continue;
-        }
-        progress(&name);
+    for defect in conform_reference::DEFECTS.iter().filter(|d| wanted(d.name)) {
+        progress(defect.name);
         let t = Instant::now();
-        let (killed, _) = catalog(format!("{} reference --defect {name}", quote(&exe))).await?;
+        let subject = catalog.reference(&format!(" --defect {}", defect.name));
+        let (killed, _) = catalog.against(subject).await?;
         rows.push(Row {
-            name,
-            help,
+            name: defect.name.to_owned(),
+            help: defect.help.to_owned(),
             killed,
+            expected: defect.catches,
             elapsed: t.elapsed(),
             error: None,
         });
     }
     for probe in PROBES.iter().filter(|p| wanted(p.name)) {
         progress(probe.name);
-        let t = Instant::now();
-        let work = tempfile::tempdir()?;
-        let (scenarios, snapshots) = prepare(probe.breaks, work.path(), plan)?;
-        let subject = if probe.subject.is_empty() {
-            format!("{} reference", quote(&exe))
-        } else {
-            probe.subject.replace("{exe}", &quote(&exe))
-        };
-        let mut opts = suite::Options {
-            filters: probe.filter.iter().map(|f| (*f).to_owned()).collect(),
-            scenarios,
-            snapshots,
-            ..options(subject)
-        };
-        opts.settings.hello_timeout = Duration::from_secs(2);
-        let (killed, error) = match suite::run(opts).await {
-            Ok(report) => (killed(&report), None),
-            Err(e) => (BTreeSet::new(), Some(e.to_string())),
-        };
-        rows.push(Row {
-            name: probe.name.to_owned(),
-            help: probe.help.to_owned(),
-            killed,
-            elapsed: t.elapsed(),
-            error,
-        });
+        rows.push(catalog.probe(probe).await?);
     }
     Ok(Matrix {
         clean,
         rows,
         elapsed: started.elapsed(),
     })
+}
+
+/// The catalog as the self-test runs it: the whole of it, then each part that needs a newer
+/// product version, all with the self-test's deadline.
+struct Catalog<'a> {
+    plan: &'a Plan,
+    exe: String,
+    /// Scenarios that run only when their product speaks a newer version (`codex/upgrade/`):
+    /// a suite of their own per version, so every defect meets them too.
+    versioned: BTreeMap<(conform_protocol::vocab::Provider, String), Vec<String>>,
+}
+
+impl<'a> Catalog<'a> {
+    fn new(plan: &'a Plan) -> Result<Catalog<'a>, suite::SuiteError> {
+        let exe = std::env::current_exe()?.to_string_lossy().into_owned();
+        let mut versioned: BTreeMap<_, Vec<String>> = BTreeMap::new();
+        for s in crate::scenario::discover(&plan.scenarios).map_err(suite::SuiteError::Scenarios)? {
+            if let Some(v) = &s.file.product_version {
+                versioned
+                    .entry((s.file.provider, v.clone()))
+                    .or_default()
+                    .push(s.id.clone());
+            }
+        }
+        Ok(Catalog {
+            plan,
+            exe,
+            versioned,
+        })
+    }
+
+    /// The reference subject's command line, with these arguments.
+    fn reference(&self, args: &str) -> String {
+        format!("{} reference{args}", quote(&self.exe))
+    }
+
+    fn options(&self, subject: String) -> suite::Options {
+        suite::Options {
+            settings: Settings {
+                subject: Some(subject),
+                jobs: self.plan.jobs,
+                deadline: DEADLINE,
+                allow_skips: true,
+                ..Settings::default()
+            },
+            pending_snapshots: false,
+            ..suite::Options::new(self.plan.scenarios.clone(), self.plan.snapshots.clone())
+        }
+    }
+
+    /// The catalog, then each versioned part, against `subject`: what failed, and the worst
+    /// exit code.
+    async fn against(
+        &self,
+        subject: String,
+    ) -> Result<(BTreeSet<&'static str>, i32), suite::SuiteError> {
+        let mut killed_here = BTreeSet::new();
+        let mut worst = suite::exit::PASS;
+        let mut runs = vec![self.options(subject.clone())];
+        for ((provider, version), ids) in &self.versioned {
+            let mut opts = self.options(subject.clone());
+            opts.filters = ids.clone();
+            opts.settings.product_versions = vec![(*provider, version.clone())];
+            runs.push(opts);
+        }
+        for opts in runs {
+            let report = suite::run(opts).await?;
+            killed_here.extend(killed(&report));
+            worst = worst.max(report.exit_code());
+        }
+        Ok((killed_here, worst))
+    }
+
+    /// One probe: its broken input and its subject, on its part of the catalog.
+    async fn probe(&self, probe: &Probe) -> Result<Row, suite::SuiteError> {
+        let t = Instant::now();
+        let work = tempfile::tempdir()?;
+        let (scenarios, snapshots) = prepare(probe.breaks, work.path(), self.plan)?;
+        let subject = if probe.subject.is_empty() {
+            self.reference("")
+        } else {
+            probe.subject.replace("{exe}", &quote(&self.exe))
+        };
+        let mut opts = suite::Options {
+            filters: probe.filter.iter().map(|f| (*f).to_owned()).collect(),
+            scenarios,
+            snapshots,
+            ..self.options(subject)
+        };
+        opts.settings.hello_timeout = Duration::from_secs(2);
+        let (killed, error) = match suite::run(opts).await {
+            Ok(report) => (killed(&report), None),
+            Err(e) => (BTreeSet::new(), Some(e.to_string())),
+        };
+        Ok(Row {
+            name: probe.name.to_owned(),
+            help: probe.help.to_owned(),
+            killed,
+            expected: probe.catches,
+            elapsed: t.elapsed(),
+            error,
+        })
+    }
+}
+
+/// A word for `sh -c`, quoted.
+fn quote(s: &str) -> String {
+    format!("'{}'", s.replace('\'', r"'\''"))
 }
 
 /// The scenario and snapshot folders a probe runs against: the workspace's own, or a copy of
@@ -326,16 +392,22 @@ pub fn render(m: &Matrix) -> String {
         } else {
             "killed by"
         };
+        let missed = r.missed();
         let _ = writeln!(
             out,
-            "{:<width$}  {:>5.1} s  {mark} {}{}",
+            "{:<width$}  {:>5.1} s  {mark} {}{}{}",
             r.name,
             r.elapsed.as_secs_f64(),
             r.killed.iter().copied().collect::<Vec<_>>().join(", "),
             r.error
                 .as_ref()
                 .map(|e| format!(" (could not run: {e})"))
-                .unwrap_or_default()
+                .unwrap_or_default(),
+            if r.killed.is_empty() || missed.is_empty() {
+                String::new()
+            } else {
+                format!("  ✗ no longer caught by {}", missed.join(", "))
+            }
         );
     }
     let mut by_check: BTreeMap<&str, Vec<&str>> = BTreeMap::new();
@@ -382,6 +454,14 @@ pub fn render(m: &Matrix) -> String {
     );
     if !survivors.is_empty() {
         let _ = writeln!(out, "  survived: {}", survivors.join(", "));
+    }
+    let changed: Vec<&str> = m.changed().map(|r| r.name.as_str()).collect();
+    if !changed.is_empty() {
+        let _ = writeln!(
+            out,
+            "  caught otherwise than declared (`conform_reference::DEFECTS`): {}",
+            changed.join(", ")
+        );
     }
     if !unkilled.is_empty() {
         let _ = writeln!(out, "  kill nothing: {}", unkilled.join(", "));
