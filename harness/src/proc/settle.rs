@@ -258,11 +258,17 @@ impl Tracker {
             pipes,
             self.subject_pgid,
         ) {
-            if self
+            if let Some(k) = self
                 .known
-                .iter()
-                .any(|k| k.member.pid == m.pid && k.member.start_time == m.start_time)
+                .iter_mut()
+                .find(|k| k.member.pid == m.pid && k.member.start_time == m.start_time)
             {
+                // Known already: it is described as it is now (a helper seen before it exec'd
+                // is what it exec'd into), while it still runs.
+                if m.command != "[]" && k.member.how != How::Registered {
+                    k.member.command = m.command;
+                    k.member.how = m.how;
+                }
                 continue;
             }
             if m.command == "[]" {
