@@ -27,6 +27,10 @@ pub struct ClaudeCodeCodec {
     violation: Option<String>,
     /// An `is_error` result was sent: the real CLI then exits 1 when its input ends.
     error_result: bool,
+    /// Where the SDK's handshake stands: the `initialize` request arrived, and whether it was
+    /// answered with the object that completes it.
+    initialize_received: bool,
+    initialize_completed: bool,
 }
 
 impl Default for ClaudeCodeCodec {
@@ -38,6 +42,8 @@ impl Default for ClaudeCodeCodec {
             tool_uses: 0,
             violation: None,
             error_result: false,
+            initialize_received: false,
+            initialize_completed: false,
         }
     }
 }
@@ -394,8 +400,28 @@ impl Codec for ClaudeCodeCodec {
     }
 
     fn tolerated(&self, method: &str, is_request: bool) -> bool {
-        // The SDK interrupts a turn and keeps the wire alive unasked.
-        (is_request && method == kind::INTERRUPT) || (!is_request && method == "keep_alive")
+        // The SDK interrupts a turn and keeps the wire alive unasked. Given a string prompt,
+        // it writes the task's `user` message right after its `initialize` request, without
+        // awaiting the answer (0.3.220, observed): a script whose handshake never completes
+        // (a cancel while `initialize` is in flight, an error or null answer) sees it anyway.
+        (is_request && method == kind::INTERRUPT)
+            || (!is_request && method == "keep_alive")
+            || (!is_request
+                && method == kind::USER
+                && self.initialize_received
+                && !self.initialize_completed)
+    }
+
+    fn received(&mut self, method: &str, _params: Option<&Value>) {
+        if method == kind::INITIALIZE {
+            self.initialize_received = true;
+        }
+    }
+
+    fn answered(&mut self, method: &str, outcome: &Result<Value, RpcError>) {
+        if method == kind::INITIALIZE {
+            self.initialize_completed = matches!(outcome, Ok(Value::Object(_)));
+        }
     }
 
     fn unknown_method_error(&self, method: &str) -> RpcError {

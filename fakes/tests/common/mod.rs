@@ -64,6 +64,20 @@ pub fn fake_for(protocol: &'static str, steps: Value) -> Fake {
     fake_full(protocol, None, steps, true, |_, _| {})
 }
 
+/// A Claude Code fake running these steps, started with the flags the Agent SDK gives its CLI.
+pub fn claude_fake(steps: Value) -> Fake {
+    fake_full("claude-code", None, steps, true, |cmd, _| {
+        cmd.args([
+            "--",
+            "--output-format",
+            "stream-json",
+            "--verbose",
+            "--input-format",
+            "stream-json",
+        ]);
+    })
+}
+
 /// A fake for `protocol` speaking this product version (`None`: no `product_version` key).
 pub fn fake_versioned(
     protocol: &'static str,
@@ -79,6 +93,7 @@ fn binary(protocol: &str) -> &'static str {
         "acp" => env!("CARGO_BIN_EXE_fake-acp"),
         "dsh-sdk" => env!("CARGO_BIN_EXE_fake-dsh-sdk"),
         "codex" => env!("CARGO_BIN_EXE_fake-codex"),
+        "claude-code" => env!("CARGO_BIN_EXE_fake-claude"),
         other => panic!("no fake binary for protocol {other:?}"),
     }
 }
