@@ -58,6 +58,10 @@ pub trait Codec: Send {
         Some("2.0")
     }
 
+    /// The product and version this fake speaks at `version` (`None`: the protocol's default),
+    /// as reports name what a subject was judged against (`Codex app-server 0.147.0`).
+    fn speaks(&self, version: Option<&str>) -> String;
+
     /// Takes the script's product version (`None`: the protocol's default) before anything
     /// runs; an unknown version is a script error. Protocols without versions ignore it.
     fn set_product_version(&mut self, _version: Option<&str>) -> Result<(), String> {

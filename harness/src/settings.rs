@@ -58,9 +58,32 @@ pub struct Settings {
     /// Scenarios that name a product version run only when it is selected.
     #[arg(long = "product-version", value_name = "PROVIDER=VERSION", value_parser = product_version)]
     pub product_versions: Vec<(Provider, String)>,
+    /// Which requirements fail a case: `records` (only what a decision record demands),
+    /// `protocol` (also the wire and adapter protocols), `all` (also conform's own practice).
+    /// The others are listed as advisories. `conform list --checks` shows each one's source.
+    #[arg(long, value_enum, default_value_t = Strictness::All)]
+    pub strictness: Strictness,
     /// Print transcripts for passing cases too.
     #[arg(long, short = 'v')]
     pub verbose: bool,
+}
+
+/// How strict a suite is: which kinds of requirement fail a case.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, clap::ValueEnum)]
+pub enum Strictness {
+    Records,
+    Protocol,
+    All,
+}
+
+impl Strictness {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Strictness::Records => "records",
+            Strictness::Protocol => "protocol",
+            Strictness::All => "all",
+        }
+    }
 }
 
 impl Default for Settings {

@@ -124,6 +124,10 @@ impl Codec for AcpCodec {
         }
     }
 
+    fn speaks(&self, _version: Option<&str>) -> String {
+        "an ACP agent (protocol version 1, agent-client-protocol-schema 1.20)".into()
+    }
+
     fn provider(&self) -> Provider {
         Provider::Acp
     }

@@ -341,6 +341,14 @@ impl Codec for ClaudeCodeCodec {
         }
     }
 
+    fn speaks(&self, _version: Option<&str>) -> String {
+        format!(
+            "Claude Code CLI {} (as Agent SDK {} drives it)",
+            super::CLI_VERSION,
+            super::SDK_VERSION
+        )
+    }
+
     fn provider(&self) -> Provider {
         Provider::ClaudeCode
     }

@@ -444,6 +444,13 @@ fn table(action: &str, v: &Value, shape: &str) -> Result<Map<String, Value>, Str
 }
 
 impl Codec for CodexCodec {
+    fn speaks(&self, version: Option<&str>) -> String {
+        format!(
+            "Codex app-server {}",
+            version.unwrap_or(super::DEFAULT_PRODUCT_VERSION)
+        )
+    }
+
     fn provider(&self) -> Provider {
         Provider::Codex
     }

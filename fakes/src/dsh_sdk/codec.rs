@@ -117,6 +117,13 @@ impl Codec for DshSdkCodec {
         }
     }
 
+    fn speaks(&self, version: Option<&str>) -> String {
+        format!(
+            "DSH SDK runtime {}",
+            version.unwrap_or(super::RUNTIME_VERSION)
+        )
+    }
+
     fn provider(&self) -> Provider {
         Provider::DshSdk
     }

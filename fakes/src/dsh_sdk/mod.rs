@@ -12,6 +12,10 @@ mod schema;
 pub use codec::DshSdkCodec;
 pub use schema::validate_frame;
 
+/// The runtime release whose frames the fake sends (PyPI `deepseek-harness-runtime-bin`,
+/// observed by `ci/peers`).
+pub const RUNTIME_VERSION: &str = "0.2.1rc2";
+
 /// The DSH SDK method and event names the fake and the schema check need.
 pub mod method {
     pub const INITIALIZE: &str = "initialize";

@@ -15,7 +15,7 @@ mod redaction;
 mod subject;
 pub mod timing;
 
-pub use catalog::{Blame, Check, Finding};
+pub use catalog::{Blame, Check, Finding, Level};
 pub use contract::MAX_DIAGNOSTIC_BYTES;
 pub use delivery::timeline;
 pub use expect::{teardown_rung, upstream_mapping};
@@ -49,6 +49,36 @@ pub fn judge(scenario: &Scenario, mode: Mode, obs: &Observed) -> Vec<Finding> {
     f.extend(timing::judge(scenario, obs));
     f
 }
+
+/// The source and level a scenario gives its findings (`[requirement]`), and the default of
+/// its provider: Claude Code's categories belong to a record that is not among the seeds, so
+/// what its cases expect of them is conform's practice.
+pub fn as_the_scenario_says(scenario: &Scenario, findings: &mut [Finding]) {
+    use crate::scenario::RequirementLevel;
+    for f in findings.iter_mut().filter(|f| f.level != Level::Harness) {
+        match &scenario.file.requirement {
+            Some(r) if r.checks.is_empty() || r.checks.iter().any(|c| c == f.check.id()) => {
+                f.level = match r.level {
+                    RequirementLevel::Record => Level::Record,
+                    RequirementLevel::Protocol => Level::Protocol,
+                    RequirementLevel::Practice => Level::Practice,
+                };
+                f.source = r.source.clone().into();
+            }
+            _ if scenario.file.provider == conform_protocol::vocab::Provider::ClaudeCode
+                && matches!(f.check.family(), "expect" | "snapshot")
+                && f.level == Level::Record =>
+            {
+                f.level = Level::Practice;
+                f.source = CLAUDE_CODE_SOURCE.into();
+            }
+            _ => {}
+        }
+    }
+}
+
+/// Where what the Claude Code cases expect of results and texts comes from.
+pub const CLAUDE_CODE_SOURCE: &str = "conform, after the real host: seed 001 gives Claude Code's categories, stages and checks to a later record that is not among the seeds";
 
 /// `text` cut after `keep` characters, saying how long it was.
 pub fn cut(text: &str, keep: usize) -> String {

@@ -37,9 +37,10 @@ fn checks_table() -> String {
         .iter()
         .map(|c| {
             format!(
-                "{:<width$}  {}  [{}]\n",
+                "{:<width$}  {}  [{}: {}]\n",
                 c.id(),
                 c.requirement(),
+                c.level().as_str(),
                 c.source()
             )
         })

@@ -25,13 +25,15 @@ pub struct Registered {
     pub role: Role,
     pub start_time: u64,
     pub pidfd: Option<OwnedFd>,
+    /// Its stdin, stdout and stderr as it registered them (`pipe:[…]`, `socket:[…]`, …).
+    pub stdio: Vec<String>,
 }
 
 #[derive(Default)]
 struct Shared {
     ledger: HashMap<String, Vec<Arc<Registered>>>,
     /// Runtimes' stdouts the harness holds open for a run ([`FakeEvent::LendStdout`]).
-    held: HashMap<String, Vec<std::fs::File>>,
+    held: HashMap<String, Vec<OwnedFd>>,
     writers: HashMap<(String, i32), mpsc::UnboundedSender<ToFake>>,
 }
 
@@ -209,7 +211,10 @@ async fn serve(stream: tokio::net::UnixStream, shared: Arc<Mutex<Shared>>, route
             }
         };
         if let FakeEvent::Register {
-            role, start_time, ..
+            role,
+            start_time,
+            stdio,
+            ..
         } = &fake.event
         {
             let entry = Arc::new(Registered {
@@ -218,6 +223,7 @@ async fn serve(stream: tokio::net::UnixStream, shared: Arc<Mutex<Shared>>, route
                 role: *role,
                 start_time: *start_time,
                 pidfd: pids::pidfd_open(fake.pid).ok(),
+                stdio: stdio.clone(),
             });
             watch_exit(entry.clone(), router.clone());
             let mut s = shared.lock().unwrap();
@@ -228,23 +234,7 @@ async fn serve(stream: tokio::net::UnixStream, shared: Arc<Mutex<Shared>>, route
             let _ = tx.send(ToFake::Ack);
         }
         if let FakeEvent::LendStdout = &fake.event {
-            // The harness is outside the subject's tree: a writer the subject cannot end.
-            match hold_stdout(fake.pid) {
-                Ok(file) => {
-                    let mut s = shared.lock().unwrap();
-                    s.held.entry(fake.run.clone()).or_default().push(file);
-                }
-                Err(e) => router.send(
-                    &fake.run,
-                    RunEvent::Fake(FakeLine {
-                        run: fake.run.clone(),
-                        pid: fake.pid,
-                        event: FakeEvent::Fault {
-                            detail: format!("could not hold pid {}'s stdout: {e}", fake.pid),
-                        },
-                    }),
-                ),
-            }
+            lend_stdout(&shared, &router, &fake);
             let _ = tx.send(ToFake::Release {
                 name: conform_protocol::side::STDOUT_HELD.to_owned(),
             });
@@ -264,12 +254,105 @@ async fn serve(stream: tokio::net::UnixStream, shared: Arc<Mutex<Shared>>, route
     let _ = writer.await;
 }
 
-/// Opens `pid`'s stdout pipe for writing through `/proc` (another open of the same pipe).
-/// Non-blocking: the pipe has a reader (the subject), so the open never waits.
-fn hold_stdout(pid: i32) -> std::io::Result<std::fs::File> {
-    use std::os::unix::fs::OpenOptionsExt;
-    std::fs::OpenOptions::new()
-        .write(true)
-        .custom_flags(nix::libc::O_NONBLOCK)
-        .open(format!("/proc/{pid}/fd/1"))
+/// A fake asked the harness to hold its stdout open from outside the subject's tree (a writer
+/// the subject cannot end). Where the runtime is already gone there is nothing to hold; where
+/// the kernel will not hand over its stdout, the case does not apply to this subject.
+fn lend_stdout(shared: &Mutex<Shared>, router: &Router, fake: &FakeLine) {
+    let registered = shared
+        .lock()
+        .unwrap()
+        .ledger
+        .get(&fake.run)
+        .and_then(|ps| ps.iter().find(|p| p.pid == fake.pid).cloned());
+    let Some(pidfd) = registered.as_ref().and_then(|p| p.pidfd.as_ref()) else {
+        return;
+    };
+    match hold_stdout(pidfd) {
+        Ok(fd) => {
+            let mut s = shared.lock().unwrap();
+            s.held.entry(fake.run.clone()).or_default().push(fd);
+        }
+        // The runtime ended before the line was read (a subject that crashed, a loaded
+        // machine): what the run shows of that is the run's own.
+        Err(e) if e.raw_os_error() == Some(nix::libc::ESRCH) => {}
+        Err(e) => router.send(
+            &fake.run,
+            RunEvent::NotApplicable {
+                reason: format!(
+                    "the harness could not hold the runtime's stdout from outside (pid {}: {e})",
+                    fake.pid
+                ),
+            },
+        ),
+    }
+}
+
+/// Takes a copy of the process's stdout, whatever it is — a pipe, or a socket as Node's and
+/// libuv's child stdio are (opening `/proc/<pid>/fd/1` fails with ENXIO on a socket).
+fn hold_stdout(pidfd: &OwnedFd) -> std::io::Result<OwnedFd> {
+    rustix::process::pidfd_getfd(pidfd, 1, rustix::process::PidfdGetfdFlags::empty())
+        .map_err(std::io::Error::from)
+}
+
+#[cfg(test)]
+mod tests {
+    use std::os::unix::net::UnixStream;
+    use std::process::{Command, Stdio};
+
+    use super::*;
+
+    /// A child (`sleep`) whose stdout is `stdout`, its pidfd, and the child to kill.
+    fn child_with_stdout(stdout: Stdio) -> (std::process::Child, OwnedFd) {
+        let child = Command::new("sleep")
+            .arg("30")
+            .stdin(Stdio::null())
+            .stdout(stdout)
+            .spawn()
+            .unwrap();
+        let pidfd = pids::pidfd_open(child.id() as i32).unwrap();
+        (child, pidfd)
+    }
+
+    fn link(fd: &OwnedFd) -> String {
+        use std::os::fd::AsRawFd;
+        std::fs::read_link(format!("/proc/self/fd/{}", fd.as_raw_fd()))
+            .unwrap()
+            .to_string_lossy()
+            .into_owned()
+    }
+
+    #[test]
+    fn a_socket_stdout_is_held_as_a_pipe_is() {
+        // Node's child stdio: a socketpair. Opening it through /proc fails (ENXIO)…
+        let (ours, theirs) = UnixStream::pair().unwrap();
+        let (mut child, pidfd) = child_with_stdout(Stdio::from(OwnedFd::from(theirs)));
+        let opened = std::fs::OpenOptions::new()
+            .write(true)
+            .open(format!("/proc/{}/fd/1", child.id()));
+        assert_eq!(
+            opened.unwrap_err().raw_os_error(),
+            Some(nix::libc::ENXIO),
+            "the old way"
+        );
+        // …and holding it through the pidfd gives the child's own end.
+        let held = hold_stdout(&pidfd).unwrap();
+        let child_end = std::fs::read_link(format!("/proc/{}/fd/1", child.id())).unwrap();
+        assert_eq!(link(&held), child_end.to_string_lossy());
+        assert!(link(&held).starts_with("socket:"));
+        drop(ours);
+        child.kill().unwrap();
+        child.wait().unwrap();
+        // A runtime already gone has nothing to hold: ESRCH, which the caller lets pass.
+        let gone = hold_stdout(&pidfd).unwrap_err();
+        assert_eq!(gone.raw_os_error(), Some(nix::libc::ESRCH), "{gone}");
+    }
+
+    #[test]
+    fn a_pipe_stdout_is_held() {
+        let (mut child, pidfd) = child_with_stdout(Stdio::piped());
+        let held = hold_stdout(&pidfd).unwrap();
+        assert!(link(&held).starts_with("pipe:"));
+        child.kill().unwrap();
+        child.wait().unwrap();
+    }
 }

@@ -15,6 +15,7 @@ use crate::suite::{CaseReport, SuiteReport, Verdict};
 pub fn human(report: &SuiteReport, verbose: bool) -> String {
     let mut out = String::new();
     let _ = writeln!(out, "subject: {}", report.subject);
+    out.push_str(&header(report));
     out.push_str(&table(report));
     for c in &report.cases {
         if matches!(c.verdict, Verdict::Fail) || (verbose && c.obs.is_some()) {
@@ -30,6 +31,23 @@ pub fn human(report: &SuiteReport, verbose: bool) -> String {
         out.push_str(&baseline_section(b));
     }
     out.push_str(&closing(report));
+    out
+}
+
+/// What the subject was judged against: the products the fakes spoke, and how strictly.
+fn header(report: &SuiteReport) -> String {
+    let mut out = String::new();
+    if !report.fakes_speak.is_empty() {
+        let spoken: Vec<&str> = report.fakes_speak.values().map(String::as_str).collect();
+        let _ = writeln!(out, "fakes speak: {}", spoken.join("; "));
+    }
+    if report.strictness != crate::settings::Strictness::All {
+        let _ = writeln!(
+            out,
+            "strictness: {} (failures of other requirements are advisories)",
+            report.strictness.as_str()
+        );
+    }
     out
 }
 
@@ -209,8 +227,31 @@ pub(crate) fn case_detail(c: &CaseReport) -> String {
         c.scenario.file.title,
         c.scenario.path.display()
     );
+    let runtime = match (&c.scenario.file.peer, &c.obs) {
+        (Some(peer), _) => format!("the real peer `{}`", peer.name),
+        (None, obs) => crate::suite::schedule::speaks(
+            c.scenario.file.provider,
+            obs.as_ref().and_then(|o| o.product_version.as_deref()),
+        ),
+    };
+    let _ = writeln!(out, "   runtime: {runtime}");
     for f in &c.findings {
         let _ = writeln!(out, "  ✗ [{}] {}", f.check, indent(&f.message, "    "));
+        let _ = writeln!(out, "    requirement ({}): {}", f.level.as_str(), f.source);
+    }
+    for f in &c.advisories {
+        let _ = writeln!(
+            out,
+            "  ⚠ advisory [{}] {}",
+            f.check,
+            indent(&f.message, "    ")
+        );
+        let _ = writeln!(
+            out,
+            "    requirement ({}, past --strictness): {}",
+            f.level.as_str(),
+            f.source
+        );
     }
     if let Some(obs) = &c.obs {
         out.push_str(&transcripts(obs));

@@ -12,6 +12,8 @@ use crate::suite::{SuiteReport, Verdict};
 pub fn json(report: &SuiteReport) -> serde_json::Value {
     json!({
         "subject": report.subject,
+        "fakesSpeak": report.fakes_speak,
+        "strictness": report.strictness.as_str(),
         "exitCode": report.exit_code(),
         "elapsedMs": report.elapsed.as_millis() as u64,
         "stragglers": report.stragglers,
@@ -53,6 +55,7 @@ pub fn json(report: &SuiteReport) -> serde_json::Value {
             // The human report's block for the case (checks, transcripts, stderr tail).
             "detail": matches!(c.verdict, Verdict::Fail | Verdict::Known(_)).then(|| case_detail(c)),
             "findings": c.findings.iter().map(finding_json).collect::<Vec<_>>(),
+            "advisories": c.advisories.iter().map(finding_json).collect::<Vec<_>>(),
             "elapsedMs": c.obs.as_ref().map(|o| o.elapsed.as_millis() as u64),
             // What the snapshot holds (job ids masked): runs compare across reports.
             "modelVisible": c.obs.as_ref().map(crate::snapshot::render),
@@ -88,7 +91,8 @@ fn settle_json(o: &Observed) -> serde_json::Value {
 }
 
 fn finding_json(f: &crate::checks::Finding) -> serde_json::Value {
-    json!({"check": f.check, "blame": format!("{:?}", f.blame()).to_lowercase(), "message": f.message})
+    json!({"check": f.check, "blame": format!("{:?}", f.blame()).to_lowercase(), "message": f.message,
+        "level": f.level.as_str(), "source": f.source})
 }
 
 /// The human form of a merged report (`conform report merge`): each failed case's block, the

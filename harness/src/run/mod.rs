@@ -230,7 +230,7 @@ impl<'a> Run<'a> {
                 // subject says so. Whatever of the run still runs when the claim is read was
                 // running when it was sent.
                 self.scan();
-                let pipes = self.rec.obs().runtime_pipes();
+                let pipes = self.stdio();
                 let claim = settle::claim(
                     what,
                     self.rec.at_ms(),
@@ -269,9 +269,23 @@ impl<'a> Run<'a> {
     /// Scans the run's process tree for what registered and what did not.
     fn scan(&mut self) {
         let ledger = self.ctx.side.ledger(&self.id);
-        let pipes = self.rec.obs().runtime_pipes();
+        let pipes = self.stdio();
         self.tree
             .scan(&registered(&ledger), &pipes, &self.ctx.router);
+    }
+
+    /// The run's own runtime stdio: what is evidence that a process holding it is the run's
+    /// ([`settle::specific`]).
+    fn stdio(&self) -> Vec<String> {
+        let others: Vec<String> = self
+            .ctx
+            .side
+            .all()
+            .iter()
+            .filter(|r| r.run != self.id.as_str())
+            .flat_map(|r| r.stdio.iter().cloned())
+            .collect();
+        settle::specific(self.rec.obs().runtime_stdio(), &others)
     }
 
     /// The run is over: what the harness held open for it from outside the tree is let go,
@@ -279,13 +293,9 @@ impl<'a> Run<'a> {
     async fn tear_down(&mut self) -> Vec<Arc<Registered>> {
         self.ctx.side.release_held(&self.id);
         let ledger = self.ctx.side.ledger(&self.id);
-        teardown::tear_down(
-            &mut self.tree,
-            &ledger,
-            &self.ctx.router,
-            self.rec.obs_mut(),
-        )
-        .await;
+        let stdio = self.stdio();
+        let (tree, router) = (&mut self.tree, &self.ctx.router);
+        teardown::tear_down(tree, &ledger, &stdio, router, self.rec.obs_mut()).await;
         ledger
     }
 

@@ -51,6 +51,8 @@ pub struct Observed {
     pub subject_gone: Option<String>,
     /// The case was not run: the subject could not be started (the suite reports why once).
     pub not_run: Option<String>,
+    /// The case does not apply to this subject (why): skipped, not judged.
+    pub not_applicable: Option<String>,
     pub fake: Vec<FakeLine>,
     /// `fake` as the failure report prints it, once the run is judged and `fake` let go
     /// ([`Observed::compact`]).
@@ -215,6 +217,9 @@ impl Recorder {
             RunEvent::SubjectInvalid { line, error } => {
                 self.obs.subject_invalid.push((line, error))
             }
+            RunEvent::NotApplicable { reason } => {
+                self.obs.not_applicable.get_or_insert(reason);
+            }
             RunEvent::SideClosed { pid } => {
                 self.closed.insert(pid);
                 return Folded::SideClosed(pid);
@@ -364,8 +369,9 @@ impl Observed {
         }
     }
 
-    /// The runtimes' stdio pipes (`pipe:[inode]`), from their registrations.
-    pub fn runtime_pipes(&self) -> Vec<String> {
+    /// The runtimes' stdio pipes and sockets (`pipe:[inode]`, `socket:[inode]`), from their
+    /// registrations — whether each is the run's own is for [`crate::proc::settle::specific`].
+    pub fn runtime_stdio(&self) -> Vec<String> {
         self.fake
             .iter()
             .filter_map(|line| match &line.event {
@@ -377,7 +383,7 @@ impl Observed {
                 _ => None,
             })
             .flatten()
-            .filter(|link| link.starts_with("pipe:"))
+            .filter(|link| link.starts_with("pipe:") || link.starts_with("socket:"))
             .cloned()
             .collect()
     }

@@ -31,6 +31,7 @@ struct Watched<'a> {
 pub async fn tear_down(
     tree: &mut Tracker,
     ledger: &[Arc<Registered>],
+    stdio: &[String],
     router: &Arc<Router>,
     obs: &mut Observed,
 ) {
@@ -38,7 +39,7 @@ pub async fn tear_down(
     let budget = if clean { SETTLE_BUDGET } else { Duration::ZERO };
     // What never registered is found by the ground-truth scans (a double-forked daemon, a
     // launcher, a helper of a real runtime).
-    tree.scan(&super::registered(ledger), &obs.runtime_pipes(), router);
+    tree.scan(&super::registered(ledger), stdio, router);
     obs.unregistered = tree.unregistered().map(|t| t.member.clone()).collect();
     let watched = watched(tree, ledger);
     for w in &watched {

@@ -74,6 +74,33 @@ pub struct ScenarioFile {
     /// Membership of an isolation group: its members run together, in one subject, once each.
     #[serde(default)]
     pub group: Option<GroupSection>,
+    /// Where what this case demands comes from, when it is not what its checks say: a case the
+    /// decision records leave open is conform's own practice (`docs/requirements.md`).
+    #[serde(default)]
+    pub requirement: Option<RequirementSection>,
+}
+
+/// What kind of requirement a case's findings stand for, and its source.
+#[derive(Clone, Debug, Deserialize, Serialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct RequirementSection {
+    pub level: RequirementLevel,
+    /// The clause of a record, the protocol rule, or why it is conform's own practice.
+    pub source: String,
+    /// The checks it applies to (ids such as `process.settle-claim`); default: every check of
+    /// the subject's.
+    #[serde(default)]
+    pub checks: Vec<String>,
+}
+
+/// `record`: a decision record demands it; `protocol`: the wire or adapter protocol does;
+/// `practice`: conform's own stricter practice.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize, Serialize, JsonSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum RequirementLevel {
+    Record,
+    Protocol,
+    Practice,
 }
 
 /// An isolation group's member (`docs/scenarios.md`, isolation groups): the members of a group

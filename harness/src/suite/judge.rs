@@ -5,9 +5,10 @@ use std::sync::Arc;
 
 use conform_protocol::subject::Mode;
 
-use crate::checks::{self, Blame, Check, Finding};
+use crate::checks::{self, Blame, Check, Finding, Level};
 use crate::run::Observed;
 use crate::scenario::Scenario;
+use crate::settings::Strictness;
 use crate::snapshot::{self, Outcome};
 use crate::suite::outcome::{CaseReport, Verdict};
 
@@ -20,6 +21,7 @@ pub fn interrupted(scenario: Arc<Scenario>, mode: Mode, signo: i32) -> CaseRepor
             crate::proc::interrupt::name(signo)
         )),
         findings: vec![],
+        advisories: vec![],
         snapshot: None,
         obs: None,
     }
@@ -31,13 +33,14 @@ pub fn skipped(scenario: Arc<Scenario>, mode: Mode, reason: String) -> CaseRepor
         mode,
         verdict: Verdict::Skip(reason),
         findings: vec![],
+        advisories: vec![],
         snapshot: None,
         obs: None,
     }
 }
 
 /// The checks that look across the members of an isolation group run together.
-pub fn isolation(members: &mut [(usize, CaseReport)]) {
+pub fn isolation(members: &mut [(usize, CaseReport)], strictness: Strictness) {
     let found = {
         let runs: Vec<(&Scenario, &Observed)> = members
             .iter()
@@ -49,16 +52,13 @@ pub fn isolation(members: &mut [(usize, CaseReport)]) {
         checks::isolation::judge(&runs)
     };
     for ((_, report), findings) in members.iter_mut().zip(found) {
-        if !findings.is_empty() {
-            report.findings.extend(findings);
-            report.verdict = Verdict::Fail;
-        }
+        report.add(findings, strictness);
     }
 }
 
 /// A job id the same subject process gave to two background runs fails the later one: its
 /// notices and job_output would be routed to the other job.
-pub fn unique_job_ids(reports: &mut [(usize, CaseReport)]) {
+pub fn unique_job_ids(reports: &mut [(usize, CaseReport)], strictness: Strictness) {
     let mut seen: std::collections::HashMap<(i32, String), String> = Default::default();
     for (_, report) in reports.iter_mut() {
         let Some(obs) = &report.obs else { continue };
@@ -73,11 +73,11 @@ pub fn unique_job_ids(reports: &mut [(usize, CaseReport)]) {
         let key = (obs.subject_pgid, job.to_owned());
         match seen.get(&key) {
             Some(first) => {
-                report.findings.push(Finding::new(
+                let reused = Finding::new(
                     Check::DeliveryUniqueJobId,
                     format!("job id `{job}` was already given to {first} by the same subject"),
-                ));
-                report.verdict = Verdict::Fail;
+                );
+                report.add(vec![reused], strictness);
             }
             None => {
                 seen.insert(key, format!("{} ({})", report.scenario.id, report.mode));
@@ -86,17 +86,33 @@ pub fn unique_job_ids(reports: &mut [(usize, CaseReport)]) {
     }
 }
 
-pub fn judge(
-    s: &Arc<Scenario>,
-    mode: Mode,
-    obs: Observed,
-    snapshots: &std::path::Path,
-    accept: bool,
-    pending: bool,
-) -> CaseReport {
+/// How a suite judges and keeps its cases.
+pub struct Judging {
+    pub snapshots: std::path::PathBuf,
+    pub accept: bool,
+    /// A differing snapshot may leave a pending `.snap.new`.
+    pub pending: bool,
+    /// Which requirements fail a case; the rest are advisories.
+    pub strictness: Strictness,
+    /// Keep each run's ledger parsed (the differential reads it).
+    pub keep_ledgers: bool,
+    /// Keep the ledger text of runs that passed too (`--verbose`).
+    pub keep_passing: bool,
+}
+
+/// One case's record against the checks and its snapshot, then `--strictness`.
+pub fn judge(s: &Arc<Scenario>, mode: Mode, obs: Observed, how: &Judging) -> CaseReport {
+    let (snapshots, accept, pending) = (how.snapshots.as_path(), how.accept, how.pending);
     if let Some(signo) = obs.interrupted {
         // Its processes were killed; what it did so far proves nothing either way.
         return interrupted(s.clone(), mode, signo);
+    }
+    if let Some(reason) = &obs.not_applicable {
+        return skipped(
+            s.clone(),
+            mode,
+            format!("not applicable to this subject: {reason}"),
+        );
     }
     if let Some(reason) = &obs.not_run {
         // The subject could not be started: the suite says why, once.
@@ -108,6 +124,7 @@ pub fn judge(
                 reason.lines().next().unwrap_or_default()
             )),
             findings: vec![],
+            advisories: vec![],
             snapshot: None,
             obs: None,
         };
@@ -150,6 +167,8 @@ pub fn judge(
             )),
         }
     }
+    checks::as_the_scenario_says(s, &mut findings);
+    let (findings, advisories) = admitted(findings, how.strictness);
     let verdict = if findings.is_empty() {
         Verdict::Pass
     } else {
@@ -160,9 +179,35 @@ pub fn judge(
         mode,
         verdict,
         findings,
+        advisories,
         snapshot: snapshot_note,
         obs: Some(obs),
     }
+}
+
+impl CaseReport {
+    /// Findings a case shows beside its own judging (across a group, across the suite): the
+    /// scenario's sources, then `strictness`; any admitted one fails the case.
+    pub fn add(&mut self, mut findings: Vec<Finding>, strictness: Strictness) {
+        checks::as_the_scenario_says(&self.scenario, &mut findings);
+        let (failing, advisories) = admitted(findings, strictness);
+        if !failing.is_empty() {
+            self.verdict = Verdict::Fail;
+        }
+        self.findings.extend(failing);
+        self.advisories.extend(advisories);
+    }
+}
+
+/// The findings `strictness` judges, and the rest (advisories). The harness's own findings are
+/// always judged.
+pub fn admitted(findings: Vec<Finding>, strictness: Strictness) -> (Vec<Finding>, Vec<Finding>) {
+    let admits = |level: Level| match strictness {
+        Strictness::All => true,
+        Strictness::Protocol => level <= Level::Protocol,
+        Strictness::Records => level <= Level::Record,
+    };
+    findings.into_iter().partition(|f| admits(f.level))
 }
 
 fn pending_note(new: Option<&std::path::Path>) -> String {

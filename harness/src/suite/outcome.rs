@@ -28,12 +28,18 @@ pub struct CaseReport {
     pub mode: Mode,
     pub verdict: Verdict,
     pub findings: Vec<Finding>,
+    /// What failed of requirements past `--strictness`: reported, not failing.
+    pub advisories: Vec<Finding>,
     pub snapshot: Option<String>,
     pub obs: Option<Observed>,
 }
 
 pub struct SuiteReport {
     pub subject: String,
+    /// What each provider's fake spoke in this suite (`Codex app-server 0.147.0`), by provider.
+    pub fakes_speak: std::collections::BTreeMap<conform_protocol::vocab::Provider, String>,
+    /// Which requirements failed a case (`--strictness`).
+    pub strictness: crate::settings::Strictness,
     pub cases: Vec<CaseReport>,
     /// Failures of the suite as a whole, not of one case: a subject that cannot be started,
     /// messages for runs the harness never started, broken lines that name no run.

@@ -2,7 +2,6 @@
 //! cgroup), cut the cases into units (an isolation group is one), run each unit under the
 //! `--jobs` limit and judge it, then sweep ([`super::sweep`]).
 
-use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Instant;
 
@@ -19,7 +18,7 @@ use crate::run::board::{Board, Membership};
 use crate::run::{self, Ctx};
 use crate::scenario::Scenario;
 use crate::scenario::group::{group_of, member_name};
-use crate::suite::judge::{interrupted, isolation, judge, skipped};
+use crate::suite::judge::{Judging, interrupted, isolation, judge, skipped};
 use crate::suite::outcome::{CaseReport, CgroupMode, SuiteReport, Verdict};
 use crate::suite::{Options, SuiteError, sweep};
 
@@ -43,9 +42,24 @@ pub async fn run_scenarios(
     let reports = run_units(opts, &ctx, caps.as_ref(), units, cases).await;
     let mut report = sweep::sweep(&ctx, reports, opts.settings.allow_skips).await;
     report.subject = subject;
+    report.fakes_speak = scenarios
+        .iter()
+        .map(|s| s.file.provider)
+        .map(|p| {
+            (
+                p,
+                speaks(p, ctx.settings.product_version(p).map(String::as_str)),
+            )
+        })
+        .collect();
     report.cgroup = cgroup_mode;
     report.elapsed = started.elapsed();
     Ok(report)
+}
+
+/// The product and version a provider's fake speaks at this product version.
+pub fn speaks(provider: conform_protocol::vocab::Provider, version: Option<&str>) -> String {
+    conform_fakes::codec::for_provider(provider).speaks(version)
 }
 
 /// What every run of the suite shares. The scratch folder lives as long as it is held.
@@ -157,6 +171,7 @@ async fn run_units(
             snapshots: opts.snapshots.clone(),
             accept: opts.settings.accept,
             pending: opts.pending_snapshots,
+            strictness: opts.settings.strictness,
             keep_ledgers: opts.keep_ledgers,
             keep_passing: opts.settings.verbose,
         };
@@ -177,17 +192,6 @@ async fn run_units(
     bar.finish_and_clear();
     reports.sort_by_key(|(i, _)| *i);
     reports
-}
-
-/// How a unit's runs are judged and kept.
-struct Judging {
-    snapshots: PathBuf,
-    accept: bool,
-    pending: bool,
-    /// Keep each run's ledger parsed (the differential reads it).
-    keep_ledgers: bool,
-    /// Keep the ledger text of runs that passed too (`--verbose`).
-    keep_passing: bool,
 }
 
 /// One unit, once it has its permit: its runs in flight together, then judged.
@@ -236,12 +240,12 @@ async fn run_unit(
             .zip(observed)
             .map(|((index, s, mode), obs)| {
                 bar.inc(1);
-                let report = judge(&s, mode, obs, &j.snapshots, j.accept, j.pending);
+                let report = judge(&s, mode, obs, j);
                 (index, report)
             })
             .collect();
         if grouped {
-            isolation(&mut done);
+            isolation(&mut done, j.strictness);
         }
         if !j.keep_ledgers {
             for (_, r) in &mut done {

@@ -11,7 +11,7 @@ use crate::checks::{self, Check, Finding};
 use crate::proc::pids;
 use crate::run::Ctx;
 use crate::suite::judge::unique_job_ids;
-use crate::suite::outcome::{CaseReport, PeakRss, SuiteReport, Verdict};
+use crate::suite::outcome::{CaseReport, PeakRss, SuiteReport};
 
 /// The suite's report from its cases' reports, once the subject and everything left of the
 /// runs is gone. The caller fills in what it knows (subject, cgroup, elapsed).
@@ -26,17 +26,16 @@ pub async fn sweep(
     for (_, report) in reports.iter_mut() {
         let Some(obs) = &report.obs else { continue };
         let late = checks::judge_late(obs, &ctx.router.take_late(&obs.run));
-        if !late.is_empty() {
-            report.findings.extend(late);
-            report.verdict = Verdict::Fail;
-        }
+        report.add(late, ctx.settings.strictness);
     }
-    unique_job_ids(&mut reports);
+    unique_job_ids(&mut reports, ctx.settings.strictness);
     let stragglers = stragglers(ctx).await;
     let findings = suite_findings(ctx).await;
     let fake_rss = largest_fake_rss(&reports);
     SuiteReport {
         subject: String::new(),
+        fakes_speak: Default::default(),
+        strictness: ctx.settings.strictness,
         cases: reports.into_iter().map(|(_, r)| r).collect(),
         findings,
         stragglers,
