@@ -555,3 +555,40 @@ fn restarts_that_keep_failing_their_hello_stop_after_three() {
         "one subject that worked, three restarts"
     );
 }
+
+/// A host that validates its configuration when its plugin loads: every call is refused before
+/// any job exists (`refused`, then the tool's error).
+fn refusing_host() -> Subject {
+    Subject::script(&format!(
+        r#"read -r _
+printf '%s\n' '{HELLO}'
+while IFS= read -r line; do
+  {RUN_OF_LINE}
+  case "$line" in
+    *'"type":"start"'*)
+      printf '{{"type":"refused","run":"%s","error":{{"name":"ConfigError","message":"subagent-acp: invalid configuration"}}}}\n' "$run"
+      printf '{{"type":"tool_result","run":"%s","isError":true,"text":"Error: subagent-acp: invalid configuration"}}\n' "$run";;
+    *shutdown*) exit 0;;
+  esac
+done
+"#
+    ))
+}
+
+#[test]
+fn a_call_refused_before_any_job_existed_ends_at_once_and_only_a_start_rejection_case_skips() {
+    // A case about start()'s rejection does not apply to a host that never lets the call reach
+    // a provider: skipped with the reason, in both modes, without waiting out a deadline.
+    let r = refusing_host().run("acp/stage/dispose-grace-zero", &["--allow-skips"]);
+    assert_eq!(r.code, Some(0), "{}\n{}", r.out, r.err);
+    r.has("not applicable to this subject: it refused the call before any job existed");
+    r.has("0 passed, 0 failed, 2 skipped");
+    assert!(!r.out.contains("subject.deadline"), "{}", r.out);
+    // A case that expects a run was refused one: the subject's failure.
+    let r = refusing_host().run("acp/success/end-turn", &[]);
+    r.fails_with(&[
+        "[expect.start-error] the host refused the call before any job existed (\"ConfigError: subagent-acp: invalid configuration\"), where the scenario expects a run",
+    ]);
+    assert!(!r.out.contains("subject.deadline"), "{}", r.out);
+    assert!(!r.out.contains("subject.protocol"), "{}", r.out);
+}

@@ -228,7 +228,7 @@ impl Driver for AcpRun {
         aborted_error()
     }
 
-    fn bad_cwd() -> StartError {
+    fn bad_cwd(_cwd: &str) -> StartError {
         start_line(Stage::Initialize, Category::Configuration)
     }
 

@@ -68,7 +68,7 @@ pub(crate) trait Driver: Sized + Send {
     fn aborted_before_start() -> StartError;
 
     /// The rejection of a working directory that is not an absolute existing directory.
-    fn bad_cwd() -> StartError;
+    fn bad_cwd(cwd: &str) -> StartError;
 
     /// The rejection of a runtime that could not be spawned (logged here).
     fn spawn_failed(error: &SpawnError, log: &Log) -> StartError;
@@ -230,7 +230,7 @@ impl Start<'_> {
                 "{} cwd is not an absolute existing directory: {cwd:?}",
                 D::CHILD
             ));
-            self.refuse(D::bad_cwd());
+            self.refuse(D::bad_cwd(&spec.runtime.cwd));
             return None;
         }
         let mut runtime = spec.runtime.clone();

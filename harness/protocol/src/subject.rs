@@ -159,6 +159,16 @@ pub enum FromSubject {
         #[schemars(length(min = 1))]
         run: String,
     },
+    /// The host refused the call before any job or provider run existed (e.g. a configuration
+    /// it validates when its plugin loads): no start, no job. Followed by the `tool_result` the
+    /// parent model got; nothing else follows.
+    Refused {
+        /// The run id the harness chose in `start`.
+        #[schemars(length(min = 1))]
+        run: String,
+        /// What the host refused with (its error class and message).
+        error: StartError,
+    },
     /// Host-only text; raw errors may appear here and only here.
     HostLog {
         /// The run id the harness chose in `start`.
@@ -183,7 +193,12 @@ fn provider_names(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
         .iter()
         .map(|p| p.as_str())
         .collect();
-    names.extend(RESERVED_PROVIDERS);
+    names.extend(
+        RESERVED_PROVIDERS
+            .iter()
+            .filter(|r| !names.contains(r))
+            .collect::<Vec<_>>(),
+    );
     schemars::json_schema!({
         "type": "array",
         "items": { "enum": names },
@@ -191,9 +206,9 @@ fn provider_names(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
     })
 }
 
-/// Provider names a subject may offer before conform has cases for them (seed 001's second
-/// product provider).
-pub const RESERVED_PROVIDERS: &[&str] = &["claude-code"];
+/// Provider names a subject may offer before conform has cases for them (none now: seed 001's
+/// second product provider, `claude-code`, has its own).
+pub const RESERVED_PROVIDERS: &[&str] = &[];
 
 /// The JSON Schema of every line a subject sends (`docs/subject-protocol.schema.json`).
 pub fn json_schema() -> Value {
@@ -207,6 +222,7 @@ impl FromSubject {
             FromSubject::Hello { .. } => None,
             FromSubject::Dispatched { run, .. }
             | FromSubject::StartRejected { run, .. }
+            | FromSubject::Refused { run, .. }
             | FromSubject::Result { run, .. }
             | FromSubject::ToolResult { run, .. }
             | FromSubject::Notice { run, .. }

@@ -17,6 +17,7 @@ pub fn runtime(scenario: &Scenario, obs: &Observed, f: &mut Vec<Finding>) {
         .any(|l| matches!(l.event, FakeEvent::Register { .. }))
         && scenario.file.subject.runtime == RuntimeKind::Fake
         && obs.start_rejected.is_none()
+        && obs.refused.is_none()
         && obs.subject_gone.is_none()
         && obs.timed_out.is_none()
     {

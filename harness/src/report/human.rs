@@ -20,6 +20,8 @@ pub fn human(report: &SuiteReport, verbose: bool) -> String {
     for c in &report.cases {
         if matches!(c.verdict, Verdict::Fail) || (verbose && c.obs.is_some()) {
             out.push_str(&case_detail(c));
+        } else if !c.advisories.is_empty() {
+            out.push_str(&advisories(c));
         }
         if let Some(note) = &c.snapshot {
             let _ = writeln!(out, "\n{} ({}): {note}", c.scenario.id, c.mode);
@@ -217,6 +219,35 @@ fn baseline_section(b: &crate::suite::baseline::Outcome) -> String {
     out
 }
 
+/// A passing case's advisories: what failed of requirements past `--strictness`.
+fn advisories(c: &CaseReport) -> String {
+    let mut out = format!(
+        "\n━━ {} ({}) — passed, with advisories\n",
+        c.scenario.id, c.mode
+    );
+    out.push_str(&advisory_lines(c));
+    out
+}
+
+fn advisory_lines(c: &CaseReport) -> String {
+    let mut out = String::new();
+    for f in &c.advisories {
+        let _ = writeln!(
+            out,
+            "  ⚠ advisory [{}] {}",
+            f.check,
+            indent(&f.message, "    ")
+        );
+        let _ = writeln!(
+            out,
+            "    requirement ({}, past --strictness): {}",
+            f.level.as_str(),
+            f.source
+        );
+    }
+    out
+}
+
 pub(crate) fn case_detail(c: &CaseReport) -> String {
     let mut out = String::new();
     let _ = writeln!(
@@ -239,20 +270,7 @@ pub(crate) fn case_detail(c: &CaseReport) -> String {
         let _ = writeln!(out, "  ✗ [{}] {}", f.check, indent(&f.message, "    "));
         let _ = writeln!(out, "    requirement ({}): {}", f.level.as_str(), f.source);
     }
-    for f in &c.advisories {
-        let _ = writeln!(
-            out,
-            "  ⚠ advisory [{}] {}",
-            f.check,
-            indent(&f.message, "    ")
-        );
-        let _ = writeln!(
-            out,
-            "    requirement ({}, past --strictness): {}",
-            f.level.as_str(),
-            f.source
-        );
-    }
+    out.push_str(&advisory_lines(c));
     if let Some(obs) = &c.obs {
         out.push_str(&transcripts(obs));
     }

@@ -53,6 +53,9 @@ pub enum Move {
     KillRuntime { pid: i32 },
     /// Release the `await` a fake process is blocked in.
     Release { pid: i32, name: String },
+    /// A process of the run exited: reap it if it came back to the harness (the harness is a
+    /// child subreaper), so a host that polls its runtime's group sees it gone, not a zombie.
+    Reap { pid: i32 },
     /// The run is over: tear it down.
     Finish,
 }
@@ -153,6 +156,7 @@ impl<'a> Drive<'a> {
                 moves.push(Move::Claim("settled"));
             }
             RunEvent::Fake(line) => self.fake_event(rec, line.pid, &line.event, moves),
+            RunEvent::ProcessGone { pid } => moves.push(Move::Reap { pid: *pid }),
             _ => {}
         }
         match rec.fold(event) {
@@ -286,6 +290,8 @@ impl<'a> Drive<'a> {
             wait: true,
         };
         match self.mode {
+            // Refused before any job existed: the tool's answer is all there will be.
+            _ if obs.refused.is_some() && obs.tool_result.is_some() => moves.push(Move::Finish),
             Mode::Foreground if obs.tool_result.is_some() => moves.push(Move::Finish),
             Mode::Background
                 if answers > 0 && answers < calls && self.job_output_asked == answers =>

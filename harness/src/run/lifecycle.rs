@@ -25,6 +25,7 @@ pub struct Lifecycle {
     mode: Mode,
     dispatched: bool,
     start_rejected: bool,
+    refused: bool,
     result: bool,
     settled: bool,
     tool_result: bool,
@@ -39,6 +40,7 @@ impl Lifecycle {
             mode,
             dispatched: false,
             start_rejected: false,
+            refused: false,
             result: false,
             settled: false,
             tool_result: false,
@@ -55,6 +57,9 @@ impl Lifecycle {
 
     /// Whether the run is over for the protocol: nothing but `host_log` may follow.
     pub fn ended(&self) -> bool {
+        if self.refused {
+            return self.tool_result;
+        }
         match self.mode {
             Mode::Foreground => self.tool_result,
             Mode::Background => {
@@ -77,7 +82,12 @@ impl Lifecycle {
             return Err(format!("`{kind}` {AFTER_END}"));
         }
         let started = !background || self.tool_result;
-        let over = self.start_rejected || self.result;
+        let over = self.start_rejected || self.result || self.refused;
+        let first = !(self.dispatched
+            || self.start_rejected
+            || self.refused
+            || self.tool_result
+            || self.result);
         let check = |ok: bool, why: &str| {
             if ok {
                 Ok(())
@@ -86,13 +96,22 @@ impl Lifecycle {
             }
         };
         match msg {
+            FromSubject::Refused { .. } => {
+                check(
+                    first,
+                    "after the run began (only the first message may refuse it)",
+                )?;
+                self.refused = true;
+            }
             FromSubject::Dispatched { .. } => {
+                check(!self.refused, "after `refused`")?;
                 check(!self.dispatched, "a second time")?;
                 check(!self.start_rejected, "after `start_rejected`")?;
                 check(started, "before the background `tool_result` (started …)")?;
                 self.dispatched = true;
             }
             FromSubject::StartRejected { .. } => {
+                check(!self.refused, "after `refused`")?;
                 check(!self.start_rejected, "a second time")?;
                 check(
                     !self.dispatched,
@@ -113,12 +132,13 @@ impl Lifecycle {
             }
             FromSubject::ToolResult { .. } => {
                 check(!self.tool_result, "a second time")?;
-                if !background {
+                if !background || self.refused {
                     check(over, "before `result` or `start_rejected`")?;
                 }
                 self.tool_result = true;
             }
             FromSubject::Notice { .. } => {
+                check(!self.refused, "after `refused` (no job was created)")?;
                 check(background, "for a foreground call")?;
                 check(
                     self.tool_result,
@@ -147,6 +167,7 @@ pub fn kind(msg: &FromSubject) -> &'static str {
         FromSubject::Hello { .. } => "hello",
         FromSubject::Dispatched { .. } => "dispatched",
         FromSubject::StartRejected { .. } => "start_rejected",
+        FromSubject::Refused { .. } => "refused",
         FromSubject::Result { .. } => "result",
         FromSubject::ToolResult { .. } => "tool_result",
         FromSubject::Notice { .. } => "notice",

@@ -253,6 +253,7 @@ impl<'a> Run<'a> {
                 }
             }
             Move::Release { pid, name } => self.ctx.side.release(&self.id, pid, &name),
+            Move::Reap { pid } => pids::reap_children_among(&[pid]),
             Move::SendAndAwaitRead(_) | Move::Finish => unreachable!("handled by the loop"),
         }
     }

@@ -32,6 +32,8 @@ pub struct Observed {
     pub run_dir: String,
     pub dispatched: bool,
     pub start_rejected: Option<StartError>,
+    /// The host refused the call before any job existed (`refused`).
+    pub refused: Option<StartError>,
     pub result: Option<RunResult>,
     pub tool_result: Option<(bool, String)>,
     pub notices: Vec<(String, String)>,
@@ -317,6 +319,9 @@ impl Observed {
             }
             FromSubject::StartRejected { error, .. } => {
                 self.start_rejected = Some(error);
+            }
+            FromSubject::Refused { error, .. } => {
+                self.refused = Some(error);
             }
             FromSubject::Result {
                 stop_reason,

@@ -129,6 +129,9 @@ pub fn judge(s: &Arc<Scenario>, mode: Mode, obs: Observed, how: &Judging) -> Cas
             obs: None,
         };
     }
+    if let Some(error) = obs.refused.clone() {
+        return refused(s, mode, obs, &error, how.strictness);
+    }
     let mut findings = checks::judge(s, mode, &obs);
     let mut snapshot_note = None;
     let ran_to_end = obs.subject_gone.is_none() && obs.timed_out.is_none();
@@ -197,6 +200,52 @@ impl CaseReport {
         self.findings.extend(failing);
         self.advisories.extend(advisories);
     }
+}
+
+/// A call the host refused before any job existed (`refused`): a case about start()'s
+/// rejection does not apply to a host that never lets such a call reach a provider; any other
+/// case was refused a run it should have had.
+fn refused(
+    s: &Arc<Scenario>,
+    mode: Mode,
+    obs: Observed,
+    error: &conform_protocol::subject::StartError,
+    strictness: Strictness,
+) -> CaseReport {
+    let refusal = format!("{}: {}", error.name, error.message);
+    if s.file.expect.start_error.is_some() {
+        return skipped(
+            s.clone(),
+            mode,
+            format!(
+                "not applicable to this subject: it refused the call before any job existed ({}), and this case is about start()'s rejection",
+                checks::shown(&refusal)
+            ),
+        );
+    }
+    let mut report = CaseReport {
+        scenario: s.clone(),
+        mode,
+        verdict: Verdict::Pass,
+        findings: vec![],
+        advisories: vec![],
+        snapshot: None,
+        obs: None,
+    };
+    let mut findings: Vec<Finding> = checks::judge(s, mode, &obs)
+        .into_iter()
+        .filter(|f| matches!(f.check.family(), "subject" | "harness"))
+        .collect();
+    findings.push(Finding::new(
+        Check::ExpectStartError,
+        format!(
+            "the host refused the call before any job existed ({}), where the scenario expects a run",
+            checks::shown(&refusal)
+        ),
+    ));
+    report.add(findings, strictness);
+    report.obs = Some(obs);
+    report
 }
 
 /// The findings `strictness` judges, and the rest (advisories). The harness's own findings are

@@ -70,8 +70,37 @@ pub enum SuiteError {
 
 /// Loads and filters scenarios.
 pub fn select(dir: &std::path::Path, filters: &[String]) -> Result<Vec<Scenario>, SuiteError> {
+    select_from(load(dir)?, filters)
+}
+
+/// Every scenario under `dir`, each `[requirement]` naming checks that exist.
+fn load(dir: &std::path::Path) -> Result<Vec<Scenario>, SuiteError> {
     let all = scenario::discover(dir).map_err(SuiteError::Scenarios)?;
-    select_from(all, filters)
+    let errors: Vec<scenario::ScenarioError> = all.iter().filter_map(unknown_check).collect();
+    if errors.is_empty() {
+        Ok(all)
+    } else {
+        Err(SuiteError::Scenarios(errors))
+    }
+}
+
+/// A `[requirement] checks` entry that is no check id, at its line and column.
+fn unknown_check(s: &Scenario) -> Option<scenario::ScenarioError> {
+    let r = s.file.requirement.as_ref()?;
+    let bad = r
+        .checks
+        .iter()
+        .find(|id| crate::checks::Check::from_id(id).is_none())?;
+    let text = std::fs::read_to_string(&s.path).unwrap_or_default();
+    let at = text
+        .find(&format!("\"{bad}\""))
+        .map(|i| i..i + bad.len() + 2);
+    Some(crate::input::InputError::invalid(
+        &s.path,
+        &text,
+        at,
+        format!("`{bad}` is no check id (`conform list --checks` lists them)"),
+    ))
 }
 
 /// Filters loaded scenarios (an isolation group's members come along with any one of them).
@@ -87,7 +116,7 @@ fn select_from(all: Vec<Scenario>, filters: &[String]) -> Result<Vec<Scenario>, 
 
 /// Loads, selects and shards the scenarios, then runs them.
 pub async fn run(opts: Options) -> Result<SuiteReport, SuiteError> {
-    let all = scenario::discover(&opts.scenarios).map_err(SuiteError::Scenarios)?;
+    let all = load(&opts.scenarios)?;
     let catalog = all.iter().map(|s| s.id.clone()).collect();
     let mut chosen = select_from(all, &opts.filters)?;
     let positions = chosen

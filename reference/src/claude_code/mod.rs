@@ -172,8 +172,14 @@ impl Driver for ClaudeCodeRun {
         plain_error(ABORTED_BEFORE_STARTUP)
     }
 
-    fn bad_cwd() -> StartError {
-        plain_error(NO_WORKING_DIRECTORY)
+    /// As for Codex: the host's own message is for a parent session without a working
+    /// directory; a path the CLI cannot start in fails at query-start (docs/requirements.md).
+    fn bad_cwd(cwd: &str) -> StartError {
+        if cwd.is_empty() {
+            plain_error(NO_WORKING_DIRECTORY)
+        } else {
+            failure(&unknown_line(Stage::QueryStart, None))
+        }
     }
 
     fn spawn_failed(error: &SpawnError, log: &Log) -> StartError {

@@ -160,8 +160,15 @@ impl Driver for CodexRun {
         plain_error(ABORTED_BEFORE_STARTUP)
     }
 
-    fn bad_cwd() -> StartError {
-        plain_error(NO_WORKING_DIRECTORY)
+    /// The host's own message is for a parent session without a working directory; a path
+    /// the app-server cannot start in fails its spawn, which seed 001 gives the initialize
+    /// stage (docs/requirements.md, missing-cwd).
+    fn bad_cwd(cwd: &str) -> StartError {
+        if cwd.is_empty() {
+            plain_error(NO_WORKING_DIRECTORY)
+        } else {
+            failure(&unknown_line(Stage::Initialize, None))
+        }
     }
 
     fn spawn_failed(error: &SpawnError, log: &Log) -> StartError {

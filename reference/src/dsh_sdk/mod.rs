@@ -115,7 +115,7 @@ impl Driver for DshRun {
         aborted_error()
     }
 
-    fn bad_cwd() -> StartError {
+    fn bad_cwd(_cwd: &str) -> StartError {
         configuration()
     }
 

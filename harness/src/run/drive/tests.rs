@@ -397,3 +397,12 @@ fn expected_by_at_or_past_the_deadline_is_never_awaited() {
     );
     assert!(!d.awaits_expected_by());
 }
+
+#[test]
+fn a_process_gone_is_reaped_if_it_came_back_to_the_harness() {
+    let s = scenario(AWAIT_LATE);
+    let mut c = Case::new(&s, Mode::Foreground, None);
+    let moves = c.on(Input::Event(RunEvent::ProcessGone { pid: 77 }));
+    assert_eq!(moves, vec![Move::Reap { pid: 77 }]);
+    assert!(c.obs().gone_at_ms.contains_key(&77));
+}

@@ -1,0 +1,122 @@
+//! Every requirement says where it comes from — a decision record, the wire or adapter
+//! protocol, or conform's own practice — and `--strictness` judges only the kinds asked for,
+//! listing the others as advisories.
+
+mod common;
+use common::{conform, run, stdout};
+
+/// The reference with `defect` seeded, as a subject command line.
+fn defective(defect: &str) -> String {
+    let exe = assert_cmd::cargo::cargo_bin("conform");
+    format!("'{}' reference --defect {defect}", exe.display())
+}
+
+#[test]
+fn list_checks_shows_each_requirements_kind_and_source() {
+    let out = conform().args(["list", "--checks"]).output().unwrap();
+    assert_eq!(out.status.code(), Some(0));
+    let text = stdout(&out);
+    let line = |id: &str| {
+        text.lines()
+            .find(|l| l.starts_with(&format!("{id} ")))
+            .unwrap_or_else(|| panic!("no {id} in:\n{text}"))
+            .to_owned()
+    };
+    assert!(line("contract.bound").contains("[record: seed 000 and seed 001: "));
+    assert!(line("wire.violation").contains("[protocol: the runtime's wire protocol"));
+    assert!(line("process.reaped").contains("[practice: conform: "));
+    assert!(line("harness.fake").contains("[harness: conform: "));
+    for l in text.lines() {
+        assert!(
+            ["[record: ", "[protocol: ", "[practice: ", "[harness: "]
+                .iter()
+                .any(|k| l.contains(k)),
+            "a check without a kind of source: {l}"
+        );
+    }
+}
+
+#[test]
+fn strictness_records_turns_a_practice_failure_into_an_advisory() {
+    // Orphans left unreaped at the claim: conform's practice, no record's clause.
+    let subject = defective("reap-orphans-late");
+    let args = [
+        "--filter",
+        "acp/settle/double-forked-daemon",
+        "--subject",
+        &subject,
+    ];
+    let (code, out, err) = run(&args);
+    assert_eq!(code, Some(1), "{out}\n{err}");
+    assert!(
+        out.contains("[process.reaped] at `settled`, zombies the subject must reap"),
+        "{out}"
+    );
+    assert!(out.contains("    requirement (practice): "), "{out}");
+    let strict: Vec<&str> = args
+        .iter()
+        .copied()
+        .chain(["--strictness", "records"])
+        .collect();
+    let (code, out, err) = run(&strict);
+    assert_eq!(code, Some(0), "{out}\n{err}");
+    assert!(
+        out.contains("strictness: records (failures of other requirements are advisories)"),
+        "{out}"
+    );
+    assert!(
+        out.contains("⚠ advisory [process.reaped] at `settled`, zombies the subject must reap"),
+        "{out}"
+    );
+    assert!(out.contains("2 passed, 0 failed"), "{out}");
+}
+
+#[test]
+fn a_scenario_says_where_its_own_demands_come_from() {
+    // A daemon that left the runtime's group: the records are silent on whether dispose must
+    // end it, so the case says it is conform's practice — a record-level run lets it pass.
+    let subject = defective("process-group-only-kill");
+    let args = [
+        "--filter",
+        "acp/settle/double-forked-daemon",
+        "--subject",
+        &subject,
+    ];
+    let (code, out, err) = run(&args);
+    assert_eq!(code, Some(1), "{out}\n{err}");
+    assert!(
+        out.contains("    requirement (practice): conform practice: seeds 000 and 001 demand the managed process tree"),
+        "{out}"
+    );
+    let records: Vec<&str> = args
+        .iter()
+        .copied()
+        .chain(["--strictness", "records"])
+        .collect();
+    let (code, out, err) = run(&records);
+    assert_eq!(code, Some(0), "{out}\n{err}");
+    assert!(out.contains("⚠ advisory [process.settle-claim]"), "{out}");
+}
+
+#[test]
+fn a_requirement_naming_no_check_is_rejected_at_its_line_and_column() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path();
+    std::fs::create_dir_all(root.join("acp")).unwrap();
+    std::fs::write(
+        root.join("acp/case.toml"),
+        "title = \"t\"\nprovider = \"acp\"\n[[fake.steps]]\nstop = \"end_turn\"\n[expect]\nstop_reason = \"completed\"\n[requirement]\nlevel = \"practice\"\nsource = \"s\"\nchecks = [\"process.nope\"]\n",
+    )
+    .unwrap();
+    let out = conform()
+        .args(["list", "--scenarios"])
+        .arg(root)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let err = common::stderr(&out);
+    assert!(
+        err.contains("acp/case.toml:10:11: `process.nope` is no check id"),
+        "{err}"
+    );
+}
