@@ -243,6 +243,7 @@ impl Engine {
             self.delay(ms).await;
         } else if step.close_stdout == Some(true) {
             self.stdout.close();
+            self.side.send(FakeEvent::StdoutClosed);
         } else if let Some(code) = step.exit {
             self.exit(code);
         } else if let Some(name) = &step.signal {

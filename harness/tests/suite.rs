@@ -238,10 +238,12 @@ fn a_hanging_subject_misses_the_deadline_and_is_reported() {
         "1500",
     ]);
     assert_eq!(code, Some(1), "{out}");
+    // What it still awaited, and where the runtime stood, so the developer knows where to look.
     assert!(
-        out.contains("[subject.deadline] the run did not finish within 1500 ms"),
+        out.contains("[subject.deadline] the run did not finish within 1500 ms; the subject still owed the `result` (its last message at "),
         "{out}"
     );
+    assert!(out.contains("it saw stdin EOF, it exited 0"), "{out}");
 }
 
 #[test]

@@ -81,10 +81,13 @@ pub enum FakeEvent {
     Signal { signal: String, action: String },
     /// stdin reached EOF.
     Eof,
+    /// The script closed the process's stdout (it writes nothing more; the subject reads EOF
+    /// unless something else holds the stdout).
+    StdoutClosed,
     /// The script spawned another process.
     Spawned { child: i32 },
     /// Asks the harness to hold this process's stdout open from outside the subject's process
-    /// tree (it opens `/proc/<pid>/fd/1`) until the run is over; the fake goes on once
+    /// tree (it takes a copy through the pidfd) until the run is over; the fake goes on once
     /// [`ToFake::Release`] names [`STDOUT_HELD`].
     LendStdout,
     /// The fake is about to exit with this code, or to raise this signal on itself.

@@ -61,7 +61,11 @@ pub fn liveness_and_protocol(mode: Mode, obs: &Observed, f: &mut Vec<Finding>) {
         } else {
             f.push(Finding::new(
                 Check::SubjectDeadline,
-                format!("the run did not finish within {} ms", d.as_millis()),
+                format!(
+                    "the run did not finish within {} ms; {}",
+                    d.as_millis(),
+                    still_awaited(mode, obs)
+                ),
             ));
         }
     }
@@ -191,4 +195,89 @@ mod tests {
             "2 more message(s) arrived after the run was over (not kept)"
         );
     }
+}
+
+/// What a run that missed its deadline was still waiting for: the subject's next message, and
+/// where its runtime stood (its last step, whether it closed its stdout, saw EOF or exited).
+pub fn still_awaited(mode: Mode, obs: &Observed) -> String {
+    let background = mode == Mode::Background;
+    let subject = if background && obs.tool_result.is_none() {
+        "the background `tool_result` (started …)"
+    } else if !obs.dispatched && obs.start_rejected.is_none() {
+        "`dispatched` or `start_rejected`: the provider's start never resolved"
+    } else if obs.dispatched && obs.result.is_none() {
+        "the `result`"
+    } else if !background && obs.tool_result.is_none() {
+        "`settled` and the `tool_result` (dispose had not finished)"
+    } else if obs.notices.is_empty() && !obs.cancel_sent {
+        "the completion `notice`"
+    } else {
+        "the answer to `job_output`"
+    };
+    let last = obs
+        .last_subject_at_ms
+        .map_or("no message for the run".to_owned(), |ms| {
+            format!("its last message at {ms} ms")
+        });
+    format!(
+        "the subject still owed {subject} ({last}); {}",
+        runtime_stood(obs)
+    )
+}
+
+/// Where the run's runtime stood when the run was given up.
+fn runtime_stood(obs: &Observed) -> String {
+    use conform_protocol::side::Direction;
+    let Some(first) = obs
+        .fake
+        .iter()
+        .find(|l| matches!(l.event, FakeEvent::Register { .. }))
+    else {
+        return "its runtime never registered (was it spawned?)".to_owned();
+    };
+    let runtime = first.pid;
+    let mine = || obs.fake.iter().filter(move |l| l.pid == runtime);
+    let has = |pred: &dyn Fn(&FakeEvent) -> bool| mine().any(|l| pred(&l.event));
+    let mut facts = Vec::new();
+    if let Some(l) = mine().rev().find(|l| {
+        matches!(
+            l.event,
+            FakeEvent::Frame { .. } | FakeEvent::Checkpoint { .. } | FakeEvent::Awaiting { .. }
+        )
+    }) {
+        facts.push(match &l.event {
+            FakeEvent::Frame { dir, frame, .. } => format!(
+                "its last frame {} ({})",
+                match dir {
+                    Direction::Recv => "came from the subject",
+                    Direction::Sent => "went to the subject",
+                },
+                super::shown(&frame.to_string())
+            ),
+            FakeEvent::Checkpoint { name } => format!("its script last passed checkpoint `{name}`"),
+            FakeEvent::Awaiting { name } => format!("its script waits at `await = \"{name}\"`"),
+            _ => unreachable!("filtered"),
+        });
+    }
+    if has(&|e| matches!(e, FakeEvent::StdoutClosed)) {
+        facts.push("it closed its stdout".into());
+    }
+    facts.push(if has(&|e| matches!(e, FakeEvent::Eof)) {
+        "it saw stdin EOF".into()
+    } else {
+        "it never saw stdin EOF".into()
+    });
+    if let Some(exit) = mine().find_map(|l| match &l.event {
+        FakeEvent::Exit { code, signal, .. } => Some(match (code, signal) {
+            (_, Some(s)) => format!("it died by {s}"),
+            (Some(c), None) => format!("it exited {c}"),
+            (None, None) => "it exited".to_owned(),
+        }),
+        _ => None,
+    }) {
+        facts.push(exit);
+    } else {
+        facts.push("it was still running".into());
+    }
+    format!("the runtime (pid {runtime}): {}", facts.join(", "))
 }

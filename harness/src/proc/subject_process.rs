@@ -7,7 +7,7 @@
 use std::collections::VecDeque;
 use std::process::Stdio;
 use std::sync::{Arc, LazyLock, Mutex};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use conform_protocol::SUBJECT_PROTOCOL;
 use conform_protocol::lines::{self, LineSplitter, Piece};
@@ -36,8 +36,10 @@ pub const MAX_LINE_BYTES: usize = 1 << 20;
 /// Bytes of a bad line shown in a report.
 pub const SHOWN_BYTES: usize = 300;
 
-/// Lines of stderr kept, and bytes kept of each: stderr is free-form and always drained.
+/// Lines of stderr shown, lines kept (with when each came, to cut a run's time window out of
+/// them) and bytes kept of each: stderr is free-form and always drained.
 const STDERR_TAIL_LINES: usize = 40;
+const STDERR_KEPT_LINES: usize = 400;
 const STDERR_LINE_BYTES: usize = 1000;
 
 /// The longest stderr line held while reading (longer ones keep their head).
@@ -106,7 +108,7 @@ pub struct Capabilities {
 pub struct Subject {
     writer: Mutex<Option<mpsc::UnboundedSender<Queued>>>,
     pub caps: Capabilities,
-    stderr_tail: Arc<Mutex<VecDeque<String>>>,
+    stderr_tail: Arc<Mutex<VecDeque<(Instant, String)>>>,
     runs: Arc<Mutex<std::collections::HashSet<RunId>>>,
     exited: watch::Receiver<Option<String>>,
     pgid: i32,
@@ -248,7 +250,48 @@ impl Subject {
         if t.is_empty() {
             return "(empty)".to_owned();
         }
-        t.iter().cloned().collect::<Vec<_>>().join("\n")
+        let skip = t.len().saturating_sub(STDERR_TAIL_LINES);
+        t.iter()
+            .skip(skip)
+            .map(|(_, l)| l.clone())
+            .collect::<Vec<_>>()
+            .join("\n")
+    }
+
+    /// The subject's stderr as far as it is a run's: the lines that name the run, when some
+    /// do; otherwise every line written while it was in flight, said to be the whole
+    /// subject's (other runs in flight write there too). The last 40 either way.
+    pub fn stderr_of(&self, run: &RunId, since: Instant) -> String {
+        let t = self.stderr_tail.lock().unwrap();
+        let window: Vec<&String> = t
+            .iter()
+            .filter(|(at, _)| *at >= since)
+            .map(|(_, l)| l)
+            .collect();
+        let naming: Vec<&String> = window
+            .iter()
+            .copied()
+            .filter(|l| names_run(l, run))
+            .collect();
+        let (lines, header) = if naming.is_empty() {
+            (
+                window,
+                format!(
+                    "the whole subject's stderr while run {run} was in flight (other runs' lines may be among them)"
+                ),
+            )
+        } else {
+            (
+                naming,
+                format!("the subject's stderr lines that name run {run}"),
+            )
+        };
+        if lines.is_empty() {
+            return String::new();
+        }
+        let skip = lines.len().saturating_sub(STDERR_TAIL_LINES);
+        let shown: Vec<&str> = lines.iter().skip(skip).map(|l| l.as_str()).collect();
+        format!("{header}:\n{}", shown.join("\n"))
     }
 
     /// SIGKILL to the subject's whole process group.
@@ -394,7 +437,10 @@ impl<R: AsyncRead + Unpin> ByteLines<R> {
     }
 }
 
-async fn drain_stderr(stderr: tokio::process::ChildStderr, tail: Arc<Mutex<VecDeque<String>>>) {
+async fn drain_stderr(
+    stderr: tokio::process::ChildStderr,
+    tail: Arc<Mutex<VecDeque<(Instant, String)>>>,
+) {
     let mut lines = ByteLines::new(stderr, STDERR_MAX_LINE);
     while let Some(piece) = lines.next().await {
         let shown = match piece {
@@ -405,11 +451,21 @@ async fn drain_stderr(stderr: tokio::process::ChildStderr, tail: Arc<Mutex<VecDe
             ),
         };
         let mut t = tail.lock().unwrap();
-        if t.len() == STDERR_TAIL_LINES {
+        if t.len() == STDERR_KEPT_LINES {
             t.pop_front();
         }
-        t.push_back(shown);
+        t.push_back((Instant::now(), shown));
     }
+}
+
+/// Whether a line names `run` as a word of its own (`r7`, not `r70`).
+fn names_run(line: &str, run: &str) -> bool {
+    line.match_indices(run).any(|(i, _)| {
+        let before = line[..i].chars().next_back();
+        let after = line[i + run.len()..].chars().next();
+        !before.is_some_and(|c| c.is_alphanumeric() || c == '_')
+            && !after.is_some_and(|c| c.is_alphanumeric() || c == '_')
+    })
 }
 
 /// The `run` a broken line seems to be about, if it is JSON enough to say.
@@ -461,7 +517,7 @@ async fn read_loop(
     router: Arc<Router>,
     transcript: Arc<Transcripts>,
     runs: Arc<Mutex<std::collections::HashSet<RunId>>>,
-    stderr_tail: Arc<Mutex<VecDeque<String>>>,
+    stderr_tail: Arc<Mutex<VecDeque<(Instant, String)>>>,
     stderr_done: tokio::task::JoinHandle<()>,
 ) {
     let mut hello_tx = Some(hello_tx);
@@ -533,7 +589,11 @@ async fn read_loop(
     };
     // A descendant may still hold stderr open: give the tail a moment to be complete, no more.
     let _ = tokio::time::timeout(Duration::from_secs(1), stderr_done).await;
-    let tail: Vec<String> = stderr_tail.lock().unwrap().iter().cloned().collect();
+    let tail: Vec<String> = {
+        let t = stderr_tail.lock().unwrap();
+        let skip = t.len().saturating_sub(STDERR_TAIL_LINES);
+        t.iter().skip(skip).map(|(_, l)| l.clone()).collect()
+    };
     let status = status.map_or_else(|e| e.to_string(), |s| s.to_string());
     let detail = format!(
         "the subject exited ({status}) while the run was in flight; stderr tail:\n{}",
@@ -547,5 +607,20 @@ async fn read_loop(
                 detail: detail.clone(),
             },
         );
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_line_names_a_run_only_as_a_word_of_its_own() {
+        assert!(names_run("[r7] spawned the ACP child", "r7"));
+        assert!(names_run("run=r7 done", "r7"));
+        assert!(names_run("r7", "r7"));
+        assert!(!names_run("[r70] spawned", "r7"));
+        assert!(!names_run("worker7 started", "r7"));
+        assert!(!names_run("err7", "r7"));
     }
 }

@@ -309,11 +309,7 @@ fn transcripts(obs: &Observed) -> String {
         }
     }
     if !obs.stderr_tail.is_empty() {
-        let _ = writeln!(
-            out,
-            "  subject stderr tail:\n    {}",
-            indent(&obs.stderr_tail, "    ")
-        );
+        let _ = writeln!(out, "  {}", indent(&obs.stderr_tail, "    "));
     }
     out
 }

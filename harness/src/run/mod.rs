@@ -347,7 +347,7 @@ impl<'a> Run<'a> {
         let mut obs = self.rec.into_observed();
         if obs.timed_out.is_some() || obs.subject_gone.is_some() || !obs.subject_invalid.is_empty()
         {
-            obs.stderr_tail = self.subject.stderr_tail();
+            obs.stderr_tail = self.subject.stderr_of(&self.id, started);
         }
         obs.transcript = self.ctx.transcripts.take(&self.id);
         obs.elapsed = started.elapsed();
