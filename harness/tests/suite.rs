@@ -824,7 +824,9 @@ fn a_handshake_answered_with_null_is_caught_for_every_provider_it_fails() {
         ),
         (
             "claude-code/handshake/initialize-null",
-            "[wire.violation] the runtime saw a protocol violation: unexpected notification `user` waiting for stdin EOF",
+            // The task's `user` message after a null answer is what the real SDK writes anyway
+            // (it does not await the answer): the published run that never ends shows it.
+            "[subject.deadline] the run did not finish within 3000 ms; the subject still owed the `result`",
         ),
     ] {
         caught(

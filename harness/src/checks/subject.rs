@@ -143,60 +143,6 @@ pub fn judge_late(obs: &Observed, late: &Late) -> Vec<Finding> {
     f
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn late(msgs: Vec<FromSubject>, count: u64) -> Vec<(Check, String)> {
-        let late = Late {
-            events: msgs.into_iter().map(RunEvent::Subject).collect(),
-            count,
-        };
-        judge_late(&Observed::default(), &late)
-            .into_iter()
-            .map(|f| (f.check, f.message))
-            .collect()
-    }
-
-    #[test]
-    fn late_messages_are_after_end_but_notices_are_delivery() {
-        let run = || "r1".to_owned();
-        let got = late(
-            vec![
-                FromSubject::HostLog {
-                    run: run(),
-                    text: "harmless".into(),
-                },
-                FromSubject::Settled { run: run() },
-                FromSubject::Notice {
-                    run: run(),
-                    job: "subagent-1".into(),
-                    text: "again".into(),
-                },
-            ],
-            5,
-        );
-        let checks: Vec<Check> = got.iter().map(|(c, _)| *c).collect();
-        assert_eq!(
-            checks,
-            [
-                Check::SubjectAfterEnd,
-                Check::DeliverySingleNotice,
-                Check::SubjectAfterEnd
-            ]
-        );
-        assert!(
-            got[0]
-                .1
-                .starts_with("out of order: `settled` after the run was over")
-        );
-        assert_eq!(
-            got[2].1,
-            "2 more message(s) arrived after the run was over (not kept)"
-        );
-    }
-}
-
 /// What a run that missed its deadline was still waiting for: the subject's next message, and
 /// where its runtime stood (its last step, whether it closed its stdout, saw EOF or exited).
 pub fn still_awaited(mode: Mode, obs: &Observed) -> String {
@@ -280,4 +226,58 @@ fn runtime_stood(obs: &Observed) -> String {
         facts.push("it was still running".into());
     }
     format!("the runtime (pid {runtime}): {}", facts.join(", "))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn late(msgs: Vec<FromSubject>, count: u64) -> Vec<(Check, String)> {
+        let late = Late {
+            events: msgs.into_iter().map(RunEvent::Subject).collect(),
+            count,
+        };
+        judge_late(&Observed::default(), &late)
+            .into_iter()
+            .map(|f| (f.check, f.message))
+            .collect()
+    }
+
+    #[test]
+    fn late_messages_are_after_end_but_notices_are_delivery() {
+        let run = || "r1".to_owned();
+        let got = late(
+            vec![
+                FromSubject::HostLog {
+                    run: run(),
+                    text: "harmless".into(),
+                },
+                FromSubject::Settled { run: run() },
+                FromSubject::Notice {
+                    run: run(),
+                    job: "subagent-1".into(),
+                    text: "again".into(),
+                },
+            ],
+            5,
+        );
+        let checks: Vec<Check> = got.iter().map(|(c, _)| *c).collect();
+        assert_eq!(
+            checks,
+            [
+                Check::SubjectAfterEnd,
+                Check::DeliverySingleNotice,
+                Check::SubjectAfterEnd
+            ]
+        );
+        assert!(
+            got[0]
+                .1
+                .starts_with("out of order: `settled` after the run was over")
+        );
+        assert_eq!(
+            got[2].1,
+            "2 more message(s) arrived after the run was over (not kept)"
+        );
+    }
 }

@@ -10,4 +10,6 @@ pub mod router;
 pub mod run_id;
 pub mod settle;
 pub mod side;
+pub mod stderr_log;
+pub mod stdio_links;
 pub mod subject_process;

@@ -4,7 +4,6 @@
 //! and a line that fails is the subject's failure, reported with the line (escaped, cut).
 //! Writes to its stdin never block a run: they are queued for one writer task.
 
-use std::collections::VecDeque;
 use std::process::Stdio;
 use std::sync::{Arc, LazyLock, Mutex};
 use std::time::{Duration, Instant};
@@ -19,6 +18,7 @@ use tokio::sync::{mpsc, oneshot, watch};
 
 use crate::proc::router::{Routed, Router, RunEvent};
 use crate::proc::run_id::RunId;
+use crate::proc::stderr_log::StderrLog;
 
 /// Variables the harness puts in the subject's environment: two a child must never inherit (a
 /// credential-shaped name, a `DSH_` name) and one it keeps.
@@ -35,15 +35,6 @@ pub const MAX_LINE_BYTES: usize = 1 << 20;
 
 /// Bytes of a bad line shown in a report.
 pub const SHOWN_BYTES: usize = 300;
-
-/// Lines of stderr shown, lines kept (with when each came, to cut a run's time window out of
-/// them) and bytes kept of each: stderr is free-form and always drained.
-const STDERR_TAIL_LINES: usize = 40;
-const STDERR_KEPT_LINES: usize = 400;
-const STDERR_LINE_BYTES: usize = 1000;
-
-/// The longest stderr line held while reading (longer ones keep their head).
-const STDERR_MAX_LINE: usize = 64 * 1024;
 
 /// How long a subject has to exit after it was killed before the harness stops waiting.
 const REAP_BUDGET: Duration = Duration::from_secs(5);
@@ -108,7 +99,7 @@ pub struct Capabilities {
 pub struct Subject {
     writer: Mutex<Option<mpsc::UnboundedSender<Queued>>>,
     pub caps: Capabilities,
-    stderr_tail: Arc<Mutex<VecDeque<(Instant, String)>>>,
+    stderr: StderrLog,
     runs: Arc<Mutex<std::collections::HashSet<RunId>>>,
     exited: watch::Receiver<Option<String>>,
     pgid: i32,
@@ -154,8 +145,8 @@ impl Subject {
         let stdin = child.stdin.take().expect("piped");
         let stdout = child.stdout.take().expect("piped");
         let stderr = child.stderr.take().expect("piped");
-        let stderr_tail = Arc::new(Mutex::new(VecDeque::new()));
-        let stderr_done = tokio::spawn(drain_stderr(stderr, stderr_tail.clone()));
+        let stderr_log = StderrLog::default();
+        let stderr_done = tokio::spawn(stderr_log.clone().drain(stderr));
         let runs = Arc::new(Mutex::new(std::collections::HashSet::new()));
         let (hello_tx, hello_rx) = oneshot::channel();
         let (exit_tx, exited) = watch::channel(None);
@@ -167,7 +158,7 @@ impl Subject {
             router,
             transcript,
             runs.clone(),
-            stderr_tail.clone(),
+            stderr_log.clone(),
             stderr_done,
         ));
         let subject = Subject {
@@ -178,7 +169,7 @@ impl Subject {
                 providers: vec![],
                 modes: vec![],
             },
-            stderr_tail,
+            stderr: stderr_log,
             runs,
             exited,
             pgid,
@@ -245,53 +236,14 @@ impl Subject {
         self.exited.borrow().is_none()
     }
 
+    /// The last lines of the subject's stderr.
     pub fn stderr_tail(&self) -> String {
-        let t = self.stderr_tail.lock().unwrap();
-        if t.is_empty() {
-            return "(empty)".to_owned();
-        }
-        let skip = t.len().saturating_sub(STDERR_TAIL_LINES);
-        t.iter()
-            .skip(skip)
-            .map(|(_, l)| l.clone())
-            .collect::<Vec<_>>()
-            .join("\n")
+        self.stderr.tail()
     }
 
-    /// The subject's stderr as far as it is a run's: the lines that name the run, when some
-    /// do; otherwise every line written while it was in flight, said to be the whole
-    /// subject's (other runs in flight write there too). The last 40 either way.
+    /// The subject's stderr as far as it is `run`'s ([`StderrLog::of_run`]).
     pub fn stderr_of(&self, run: &RunId, since: Instant) -> String {
-        let t = self.stderr_tail.lock().unwrap();
-        let window: Vec<&String> = t
-            .iter()
-            .filter(|(at, _)| *at >= since)
-            .map(|(_, l)| l)
-            .collect();
-        let naming: Vec<&String> = window
-            .iter()
-            .copied()
-            .filter(|l| names_run(l, run))
-            .collect();
-        let (lines, header) = if naming.is_empty() {
-            (
-                window,
-                format!(
-                    "the whole subject's stderr while run {run} was in flight (other runs' lines may be among them)"
-                ),
-            )
-        } else {
-            (
-                naming,
-                format!("the subject's stderr lines that name run {run}"),
-            )
-        };
-        if lines.is_empty() {
-            return String::new();
-        }
-        let skip = lines.len().saturating_sub(STDERR_TAIL_LINES);
-        let shown: Vec<&str> = lines.iter().skip(skip).map(|l| l.as_str()).collect();
-        format!("{header}:\n{}", shown.join("\n"))
+        self.stderr.of_run(run, since)
     }
 
     /// SIGKILL to the subject's whole process group.
@@ -437,37 +389,6 @@ impl<R: AsyncRead + Unpin> ByteLines<R> {
     }
 }
 
-async fn drain_stderr(
-    stderr: tokio::process::ChildStderr,
-    tail: Arc<Mutex<VecDeque<(Instant, String)>>>,
-) {
-    let mut lines = ByteLines::new(stderr, STDERR_MAX_LINE);
-    while let Some(piece) = lines.next().await {
-        let shown = match piece {
-            Piece::Line(bytes) => lines::show_bytes(&bytes, STDERR_LINE_BYTES),
-            Piece::TooLong { head, size } => format!(
-                "{}… ({size} bytes in all)",
-                lines::show_bytes(&head, STDERR_LINE_BYTES)
-            ),
-        };
-        let mut t = tail.lock().unwrap();
-        if t.len() == STDERR_KEPT_LINES {
-            t.pop_front();
-        }
-        t.push_back((Instant::now(), shown));
-    }
-}
-
-/// Whether a line names `run` as a word of its own (`r7`, not `r70`).
-fn names_run(line: &str, run: &str) -> bool {
-    line.match_indices(run).any(|(i, _)| {
-        let before = line[..i].chars().next_back();
-        let after = line[i + run.len()..].chars().next();
-        !before.is_some_and(|c| c.is_alphanumeric() || c == '_')
-            && !after.is_some_and(|c| c.is_alphanumeric() || c == '_')
-    })
-}
-
 /// The `run` a broken line seems to be about, if it is JSON enough to say.
 fn run_of(bytes: &[u8]) -> Option<String> {
     let text = String::from_utf8_lossy(bytes);
@@ -517,7 +438,7 @@ async fn read_loop(
     router: Arc<Router>,
     transcript: Arc<Transcripts>,
     runs: Arc<Mutex<std::collections::HashSet<RunId>>>,
-    stderr_tail: Arc<Mutex<VecDeque<(Instant, String)>>>,
+    stderr: StderrLog,
     stderr_done: tokio::task::JoinHandle<()>,
 ) {
     let mut hello_tx = Some(hello_tx);
@@ -589,11 +510,7 @@ async fn read_loop(
     };
     // A descendant may still hold stderr open: give the tail a moment to be complete, no more.
     let _ = tokio::time::timeout(Duration::from_secs(1), stderr_done).await;
-    let tail: Vec<String> = {
-        let t = stderr_tail.lock().unwrap();
-        let skip = t.len().saturating_sub(STDERR_TAIL_LINES);
-        t.iter().skip(skip).map(|(_, l)| l.clone()).collect()
-    };
+    let tail = stderr.last_lines();
     let status = status.map_or_else(|e| e.to_string(), |s| s.to_string());
     let detail = format!(
         "the subject exited ({status}) while the run was in flight; stderr tail:\n{}",
@@ -607,20 +524,5 @@ async fn read_loop(
                 detail: detail.clone(),
             },
         );
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn a_line_names_a_run_only_as_a_word_of_its_own() {
-        assert!(names_run("[r7] spawned the ACP child", "r7"));
-        assert!(names_run("run=r7 done", "r7"));
-        assert!(names_run("r7", "r7"));
-        assert!(!names_run("[r70] spawned", "r7"));
-        assert!(!names_run("worker7 started", "r7"));
-        assert!(!names_run("err7", "r7"));
     }
 }

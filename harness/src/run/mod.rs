@@ -276,7 +276,7 @@ impl<'a> Run<'a> {
     }
 
     /// The run's own runtime stdio: what is evidence that a process holding it is the run's
-    /// ([`settle::specific`]).
+    /// ([`crate::proc::stdio_links::specific`]).
     fn stdio(&self) -> Vec<String> {
         let others: Vec<String> = self
             .ctx
@@ -286,7 +286,7 @@ impl<'a> Run<'a> {
             .filter(|r| r.run != self.id.as_str())
             .flat_map(|r| r.stdio.iter().cloned())
             .collect();
-        settle::specific(self.rec.obs().runtime_stdio(), &others)
+        crate::proc::stdio_links::specific(self.rec.obs().runtime_stdio(), &others)
     }
 
     /// The run is over: what the harness held open for it from outside the tree is let go,

@@ -375,7 +375,7 @@ impl Observed {
     }
 
     /// The runtimes' stdio pipes and sockets (`pipe:[inode]`, `socket:[inode]`), from their
-    /// registrations — whether each is the run's own is for [`crate::proc::settle::specific`].
+    /// registrations — whether each is the run's own is for [`crate::proc::stdio_links::specific`].
     pub fn runtime_stdio(&self) -> Vec<String> {
         self.fake
             .iter()
