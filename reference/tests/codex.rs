@@ -335,15 +335,25 @@ fn defects_change_the_mapping() {
 #[test]
 fn start_preconditions() {
     let mut s = Subject::spawn(&[]);
-    let mut bad_cwd = start("a", "foreground", "fg", "ok", None);
-    bad_cwd["runtime"]["cwd"] = json!("relative/dir");
-    s.send(bad_cwd);
+    // No working directory at all: the host's own message.
+    let mut no_cwd = start("a", "foreground", "fg", "ok", None);
+    no_cwd["runtime"]["cwd"] = json!("");
+    s.send(no_cwd);
     let message = "subagent-codex: no working directory for the child — delegate from a parent session that has one";
     assert_eq!(
         s.next(),
         json!({"type": "start_rejected", "run": "a", "error": {"name": "Error", "message": message}})
     );
     assert_eq!(s.next()["text"], format!("Error: {message}"));
+    // One the app-server cannot start in: the initialize stage's line (docs/requirements.md).
+    let mut bad_cwd = start("r", "foreground", "fg", "ok", None);
+    bad_cwd["runtime"]["cwd"] = json!("relative/dir");
+    s.send(bad_cwd);
+    assert_eq!(
+        s.next()["error"],
+        json!({"name": "CodexRunFailure", "message": "subagent-codex: Product subagent failure (product: Codex; stage: initialize; category: unknown)"})
+    );
+    assert_eq!(s.next()["type"], "tool_result");
     let mut missing = start("b", "foreground", "fg", "ok", None);
     missing["runtime"]["command"] = json!("/nonexistent/codex");
     s.send(missing);
