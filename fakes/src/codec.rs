@@ -44,7 +44,8 @@ pub enum Sugar {
     /// Answer the open request with this method (`to`, else the latest open one).
     Reply { to: Option<String>, result: Value },
     /// Several notifications the real runtime writes back to back for one event (a failed Codex
-    /// turn: the thread goes idle, `error`, then `turn/completed`).
+    /// turn: the thread goes idle, `error`, then `turn/completed`; a DSH SDK 0.1.1 model text:
+    /// its `assistant/chunk` deltas, then the `assistant/message` that records it).
     Notifications(Vec<(String, Option<Value>)>),
 }
 

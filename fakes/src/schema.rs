@@ -20,8 +20,8 @@ pub(crate) fn check(validator: &Validator, value: &Value, what: &str) -> Result<
 }
 
 /// Frames a fake sent that are invalid for `protocol` at `product_version` (`None`: the
-/// protocol's default; only Codex has versions, the others ignore it) and carry no `violation`
-/// mark, with the reason. `None` when conform has no schema for that protocol or version (so
+/// protocol's default; Codex has a schema per version, the DSH SDK one schema for both its
+/// versions, the others ignore it) and carry no `violation` mark, with the reason. `None` when conform has no schema for that protocol or version (so
 /// callers can say so instead of passing silently).
 pub fn unmarked_invalid_frames<'a>(
     provider: Provider,

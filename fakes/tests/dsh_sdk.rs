@@ -2,7 +2,7 @@
 
 mod common;
 
-use common::{Fake, fake_for, notification, request, result};
+use common::{Fake, fake_for, fake_versioned, notification, request, result};
 use conform_protocol::side::{Direction, FakeEvent};
 use serde_json::{Value, json};
 
@@ -495,6 +495,109 @@ fn a_best_effort_shutdown_after_stdout_closed_is_no_violation() {
             .iter()
             .any(|l| matches!(l.event, FakeEvent::Fault { .. })),
         "{lines:?}"
+    );
+}
+
+#[test]
+fn at_0_1_1_the_text_streams_as_chunks_before_the_message_as_in_the_example_exchange() {
+    // `--product-version dsh-sdk=0.1.1`: the order of dsh-facts.md §5.4's example exchange
+    // (deepseek-harness 0.1.1-rc.2): receipt, running, an `assistant/chunk` text-delta, the
+    // `assistant/message` with the same text, `turn/end`, idle, then the `{messageId}` reply.
+    let mut f = fake_versioned(
+        "dsh-sdk",
+        Some("0.1.1"),
+        steps(&[
+            handshake_steps(),
+            vec![
+                json!({"receipt": "msg-1"}),
+                json!({"status": "running"}),
+                json!({"attempt": "cut "}),
+                json!({"message": "hi"}),
+                json!({"message": ""}),
+                json!({"turn_end": "completed"}),
+                json!({"status": "idle"}),
+                json!({"reply": {"messageId": "msg-1"}}),
+            ],
+        ]),
+    );
+    client_handshake(&mut f);
+    assert_eq!(f.recv()["params"]["event"]["type"], "agent/inbox/spliced");
+    assert_eq!(f.recv(), status(SESSION, "running"));
+    let chunk = |seq: u64, text: &str| {
+        event(
+            SESSION,
+            json!({"type": "assistant/chunk", "seq": seq, "time": 0, "data": {"turn": 0,
+                "step": 0, "chunk": {"type": "text-delta", "index": 0, "text": text}}}),
+        )
+    };
+    // A failed attempt streamed its text before it failed.
+    assert_eq!(f.recv(), chunk(1, "cut "));
+    let attempt = f.recv();
+    assert_eq!(attempt["params"]["event"]["type"], "assistant/attempt");
+    assert_eq!(attempt["params"]["event"]["seq"], 2);
+    assert_eq!(f.recv(), chunk(3, "hi"));
+    let message = f.recv();
+    assert_eq!(message["params"]["event"]["type"], "assistant/message");
+    assert_eq!(message["params"]["event"]["seq"], 4);
+    assert_eq!(
+        message["params"]["event"]["data"]["message"]["content"],
+        json!([{"type": "text", "text": "hi"}])
+    );
+    // An empty (usage-only) message streamed no text: no chunk before it.
+    let empty = f.recv();
+    assert_eq!(empty["params"]["event"]["type"], "assistant/message");
+    assert_eq!(empty["params"]["event"]["seq"], 5);
+    let turn_end = f.recv();
+    assert_eq!(turn_end["params"]["event"]["type"], "turn/end");
+    assert_eq!(f.recv(), status(SESSION, "idle"));
+    assert_eq!(f.recv(), result(rid(2), json!({"messageId": "msg-1"})));
+    f.close_stdin();
+    assert_eq!(f.wait().code(), Some(0));
+    // Every frame valid against the DSH SDK schema (`finish` checks at 0.1.1), no violation.
+    f.finish();
+    assert_eq!(f.violations(), Vec::<String>::new());
+    assert_eq!(terminals(&f), vec![turn_end]);
+}
+
+#[test]
+fn at_the_default_version_the_text_is_only_on_the_message() {
+    // 0.2.1rc2 (no `product_version`, or named): no chunk before a message or an attempt.
+    for version in [None, Some("0.2.1rc2")] {
+        let mut f = fake_versioned(
+            "dsh-sdk",
+            version,
+            steps(&[
+                handshake_steps(),
+                vec![json!({"attempt": "cut "}), json!({"message": "hi"})],
+            ]),
+        );
+        client_handshake(&mut f);
+        assert_eq!(f.recv()["params"]["event"]["type"], "assistant/attempt");
+        assert_eq!(f.recv()["params"]["event"]["type"], "assistant/message");
+        f.close_stdin();
+        assert_eq!(f.wait().code(), Some(0));
+        f.finish();
+    }
+}
+
+#[test]
+fn an_unknown_runtime_version_is_a_fault_naming_the_known_ones() {
+    let mut f = fake_versioned("dsh-sdk", Some("0.1.0"), json!([]));
+    assert_eq!(f.wait().code(), Some(2));
+    f.drain();
+    let faults: Vec<String> = f
+        .runtime_events()
+        .into_iter()
+        .filter_map(|e| match e {
+            FakeEvent::Fault { detail } => Some(detail),
+            _ => None,
+        })
+        .collect();
+    assert!(
+        faults.iter().any(|d| d.contains(
+            "product_version: unknown DSH SDK runtime version \"0.1.0\" (known: 0.2.1rc2, 0.1.1)"
+        )),
+        "{faults:?}"
     );
 }
 

@@ -54,7 +54,8 @@ pub struct Settings {
     /// harness's cgroup), e.g. a delegated one.
     #[arg(long, value_name = "DIR", requires = "cgroup")]
     pub cgroup_parent: Option<PathBuf>,
-    /// The product version a provider's fake speaks, e.g. `codex=0.169.0` (repeatable).
+    /// The product version a provider's fake speaks, e.g. `codex=0.169.0` or `dsh-sdk=0.1.1`
+    /// (repeatable).
     /// Scenarios that name a product version run only when it is selected.
     #[arg(long = "product-version", value_name = "PROVIDER=VERSION", value_parser = product_version)]
     pub product_versions: Vec<(Provider, String)>,

@@ -53,10 +53,63 @@ fn the_codex_catalog_also_passes_with_the_fake_speaking_0_169_0() {
     assert!(out.contains(" 0 failed, 16 skipped"), "{out}");
 }
 
+#[test]
+fn the_dsh_sdk_catalog_also_passes_with_the_fake_speaking_0_1_1() {
+    // At 0.1.1 the model's text also streams as `assistant/chunk` text-deltas before the
+    // message or failed attempt that records it; the reference reads both, and every frame is
+    // still validated against the DSH SDK schema.
+    let (code, out, err) = run(&["--filter", "dsh-sdk/", "--product-version", "dsh-sdk=0.1.1"]);
+    assert_eq!(code, Some(0), "{out}\n{err}");
+    assert!(out.contains("fakes speak: DSH SDK runtime 0.1.1"), "{out}");
+    // The only skips are the real-peer DSH SDK cases (`peers/dsh-sdk/`, which need `--peers`).
+    assert!(out.contains(" 0 failed, 14 skipped"), "{out}");
+    assert_eq!(
+        out.matches("real peer `dsh-sdk`: run `ci/peers`").count(),
+        14,
+        "{out}"
+    );
+}
+
+#[test]
+fn a_host_reading_partial_text_only_from_chunks_passes_at_0_1_1_and_fails_at_the_default() {
+    // A host built against runtime 0.1.x takes partial text from the `assistant/chunk` stream
+    // (the seeded defect `partial-from-chunks-only`: never from a failed attempt's stream).
+    // Against a fake speaking 0.1.1 it is right; against the default 0.2.1rc2, which carries
+    // that text only on `assistant/attempt` (and an empty message's stream), it shows none.
+    let subject = defective(&["partial-from-chunks-only"]);
+    let (code, out, err) = run(&[
+        "--filter",
+        "dsh-sdk/output/",
+        "--subject",
+        &subject,
+        "--product-version",
+        "dsh-sdk=0.1.1",
+    ]);
+    assert_eq!(code, Some(0), "{out}\n{err}");
+    assert!(out.contains("18 passed, 0 failed, 0 skipped"), "{out}");
+    let out = caught(
+        &["partial-from-chunks-only"],
+        "dsh-sdk/output/",
+        &[],
+        &[
+            "[expect.output] output \"\", expected \"streamed only\"",
+            "[expect.output] output \"\", expected \"streamed text\"",
+            "[expect.output] output \"\", expected \"kept\"",
+            "[expect.output] output \"\", expected \"partial via raw deltas\"",
+        ],
+    );
+    assert!(out.contains("10 passed, 8 failed, 0 skipped"), "{out}");
+    assert!(
+        out.contains("fakes speak: DSH SDK runtime 0.2.1rc2"),
+        "{out}"
+    );
+}
+
 /// The test `ci/mutants` runs against each mutant of the reference: the part of the catalog a
 /// mutant can reach (`CONFORM_MUTANTS_FILTER`: `acp/`, `dsh-sdk/`, `codex/` or `claude-code/` for
 /// a file only that provider uses; unset: everything), and for Codex also the catalog at 0.169.0.
-/// Ignored by `cargo test`: the two tests above already run all of it.
+/// Ignored by `cargo test`: the whole-catalog test and the Codex one at 0.169.0 above already run
+/// all of it.
 /// `conform run` in a PID namespace of its own, where one can be made, with the harness as its
 /// first process. A mutant of the teardown code can signal pid -1 or pid 1: outside, that
 /// reaches every process the user may signal (it took down the shell of two sweeps) or the

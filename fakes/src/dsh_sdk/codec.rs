@@ -10,8 +10,10 @@ use super::{event, method};
 use crate::codec::{Codec, Sugar, string_leaves};
 
 /// The runtime's state as far as the sugar needs it.
-#[derive(Debug, Default)]
+#[derive(Debug)]
 pub struct DshSdkCodec {
+    /// The runtime release the fake speaks (one of [`super::PRODUCT_VERSIONS`]).
+    version: &'static str,
     /// The session of the latest `session/prompt` an `expect` step matched.
     prompt_session: Option<String>,
     /// Each prompted session's `contentBlocks` (echoed by `receipt`).
@@ -22,9 +24,31 @@ pub struct DshSdkCodec {
     messages: u64,
 }
 
+impl Default for DshSdkCodec {
+    fn default() -> Self {
+        DshSdkCodec {
+            version: super::RUNTIME_VERSION,
+            prompt_session: None,
+            prompts: HashMap::new(),
+            seq: HashMap::new(),
+            messages: 0,
+        }
+    }
+}
+
 impl DshSdkCodec {
     pub fn new() -> Self {
         Self::default()
+    }
+
+    /// The runtime release the fake speaks.
+    pub fn product_version(&self) -> &'static str {
+        self.version
+    }
+
+    /// Whether the model's text also streams as `assistant/chunk` text-deltas (0.1.1).
+    fn streams_chunks(&self) -> bool {
+        self.version == super::CHUNK_STREAM_VERSION
     }
 
     /// The session sugar steps address when they set no `session`.
@@ -50,6 +74,71 @@ impl DshSdkCodec {
     fn typed_event(&mut self, session: &str, kind: &str, data: Value) -> Sugar {
         self.event(session, json!({ "type": kind, "data": data }))
     }
+
+    /// An `assistant/message` or `assistant/attempt` event for `session` — speaking 0.1.1
+    /// (`chunks`), after the text deltas of its recorded stream, each as an `assistant/chunk`
+    /// event of its own, as that release streamed the model's text before recording it.
+    fn model_event(&mut self, session: &str, ev: Value, chunks: bool) -> Sugar {
+        let deltas = if chunks { text_deltas(&ev) } else { Vec::new() };
+        if deltas.is_empty() {
+            return self.event(session, ev);
+        }
+        let mut frames: Vec<Sugar> = deltas
+            .into_iter()
+            .map(|data| self.typed_event(session, event::ASSISTANT_CHUNK, data))
+            .collect();
+        frames.push(self.event(session, ev));
+        Sugar::Notifications(
+            frames
+                .into_iter()
+                .map(|s| match s {
+                    Sugar::Notify { method, params } => (method, params),
+                    other => unreachable!("an event is a notification, not {other:?}"),
+                })
+                .collect(),
+        )
+    }
+}
+
+/// The `assistant/chunk` data (`{turn, step, chunk: {type: "text-delta", index, text}}`, the
+/// shape of the 0.1.1-rc.2 example exchange) for each text delta recorded in the stream of an
+/// `assistant/message` or `assistant/attempt` event: each text of a `text-chunks` run, and each
+/// raw `text-delta` chunk, in order. Nothing for other events, or for a stream without text.
+/// Other chunk kinds (reasoning, tool calls, block bounds, usage, finish) are not streamed: the
+/// research shows text-deltas only.
+fn text_deltas(ev: &Value) -> Vec<Value> {
+    let kind = ev.get("type").and_then(Value::as_str);
+    if !matches!(
+        kind,
+        Some(event::ASSISTANT_MESSAGE | event::ASSISTANT_ATTEMPT)
+    ) {
+        return Vec::new();
+    }
+    let data = &ev["data"];
+    let at = |key: &str| data.get(key).filter(|v| v.is_u64()).cloned();
+    let (turn, step) = (
+        at("turn").unwrap_or(0.into()),
+        at("step").unwrap_or(0.into()),
+    );
+    let mut chunks = Vec::new();
+    for entry in data["stream"].as_array().into_iter().flatten() {
+        match entry.get("type").and_then(Value::as_str) {
+            Some("text-chunks") => {
+                let index = entry.get("index").cloned().unwrap_or(0.into());
+                for text in entry["texts"].as_array().into_iter().flatten() {
+                    chunks.push(json!({"type": "text-delta", "index": index, "text": text}));
+                }
+            }
+            Some("chunk") if entry["chunk"]["type"] == "text-delta" => {
+                chunks.push(entry["chunk"].clone());
+            }
+            _ => {}
+        }
+    }
+    chunks
+        .into_iter()
+        .map(|chunk| json!({"turn": turn, "step": step, "chunk": chunk}))
+        .collect()
 }
 
 /// The failure a scripted `attempt` ends with: the real runtime's message for a model stream
@@ -124,6 +213,11 @@ impl Codec for DshSdkCodec {
         )
     }
 
+    fn set_product_version(&mut self, version: Option<&str>) -> Result<(), String> {
+        self.version = super::product_version(version)?;
+        Ok(())
+    }
+
     fn provider(&self) -> Provider {
         Provider::DshSdk
     }
@@ -142,6 +236,9 @@ impl Codec for DshSdkCodec {
                      step sets no `session`"
                 )
             })?;
+        // Speaking 0.1.1, the model's text streams as `assistant/chunk` events first; a step
+        // broken on purpose is sent as written.
+        let chunks = self.streams_chunks() && step.violation.is_none();
         let turn_step = |mut data: Value| {
             data["turn"] = 0.into();
             data["step"] = 0.into();
@@ -165,7 +262,8 @@ impl Codec for DshSdkCodec {
             let failure = json!({"kind": "error", "failure": {
                 "message": ATTEMPT_FAILURE, "code": "STREAM_CLOSED"}});
             let data = turn_step(json!({ "stream": stream(text, false, failure) }));
-            self.typed_event(&session, event::ASSISTANT_ATTEMPT, data)
+            let ev = json!({"type": event::ASSISTANT_ATTEMPT, "data": data});
+            self.model_event(&session, ev, chunks)
         } else if let Some(text) = &step.message {
             self.messages += 1;
             let content = if text.is_empty() {
@@ -179,7 +277,7 @@ impl Codec for DshSdkCodec {
             let stream = stream(text, true, json!({"kind": "stop"}));
             let data = turn_step(json!({ "message": message, "usage": usage(), "stream": stream }));
             let ev = json!({"type": event::ASSISTANT_MESSAGE, "data": data, "surfaceOp": "append"});
-            self.event(&session, ev)
+            self.model_event(&session, ev, chunks)
         } else if let Some(reason) = &step.turn_end {
             let reason = match reason {
                 Value::String(kind) => json!({ "kind": kind }),
@@ -193,7 +291,7 @@ impl Codec for DshSdkCodec {
             let data = json!({"turn": 0, "reason": reason});
             self.typed_event(&session, event::TURN_END, data)
         } else if let Some(ev) = &step.event {
-            self.event(&session, ev.clone())
+            self.model_event(&session, ev.clone(), chunks)
         } else {
             unreachable!("sugar_action found a DSH SDK key")
         }))
@@ -392,6 +490,129 @@ mod tests {
         assert_eq!(d["params"]["event"]["data"]["message"]["id"], "m1");
         let raw = sugar(&mut c, json!({"event": "not an object"}));
         assert_eq!(raw["params"]["event"], "not an object");
+    }
+
+    /// Every frame one sugar step writes, as `{method, params}`.
+    fn frames(c: &mut DshSdkCodec, s: Value) -> Vec<Value> {
+        match c.sugar(&step(s)).unwrap().unwrap() {
+            Sugar::Notify { method, params } => vec![json!({"method": method, "params": params})],
+            Sugar::Notifications(all) => all
+                .into_iter()
+                .map(|(method, params)| json!({"method": method, "params": params}))
+                .collect(),
+            other => panic!("{other:?}"),
+        }
+    }
+
+    fn kinds(frames: &[Value]) -> Vec<String> {
+        frames
+            .iter()
+            .map(|f| f["params"]["event"]["type"].as_str().unwrap().to_owned())
+            .collect()
+    }
+
+    #[test]
+    fn product_versions_are_the_default_and_0_1_1() {
+        let mut c = DshSdkCodec::new();
+        assert_eq!(c.product_version(), "0.2.1rc2");
+        c.set_product_version(Some("0.1.1")).unwrap();
+        assert_eq!(c.product_version(), "0.1.1");
+        c.set_product_version(None).unwrap();
+        assert_eq!(c.product_version(), "0.2.1rc2");
+        assert_eq!(
+            c.set_product_version(Some("0.1.0")),
+            Err("unknown DSH SDK runtime version \"0.1.0\" (known: 0.2.1rc2, 0.1.1)".into())
+        );
+        assert_eq!(c.speaks(None), "DSH SDK runtime 0.2.1rc2");
+        assert_eq!(c.speaks(Some("0.1.1")), "DSH SDK runtime 0.1.1");
+    }
+
+    #[test]
+    fn at_0_1_1_the_models_text_streams_as_chunks_before_it_is_recorded() {
+        let mut c = prompted();
+        c.set_product_version(Some("0.1.1")).unwrap();
+        let m = frames(&mut c, json!({"message": "hi"}));
+        assert_eq!(kinds(&m), ["assistant/chunk", "assistant/message"]);
+        assert_eq!(
+            m[0]["params"],
+            json!({"sessionId": "s-1", "event": {"type": "assistant/chunk", "seq": 0, "time": 0,
+                "data": {"turn": 0, "step": 0,
+                "chunk": {"type": "text-delta", "index": 0, "text": "hi"}}}})
+        );
+        assert_eq!(m[1]["params"]["event"]["seq"], 1);
+        // The message itself is the default version's, seq apart.
+        let mut d = prompted();
+        let mut plain = frames(&mut d, json!({"message": "hi"})).remove(0);
+        plain["params"]["event"]["seq"] = 1.into();
+        assert_eq!(m[1], plain);
+        // A failed attempt streamed its text too; empty text streamed nothing.
+        let a = frames(&mut c, json!({"attempt": "part"}));
+        assert_eq!(kinds(&a), ["assistant/chunk", "assistant/attempt"]);
+        assert_eq!(a[0]["params"]["event"]["data"]["chunk"]["text"], "part");
+        assert_eq!(
+            kinds(&frames(&mut c, json!({"message": ""}))),
+            ["assistant/message"]
+        );
+        assert_eq!(
+            kinds(&frames(&mut c, json!({"attempt": ""}))),
+            ["assistant/attempt"]
+        );
+        // Another session's text streams to that session.
+        let o = frames(&mut c, json!({"message": "x", "session": "child"}));
+        assert_eq!(o[0]["params"]["sessionId"], "child");
+        assert_eq!(o[0]["params"]["event"]["seq"], 0);
+    }
+
+    #[test]
+    fn at_0_1_1_a_written_events_recorded_text_deltas_stream_first() {
+        let mut c = prompted();
+        c.set_product_version(Some("0.1.1")).unwrap();
+        let ev = json!({"event": {"type": "assistant/attempt", "data": {"turn": 1, "step": 2,
+            "stream": [
+                {"type": "chunk", "time": 0, "chunk": {"type": "reasoning-delta", "index": 0, "text": "think"}},
+                {"type": "chunk", "time": 0, "chunk": {"type": "text-delta", "index": 1, "text": "a"}},
+                {"type": "text-chunks", "time0": 0, "index": 1, "dt": [0], "texts": ["b", "c"]},
+                {"type": "chunk", "time": 0, "chunk": {"type": "finish", "reason": {"kind": "error"}}}]}}});
+        let f = frames(&mut c, ev);
+        assert_eq!(kinds(&f)[..3], ["assistant/chunk"; 3]);
+        let chunks: Vec<Value> = f[..3]
+            .iter()
+            .map(|f| f["params"]["event"]["data"].clone())
+            .collect();
+        assert_eq!(
+            chunks,
+            ["a", "b", "c"].map(|t| json!({"turn": 1, "step": 2,
+                "chunk": {"type": "text-delta", "index": 1, "text": t}}))
+        );
+        assert_eq!(f[3]["params"]["event"]["type"], "assistant/attempt");
+        // No text, another event, a step broken on purpose: as written, alone.
+        let tool = json!({"event": {"type": "assistant/message", "data": {"message": {"content": []},
+            "stream": [{"type": "tool-call-chunks", "time0": 0, "index": 0, "dt": [], "args": ["{}"]}]}}});
+        assert_eq!(frames(&mut c, tool).len(), 1);
+        assert_eq!(
+            frames(&mut c, json!({"event": {"type": "step/end", "data": {}}})).len(),
+            1
+        );
+        let broken = json!({"message": "x", "violation": "on purpose"});
+        assert_eq!(kinds(&frames(&mut c, broken)), ["assistant/message"]);
+        // `delta` is a chunk as written, at every version.
+        assert_eq!(
+            kinds(&frames(&mut c, json!({"delta": "d"}))),
+            ["assistant/chunk"]
+        );
+    }
+
+    #[test]
+    fn at_the_default_version_no_chunk_is_added() {
+        let mut c = prompted();
+        for s in [
+            json!({"message": "hi"}),
+            json!({"attempt": "part"}),
+            json!({"event": {"type": "assistant/attempt", "data": {"stream": [
+                {"type": "chunk", "time": 0, "chunk": {"type": "text-delta", "index": 0, "text": "a"}}]}}}),
+        ] {
+            assert_eq!(frames(&mut c, s).len(), 1);
+        }
     }
 
     #[test]

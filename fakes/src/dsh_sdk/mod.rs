@@ -12,9 +12,34 @@ mod schema;
 pub use codec::DshSdkCodec;
 pub use schema::validate_frame;
 
-/// The runtime release whose frames the fake sends (PyPI `deepseek-harness-runtime-bin`,
-/// observed by `ci/peers`).
+/// The runtime release whose frames the fake sends by default (PyPI
+/// `deepseek-harness-runtime-bin`, observed by `ci/peers`).
 pub const RUNTIME_VERSION: &str = "0.2.1rc2";
+
+/// The older release line the fake can speak instead (`--product-version dsh-sdk=0.1.1`): as
+/// the deepseek-harness 0.1.1-rc.2 snapshot's SDK server and example exchange have it, the
+/// model's text also streams as `assistant/chunk` `text-delta` events before the
+/// `assistant/message` (or failed `assistant/attempt`) that records it.
+pub const CHUNK_STREAM_VERSION: &str = "0.1.1";
+
+/// Runtime releases whose frames the fake can speak, the default first.
+pub const PRODUCT_VERSIONS: &[&str] = &[RUNTIME_VERSION, CHUNK_STREAM_VERSION];
+
+/// The runtime release a script's `product_version` selects (`None`: [`RUNTIME_VERSION`]), or
+/// an error naming the known ones.
+pub fn product_version(version: Option<&str>) -> Result<&'static str, String> {
+    let want = version.unwrap_or(RUNTIME_VERSION);
+    PRODUCT_VERSIONS
+        .iter()
+        .copied()
+        .find(|v| *v == want)
+        .ok_or_else(|| {
+            format!(
+                "unknown DSH SDK runtime version {want:?} (known: {})",
+                PRODUCT_VERSIONS.join(", ")
+            )
+        })
+}
 
 /// The DSH SDK method and event names the fake and the schema check need.
 pub mod method {
