@@ -248,8 +248,7 @@ defects! {
     cancel_every_run = "cancel-every-run":
         "Deliver a cancel to every run in flight, not only to the one it names",
         catches ["expect.diagnostic", "expect.job-status", "expect.output", "expect.start-error",
-            "expect.stop-reason", "isolation.cancel-target", "snapshot", "subject.deadline",
-            "wire.violation"];
+            "expect.stop-reason", "isolation.cancel-target", "snapshot", "wire.violation"];
     consuming_job_output = "consuming-job-output":
         "A job_output read consumes the job's output: a second read shows `(no new output)`",
         catches ["delivery.job-output", "snapshot"];
