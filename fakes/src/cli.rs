@@ -105,9 +105,6 @@ impl Args {
         if self.run.is_none() {
             return Err(FakeError::Usage("--run <id> is required".into()));
         }
-        if !self.grandchild && self.script.is_none() {
-            return Err(FakeError::Usage("--script <file.json> is required".into()));
-        }
         Ok(())
     }
 }
@@ -119,6 +116,21 @@ pub fn load_script(path: &str, codec: &mut dyn Codec) -> Result<Script, FakeErro
     })?;
     let script: Script =
         serde_json::from_str(&text).map_err(|e| FakeError::Script(format!("{path}: {e}")))?;
+    prepare_script(script, codec)
+}
+
+/// A script the harness handed over in its acknowledgement.
+pub fn offered_script(
+    script: serde_json::Value,
+    codec: &mut dyn Codec,
+) -> Result<Script, FakeError> {
+    let script: Script = serde_json::from_value(script)
+        .map_err(|e| FakeError::Script(format!("the script the harness sent: {e}")))?;
+    prepare_script(script, codec)
+}
+
+/// Checks a script against the codec and sets the product version it speaks.
+fn prepare_script(script: Script, codec: &mut dyn Codec) -> Result<Script, FakeError> {
     engine::validate(&script, codec).map_err(FakeError::Script)?;
     codec
         .set_product_version(script.product_version.as_deref())
@@ -148,12 +160,12 @@ pub fn main_with_args(codec: Box<dyn Codec>, args: Vec<String>, self_args: Vec<S
 }
 
 /// The one-line usage, after any argument error.
-const USAGE: &str = "usage: --script <file.json> --side <socket> --run <id> \
+const USAGE: &str = "usage: --side <socket> --run <id> [--script <file.json>] \
                  | --grandchild --side <socket> --run <id> [--trap-sigterm] [--setsid] [--daemon] [--unregistered] [--anonymous [--clear-env]]";
 
 /// A fake's life: the grandchild forms that never register end first; every other fake
-/// registers, loads its script, waits for the harness's ack, then runs the script (a registered
-/// grandchild lives until killed).
+/// registers, waits for the harness's ack (which carries a runtime's script), then runs the
+/// script (a registered grandchild lives until killed).
 async fn run(argv: Vec<String>, mut codec: Box<dyn Codec>) {
     let args = Args::parse(argv);
     let Some(side_path) = args.side.clone() else {
@@ -174,12 +186,15 @@ async fn run(argv: Vec<String>, mut codec: Box<dyn Codec>) {
         std::process::exit(FAULT_EXIT)
     });
     let (side, control) = register(&side_path, &args);
-    let script = read_script(&side, &args, codec.as_mut());
+    if let Err(e) = args.check() {
+        fail(&side, &format!("{e}\n{USAGE}"));
+    }
 
     let policy = Arc::new(SignalPolicy::default());
     policy.set_ignore_sigterm(args.trap_sigterm);
     signals.spawn(side.clone(), policy.clone());
-    let control = crate::side::wait_for_ack(control).await;
+    let (control, offered) = crate::side::wait_for_ack(control).await;
+    let script = (!args.grandchild).then(|| runtime_script(&side, &args, offered, codec.as_mut()));
 
     if let Some(fd) = args.ready_fd {
         process::signal_ready(fd);
@@ -293,23 +308,25 @@ fn register(side_path: &str, args: &Args) -> (Arc<Side>, UnboundedReceiver<ToFak
     (side, control)
 }
 
-/// The script a runtime runs (`None` for a grandchild), once the arguments are known to be
-/// whole: a bad argument or script is a fault that ends the fake; a runtime command line the
+/// The script a runtime runs: the one the harness's ack carried, else (a fake started by
+/// hand) `--script`. A bad script is a fault that ends the fake; a runtime command line the
 /// product would refuse is the subject's violation.
-fn read_script(side: &Side, args: &Args, codec: &mut dyn Codec) -> Option<Script> {
-    if let Err(e) = args.check() {
-        fail(side, &format!("{e}\n{USAGE}"));
-    }
-    let script = match &args.script {
-        Some(path) if !args.grandchild => match load_script(path, codec) {
-            Ok(script) => Some(script),
-            Err(e) => fail(side, &e.to_string()),
-        },
-        _ => None,
+fn runtime_script(
+    side: &Side,
+    args: &Args,
+    offered: Option<serde_json::Value>,
+    codec: &mut dyn Codec,
+) -> Script {
+    let script = match (offered, &args.script) {
+        (Some(offered), _) => offered_script(offered, codec),
+        (None, Some(path)) => load_script(path, codec),
+        (None, None) => Err(FakeError::Usage(
+            "no script: the harness's acknowledgement carried none and no --script was given"
+                .into(),
+        )),
     };
-    if script.is_some()
-        && let Err(e) = codec.runtime_args(&args.runtime_args)
-    {
+    let script = script.unwrap_or_else(|e| fail(side, &e.to_string()));
+    if let Err(e) = codec.runtime_args(&args.runtime_args) {
         side.send(FakeEvent::Violation {
             detail: format!("the runtime's command line: {e}"),
         });
@@ -345,6 +362,8 @@ mod tests {
         let bogus = parse(&["--bogus", "--side", "/s"]);
         assert_eq!(bogus.side.as_deref(), Some("/s"));
         assert!(bogus.check().is_err());
-        assert!(parse(&["--side", "/s", "--run", "r"]).check().is_err());
+        // The script may come in the harness's acknowledgement; the run may not be left out.
+        assert!(parse(&["--side", "/s", "--run", "r"]).check().is_ok());
+        assert!(parse(&["--side", "/s"]).check().is_err());
     }
 }

@@ -585,7 +585,7 @@ impl Engine {
             };
             match got {
                 Some(ToFake::Release { name }) => self.released.push(name),
-                Some(ToFake::Ack) => {}
+                Some(ToFake::Ack { .. }) => {}
                 None => {
                     eprintln!("fake: side channel closed while awaiting {name:?}; parked");
                     self.park().await;

@@ -77,14 +77,15 @@ fn forward(stream: UnixStream, tx: mpsc::UnboundedSender<ToFake>) {
     }
 }
 
-/// Blocks until the harness acknowledges the registration (it opens a pidfd meanwhile); a
-/// side channel that closes first is the end of this process.
+/// Blocks until the harness acknowledges the registration (it opens a pidfd and checks who is
+/// writing meanwhile); returns the script the acknowledgement carried. A side channel that
+/// closes first — the harness did not vouch for this process — is the end of this process.
 pub async fn wait_for_ack(
     mut control: mpsc::UnboundedReceiver<ToFake>,
-) -> mpsc::UnboundedReceiver<ToFake> {
+) -> (mpsc::UnboundedReceiver<ToFake>, Option<serde_json::Value>) {
     loop {
         match control.recv().await {
-            Some(ToFake::Ack) => return control,
+            Some(ToFake::Ack { script }) => return (control, script),
             Some(other) => eprintln!("fake: {other:?} before the registration ack; ignored"),
             None => {
                 eprintln!("fake: side channel closed before the registration ack");

@@ -1,8 +1,9 @@
 //! The fakes' side channel: a Unix stream socket the harness listens on, named to every fake
 //! process by `--side <path>`. Each fake process (the runtime and any grandchild it spawns)
 //! opens its own connection, sends [`FakeEvent::Register`] first and blocks until the harness
-//! answers [`ToFake::Ack`] — so the harness can open a pidfd before the process does anything
-//! else. Events are JSON lines; they arrive as they happen, so the harness awaits a checkpoint
+//! answers [`ToFake::Ack`] — so the harness can open a pidfd and check who is writing (the
+//! kernel's peer credentials, the binary, the command line, the ancestry) before the process
+//! does anything else. A writer the harness does not vouch for gets no answer. Events are JSON lines; they arrive as they happen, so the harness awaits a checkpoint
 //! instead of sleeping. This ledger is the ground truth for settling, for "the child really
 //! finished", and for what the subject actually sent.
 
@@ -111,6 +112,13 @@ pub const STDOUT_HELD: &str = "stdout held outside the tree";
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "do", rename_all = "snake_case")]
 pub enum ToFake {
-    Ack,
-    Release { name: String },
+    /// The registration is accepted. A runtime started for a scenario gets its script here —
+    /// never from a file the subject could rewrite before it spawned the fake.
+    Ack {
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        script: Option<Value>,
+    },
+    Release {
+        name: String,
+    },
 }

@@ -72,26 +72,25 @@ fn floor(exe: &str, work: &Path, repeat: usize) -> Result<(Vec<f64>, Option<u64>
     )?;
     let scenario =
         crate::scenario::load(&root, &file).map_err(|e| BenchError::Other(e.to_string()))?;
-    let script = work.join("floor.json");
-    std::fs::write(
-        &script,
-        serde_json::to_vec(&scenario.script.script()).expect("json"),
-    )?;
+    let script = serde_json::to_value(scenario.script.script()).expect("json");
     let router = Arc::new(crate::proc::router::Router::default());
-    let side = crate::proc::side::SideServer::bind_in(work, router.clone())?;
+    let side = crate::proc::side::SideServer::bind_in(work, router.clone(), Path::new(exe))?;
     let init = "{\"jsonrpc\":\"2.0\",\"id\":0,\"method\":\"initialize\",\"params\":{\"protocolVersion\":1,\"clientCapabilities\":{}}}\n";
     let mut times = Vec::new();
     let mut rss = None;
     for i in 0..repeat {
         let run = crate::proc::run_id::RunId::next();
         let _route = router.open(&run);
+        let args: Vec<String> = ["fake", "acp", "--side"]
+            .into_iter()
+            .map(str::to_owned)
+            .chain([side.path().to_string_lossy().into_owned(), "--run".into()])
+            .chain([run.to_string()])
+            .collect();
+        side.issue(&run, args.clone(), Some(script.clone()));
         let t = Instant::now();
         let mut child = Command::new(exe)
-            .args(["fake", "acp", "--script"])
-            .arg(&script)
-            .arg("--side")
-            .arg(side.path())
-            .args(["--run", &run])
+            .args(&args)
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(Stdio::null())
@@ -111,6 +110,7 @@ fn floor(exe: &str, work: &Path, repeat: usize) -> Result<(Vec<f64>, Option<u64>
         drop(stdin);
         child.wait()?;
         times.push(t.elapsed().as_secs_f64() * 1000.0);
+        side.run_over(&run);
         router.close(&run);
     }
     Ok((times, rss))

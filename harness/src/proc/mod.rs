@@ -10,6 +10,7 @@ pub mod router;
 pub mod run_id;
 pub mod settle;
 pub mod side;
+pub mod side_gate;
 pub mod stderr_log;
 pub mod stdio_links;
 pub mod subject_process;

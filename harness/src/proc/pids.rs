@@ -100,6 +100,37 @@ pub fn descendants(root: i32) -> Vec<(i32, Stat)> {
     out
 }
 
+/// True while the process behind `pidfd` has not exited (signal 0 checks without sending).
+pub fn signal_zero(pidfd: &OwnedFd) -> bool {
+    use std::os::fd::AsRawFd;
+    // rustix's `Signal` cannot be 0, so the syscall is made directly.
+    // SAFETY: a valid pidfd, signal 0, no siginfo, no flags: the call only checks.
+    let r = unsafe {
+        libc::syscall(
+            libc::SYS_pidfd_send_signal,
+            pidfd.as_raw_fd(),
+            0,
+            std::ptr::null::<libc::siginfo_t>(),
+            0,
+        )
+    };
+    r == 0
+}
+
+/// A process's arguments after its executable, exactly as the kernel holds them.
+pub fn arguments(pid: i32) -> Vec<String> {
+    let raw = std::fs::read(format!("/proc/{pid}/cmdline")).unwrap_or_default();
+    let mut args: Vec<String> = raw
+        .split(|&b| b == 0)
+        .map(|a| String::from_utf8_lossy(a).into_owned())
+        .collect();
+    // The command line ends with a NUL, which leaves one empty piece.
+    if args.last().is_some_and(String::is_empty) {
+        args.pop();
+    }
+    args.into_iter().skip(1).collect()
+}
+
 /// A process's command line for a report (its name when the command line is gone).
 pub fn command_line(pid: i32) -> String {
     let raw = std::fs::read(format!("/proc/{pid}/cmdline")).unwrap_or_default();

@@ -1,6 +1,8 @@
 //! The harness end of the fakes' side channel: a Unix socket every fake process connects to.
-//! Registration is synchronous — a pidfd is opened before the fake is acknowledged — so the
-//! ledger names each process without a pid-reuse window.
+//! Registration is synchronous — the writer is checked by the [`Gate`] through a pidfd opened
+//! before the fake is acknowledged — so the ledger names each process without a pid-reuse
+//! window, and holds only processes the kernel vouched for. The runtime's script comes back in
+//! the acknowledgement, never through a file the subject could rewrite.
 
 use std::collections::HashMap;
 use std::os::fd::OwnedFd;
@@ -16,6 +18,7 @@ use tokio::sync::mpsc;
 use crate::proc::pids;
 use crate::proc::router::{Router, RunEvent};
 use crate::proc::run_id::RunId;
+use crate::proc::side_gate::{Admitted, Gate};
 
 /// One registered fake process.
 #[derive(Debug)]
@@ -40,6 +43,7 @@ struct Shared {
 pub struct SideServer {
     path: PathBuf,
     shared: Arc<Mutex<Shared>>,
+    gate: Arc<Gate>,
     task: tokio::task::JoinHandle<()>,
     /// The short folder holding the socket when the work folder was too deep (removed on drop).
     _short_dir: Option<tempfile::TempDir>,
@@ -55,10 +59,16 @@ const SUN_PATH_MAX: usize = 107;
 impl SideServer {
     /// Binds the side channel in `dir`, or — when `dir` is too deep for a socket path (a long
     /// `TMPDIR`) — in a short private folder under `/tmp`, so no temp folder can make it fail.
-    pub fn bind_in(dir: &Path, router: Arc<Router>) -> std::io::Result<SideServer> {
+    /// Only processes running `fake_exe` register.
+    pub fn bind_in(
+        dir: &Path,
+        router: Arc<Router>,
+        fake_exe: &Path,
+    ) -> std::io::Result<SideServer> {
+        let gate = Arc::new(Gate::new(fake_exe));
         let path = dir.join("side.sock");
         if path.as_os_str().len() <= SUN_PATH_MAX {
-            return Self::bind(&path, router, None);
+            return Self::bind(&path, router, gate, None);
         }
         let short = tempfile::Builder::new()
             .prefix("conform-")
@@ -72,12 +82,13 @@ impl SideServer {
                     ),
                 )
             })?;
-        Self::bind(&short.path().join("side.sock"), router, Some(short))
+        Self::bind(&short.path().join("side.sock"), router, gate, Some(short))
     }
 
     fn bind(
         path: &Path,
         router: Arc<Router>,
+        gate: Arc<Gate>,
         short_dir: Option<tempfile::TempDir>,
     ) -> std::io::Result<SideServer> {
         let listener = UnixListener::bind(path).map_err(|e| {
@@ -91,14 +102,23 @@ impl SideServer {
         })?;
         let shared = Arc::new(Mutex::new(Shared::default()));
         let accept_shared = shared.clone();
+        let accept_gate = gate.clone();
         let task = tokio::spawn(async move {
             while let Ok((stream, _)) = listener.accept().await {
-                tokio::spawn(serve(stream, accept_shared.clone(), router.clone()));
+                let peer = stream.peer_cred().ok().and_then(|c| c.pid());
+                let conn = Conn {
+                    shared: accept_shared.clone(),
+                    router: router.clone(),
+                    gate: accept_gate.clone(),
+                    peer,
+                };
+                tokio::spawn(conn.serve(stream));
             }
         });
         Ok(SideServer {
             path: path.to_owned(),
             shared,
+            gate,
             task,
             _short_dir: short_dir,
         })
@@ -119,8 +139,16 @@ impl SideServer {
             .unwrap_or_default()
     }
 
-    /// Closes the stdouts held for `run` (the run is over: their readers may see EOF now).
-    pub fn release_held(&self, run: &RunId) {
+    /// What the harness asks the subject to start for `run`: the runtime's arguments after
+    /// the executable, and the script handed to the fake that registers with them.
+    pub fn issue(&self, run: &RunId, args: Vec<String>, script: Option<serde_json::Value>) {
+        self.gate.issue(run, args, script);
+    }
+
+    /// The run is over: nothing more registers for it, and the stdouts held for it close
+    /// (their readers may see EOF now).
+    pub fn run_over(&self, run: &RunId) {
+        self.gate.withdraw(run);
         self.shared.lock().unwrap().held.remove(run.as_str());
     }
 
@@ -165,93 +193,142 @@ fn watch_exit(process: Arc<Registered>, router: Arc<Router>) {
     });
 }
 
-async fn serve(stream: tokio::net::UnixStream, shared: Arc<Mutex<Shared>>, router: Arc<Router>) {
-    let (read, mut write) = stream.into_split();
-    let (tx, mut rx) = mpsc::unbounded_channel::<ToFake>();
-    let writer = tokio::spawn(async move {
-        while let Some(msg) = rx.recv().await {
-            let mut line = serde_json::to_string(&msg).expect("serialises");
-            line.push('\n');
-            if write.write_all(line.as_bytes()).await.is_err() {
-                break;
+/// One side-channel connection: its writer as the kernel names it, and where its lines go.
+struct Conn {
+    shared: Arc<Mutex<Shared>>,
+    router: Arc<Router>,
+    gate: Arc<Gate>,
+    peer: Option<i32>,
+}
+
+impl Conn {
+    async fn serve(self, stream: tokio::net::UnixStream) {
+        let (read, mut write) = stream.into_split();
+        let (tx, mut rx) = mpsc::unbounded_channel::<ToFake>();
+        let writer = tokio::spawn(async move {
+            while let Some(msg) = rx.recv().await {
+                let mut line = serde_json::to_string(&msg).expect("serialises");
+                line.push('\n');
+                if write.write_all(line.as_bytes()).await.is_err() {
+                    break;
+                }
+            }
+        });
+        let mut me: Option<(String, i32)> = None;
+        let mut lines = crate::proc::subject_process::ByteLines::new(read, MAX_SIDE_LINE);
+        while let Some(piece) = lines.next().await {
+            let line = match piece {
+                Piece::Line(bytes) => String::from_utf8_lossy(&bytes).into_owned(),
+                Piece::TooLong { head, size } => format!(
+                    "(a line of {size} bytes, over the limit of {MAX_SIDE_LINE}) {}",
+                    conform_protocol::lines::show_bytes(&head, 300)
+                ),
+            };
+            let parsed = serde_json::from_str::<FakeLine>(&line);
+            match (&me, parsed) {
+                (None, Ok(fake)) => match self.gate.admit(self.peer, &fake) {
+                    Ok(admitted) => {
+                        me = Some((fake.run.clone(), fake.pid));
+                        self.register(&fake, admitted, &tx);
+                        self.router.send(&fake.run.clone(), RunEvent::Fake(fake));
+                    }
+                    Err(why) => return self.forged(Some(&fake.run), &line, &why),
+                },
+                (None, Err(e)) => {
+                    return self.forged(None, &line, &format!("not a side-channel line ({e})"));
+                }
+                (Some((run, pid)), Ok(fake)) if fake.run == *run && fake.pid == *pid => {
+                    if let FakeEvent::LendStdout = &fake.event {
+                        lend_stdout(&self.shared, &self.router, &fake);
+                        let _ = tx.send(ToFake::Release {
+                            name: conform_protocol::side::STDOUT_HELD.to_owned(),
+                        });
+                    }
+                    self.router.send(&fake.run.clone(), RunEvent::Fake(fake));
+                }
+                (Some((run, pid)), parsed) => {
+                    // The writer is a fake the gate let in: a line it cannot say is our bug.
+                    let why = match parsed {
+                        Ok(f) => format!("a line naming run `{}` pid {}", f.run, f.pid),
+                        Err(e) => format!("an unreadable side-channel line ({e})"),
+                    };
+                    self.router
+                        .send(run, fault(run, *pid, &format!("{why}: {}", excerpt(&line))));
+                }
             }
         }
-    });
-    let mut keys = Vec::new();
-    let mut lines = crate::proc::subject_process::ByteLines::new(read, MAX_SIDE_LINE);
-    while let Some(piece) = lines.next().await {
-        let line = match piece {
-            Piece::Line(bytes) => String::from_utf8_lossy(&bytes).into_owned(),
-            Piece::TooLong { head, size } => format!(
-                "(a line of {size} bytes, over the limit of {MAX_SIDE_LINE}) {}",
-                conform_protocol::lines::show_bytes(&head, 300)
-            ),
-        };
-        let fake: FakeLine = match serde_json::from_str(&line) {
-            Ok(f) => f,
-            Err(e) => {
-                // A fake that cannot speak its own side channel is the harness's bug; the run
-                // cannot be attributed, so tell every open run.
-                for run in router.runs() {
-                    router.send(
-                        &run,
-                        RunEvent::Fake(FakeLine {
-                            run: run.to_string(),
-                            pid: 0,
-                            event: FakeEvent::Fault {
-                                detail: format!(
-                                    "unreadable side-channel line ({e}): {}",
-                                    conform_protocol::lines::excerpt(&line, 300)
-                                ),
-                            },
-                        }),
-                    );
-                }
-                continue;
-            }
-        };
-        if let FakeEvent::Register {
+        if let Some((run, pid)) = me {
+            self.shared
+                .lock()
+                .unwrap()
+                .writers
+                .remove(&(run.clone(), pid));
+            self.router.send(&run, RunEvent::SideClosed { pid });
+        }
+        drop(tx);
+        let _ = writer.await;
+    }
+
+    /// Enters an admitted process in the ledger and answers it: the acknowledgement carries
+    /// its script.
+    fn register(&self, fake: &FakeLine, admitted: Admitted, tx: &mpsc::UnboundedSender<ToFake>) {
+        let FakeEvent::Register {
             role,
             start_time,
             stdio,
             ..
         } = &fake.event
-        {
-            let entry = Arc::new(Registered {
-                run: fake.run.clone(),
-                pid: fake.pid,
-                role: *role,
-                start_time: *start_time,
-                pidfd: pids::pidfd_open(fake.pid).ok(),
-                stdio: stdio.clone(),
-            });
-            watch_exit(entry.clone(), router.clone());
-            let mut s = shared.lock().unwrap();
-            s.ledger.entry(fake.run.clone()).or_default().push(entry);
-            s.writers.insert((fake.run.clone(), fake.pid), tx.clone());
-            keys.push((fake.run.clone(), fake.pid));
-            drop(s);
-            let _ = tx.send(ToFake::Ack);
-        }
-        if let FakeEvent::LendStdout = &fake.event {
-            lend_stdout(&shared, &router, &fake);
-            let _ = tx.send(ToFake::Release {
-                name: conform_protocol::side::STDOUT_HELD.to_owned(),
-            });
-        }
-        router.send(&fake.run.clone(), RunEvent::Fake(fake));
+        else {
+            unreachable!("the gate admits registrations only")
+        };
+        let entry = Arc::new(Registered {
+            run: fake.run.clone(),
+            pid: fake.pid,
+            role: *role,
+            start_time: *start_time,
+            pidfd: Some(admitted.pidfd),
+            stdio: stdio.clone(),
+        });
+        watch_exit(entry.clone(), self.router.clone());
+        let mut s = self.shared.lock().unwrap();
+        s.ledger.entry(fake.run.clone()).or_default().push(entry);
+        s.writers.insert((fake.run.clone(), fake.pid), tx.clone());
+        drop(s);
+        let _ = tx.send(ToFake::Ack {
+            script: admitted.script,
+        });
     }
-    {
-        let mut s = shared.lock().unwrap();
-        for key in &keys {
-            s.writers.remove(key);
+
+    /// A line from a writer the gate refused: the subject's protocol failure (of the run it
+    /// names, else of the suite), never believed, never answered — the connection closes.
+    fn forged(&self, run: Option<&str>, line: &str, why: &str) {
+        let error = format!("a forged side-channel line: {why}");
+        let shown = excerpt(line);
+        match run {
+            Some(run) => {
+                let event = RunEvent::SubjectInvalid {
+                    line: shown.clone(),
+                    error,
+                };
+                self.router.from_subject(run, event, &shown);
+            }
+            None => self.router.unattributed(&shown, &error),
         }
     }
-    for (run, pid) in keys {
-        router.send(&run, RunEvent::SideClosed { pid });
-    }
-    drop(tx);
-    let _ = writer.await;
+}
+
+fn excerpt(line: &str) -> String {
+    conform_protocol::lines::excerpt(line, 300)
+}
+
+fn fault(run: &str, pid: i32, detail: &str) -> RunEvent {
+    RunEvent::Fake(FakeLine {
+        run: run.to_owned(),
+        pid,
+        event: FakeEvent::Fault {
+            detail: detail.to_owned(),
+        },
+    })
 }
 
 /// A fake asked the harness to hold its stdout open from outside the subject's tree (a writer

@@ -44,7 +44,7 @@ pub struct Ctx {
     pub side: SideServer,
     pub pool: SubjectPool,
     pub transcripts: Arc<Transcripts>,
-    /// argv prefix that starts a fake for a protocol: `<prefix…> <protocol> --script …`.
+    /// argv prefix that starts a fake for a protocol: `<prefix…> <protocol> --side …`.
     pub fake_argv: Vec<String>,
     /// The `conform` executable (for `conform cgroup-exec`).
     pub exe: String,
@@ -292,7 +292,7 @@ impl<'a> Run<'a> {
     /// The run is over: what the harness held open for it from outside the tree is let go,
     /// and what is left of its processes ends. The run's registered processes.
     async fn tear_down(&mut self) -> Vec<Arc<Registered>> {
-        self.ctx.side.release_held(&self.id);
+        self.ctx.side.run_over(&self.id);
         let ledger = self.ctx.side.ledger(&self.id);
         let stdio = self.stdio();
         let (tree, router) = (&mut self.tree, &self.ctx.router);

@@ -3,7 +3,7 @@
 //! the working directory, the provider's configuration and the runtime's environment.
 
 use std::collections::BTreeMap;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::time::{Duration, SystemTime};
 
 use conform_protocol::subject::{Mode, Runtime, ToSubject};
@@ -26,8 +26,11 @@ pub fn start_message(
 ) -> std::io::Result<ToSubject> {
     let dir = ctx.work.join(run.as_str());
     std::fs::create_dir_all(&dir)?;
-    let script = write_script(ctx, scenario, &dir)?;
-    let (argv, peer_env) = runtime_argv(ctx, scenario, run, &dir, &script)?;
+    let (argv, peer_env) = runtime_argv(ctx, scenario, run, &dir)?;
+    // The fake that registers with exactly these arguments is handed the script (a peer's
+    // proxy runs none); nothing the subject can write stands in for it.
+    let script = scenario.file.peer.is_none().then(|| script(ctx, scenario));
+    ctx.side.issue(run, argv[1..].to_vec(), script);
     let argv = wrapped(ctx, scenario, argv, &dir, cgroup);
     let subject = &scenario.file.subject;
     Ok(ToSubject::Start {
@@ -48,13 +51,12 @@ pub fn start_message(
 }
 
 /// The runtime's command line before any wrapper, and the environment a real peer needs:
-/// the fake reading its script, or the peer proxy in front of a real runtime.
+/// the fake, or the peer proxy in front of a real runtime.
 fn runtime_argv(
     ctx: &Ctx,
     scenario: &Scenario,
     run: &RunId,
     dir: &Path,
-    script_path: &Path,
 ) -> std::io::Result<(Vec<String>, BTreeMap<String, String>)> {
     let provider = &scenario.file.provider;
     let mut argv = ctx.fake_argv.clone();
@@ -82,8 +84,6 @@ fn runtime_argv(
     }
     argv.extend(["fake".to_owned(), provider.to_string()]);
     argv.extend([
-        "--script".into(),
-        path_str(script_path),
         "--side".into(),
         path_str(ctx.side.path()),
         "--run".into(),
@@ -97,14 +97,12 @@ fn runtime_argv(
 }
 
 /// The fake's script, in the product version the suite asked its fake to speak.
-fn write_script(ctx: &Ctx, scenario: &Scenario, dir: &Path) -> std::io::Result<PathBuf> {
-    let script_path = dir.join("script.json");
+fn script(ctx: &Ctx, scenario: &Scenario) -> Value {
     let mut script = scenario.script.script();
     if let Some(v) = ctx.settings.product_version(scenario.file.provider) {
         script.product_version = Some(v.clone());
     }
-    std::fs::write(&script_path, serde_json::to_vec_pretty(&script)?)?;
-    Ok(script_path)
+    serde_json::to_value(&script).expect("a script is JSON")
 }
 
 /// The command as the scenario's runtime kind has it (missing, behind a launcher), then, in

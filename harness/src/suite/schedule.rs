@@ -2,6 +2,7 @@
 //! cgroup), cut the cases into units (an isolation group is one), run each unit under the
 //! `--jobs` limit and judge it, then sweep ([`super::sweep`]).
 
+use std::path::Path;
 use std::sync::Arc;
 use std::time::Instant;
 
@@ -69,8 +70,8 @@ async fn shared(opts: &Options) -> Result<(tempfile::TempDir, Arc<Ctx>, CgroupMo
     let _ = pids::become_subreaper();
     let work = tempfile::Builder::new().prefix("conform-").tempdir()?;
     let router = Arc::new(Router::default());
-    let side = SideServer::bind_in(work.path(), router.clone())?;
     let exe = std::env::current_exe()?.to_string_lossy().into_owned();
+    let side = SideServer::bind_in(work.path(), router.clone(), Path::new(&exe))?;
     let argv = match &settings.subject {
         Some(cmd) => vec!["sh".to_owned(), "-c".to_owned(), cmd.clone()],
         None => vec![exe.clone(), "reference".to_owned()],

@@ -7,7 +7,9 @@ use std::io::Read;
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
 
+#[path = "../common/mod.rs"]
 mod common;
+mod forged;
 use common::workspace;
 
 /// The harness under test: this build, or another one named by `CONFORM_UNDER_TEST` (how

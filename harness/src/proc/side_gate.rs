@@ -1,0 +1,311 @@
+//! Who may speak on the fakes' side channel. The socket is reachable by the subject, so a line
+//! is believed only from a process the kernel vouches for: the peer of the connection
+//! (`SO_PEERCRED`) is the pid the line names, it runs the fake binary the harness named, it
+//! descends from the harness, it was started with exactly the command line the harness issued
+//! for a run in flight, and it is that run's first runtime (a grandchild needs its runtime
+//! first). Whatever fails a rule is never registered — never given a script, never signalled.
+
+use std::collections::HashMap;
+use std::os::fd::OwnedFd;
+use std::os::unix::fs::MetadataExt;
+use std::path::Path;
+use std::sync::Mutex;
+
+use conform_protocol::side::{FakeEvent, FakeLine, Role};
+use serde_json::Value;
+
+use crate::proc::pids;
+use crate::proc::run_id::RunId;
+
+/// How far up the parent chain a fake may be from the harness (subject, launcher, wrapper,
+/// runtime, grandchild … with room to spare); a longer chain is not ours.
+const MAX_DEPTH: usize = 64;
+
+/// A file's identity, so a path the subject renamed or linked cannot stand in for the binary.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct FileId {
+    dev: u64,
+    ino: u64,
+}
+
+impl FileId {
+    fn of(path: &Path) -> std::io::Result<FileId> {
+        let m = std::fs::metadata(path)?;
+        Ok(FileId {
+            dev: m.dev(),
+            ino: m.ino(),
+        })
+    }
+}
+
+/// What the harness asked the subject to start for one run.
+struct Issued {
+    /// The runtime's arguments after the executable, before any wrapper.
+    args: Vec<String>,
+    /// The script the run's fake is handed at registration (`None`: a real peer's proxy).
+    script: Option<Value>,
+    runtime: Option<i32>,
+}
+
+/// A process the gate let in: its pidfd (opened before it was checked, so the checks were of
+/// this very process) and, for a run's runtime, the script it is to run.
+pub struct Admitted {
+    pub pidfd: OwnedFd,
+    pub script: Option<Value>,
+}
+
+pub struct Gate {
+    harness: i32,
+    fake: Option<FileId>,
+    issued: Mutex<HashMap<String, Issued>>,
+}
+
+impl Gate {
+    /// A gate for fakes started as `fake_exe` (a binary that cannot be found admits nothing).
+    pub fn new(fake_exe: &Path) -> Gate {
+        Gate {
+            harness: std::process::id() as i32,
+            fake: FileId::of(fake_exe).ok(),
+            issued: Mutex::default(),
+        }
+    }
+
+    /// The runtime command line (after the executable) and script the harness issues for `run`.
+    pub fn issue(&self, run: &RunId, args: Vec<String>, script: Option<Value>) {
+        self.issued.lock().unwrap().insert(
+            run.to_string(),
+            Issued {
+                args,
+                script,
+                runtime: None,
+            },
+        );
+    }
+
+    /// The run is over: nothing registers for it any more.
+    pub fn withdraw(&self, run: &RunId) {
+        self.issued.lock().unwrap().remove(run.as_str());
+    }
+
+    /// Checks a registration from the connection's kernel-reported peer; `Err` says why the
+    /// line is not believed.
+    pub fn admit(&self, peer: Option<i32>, line: &FakeLine) -> Result<Admitted, String> {
+        let FakeEvent::Register { role, .. } = &line.event else {
+            return Err("a side-channel line before any registration".into());
+        };
+        let pid = peer.ok_or("the kernel did not name the side-channel peer")?;
+        if pid != line.pid {
+            return Err(format!(
+                "the line says pid {} but the kernel says its writer is pid {pid} ({})",
+                line.pid,
+                pids::command_line(pid)
+            ));
+        }
+        // Opened first: if the pid is reused after, the pidfd still names the old process, and
+        // the liveness check below fails.
+        let pidfd = pids::pidfd_open(pid).map_err(|e| format!("pid {pid}: {e}"))?;
+        self.is_our_fake(pid)?;
+        let script = self.claim_run(pid, *role, &line.run)?;
+        if !pids::signal_zero(&pidfd) {
+            return Err(format!("pid {pid} ended while it registered"));
+        }
+        Ok(Admitted { pidfd, script })
+    }
+
+    /// The process runs the fake binary and descends from the harness.
+    fn is_our_fake(&self, pid: i32) -> Result<(), String> {
+        let exe = Path::new("/proc").join(pid.to_string()).join("exe");
+        let id = FileId::of(&exe).map_err(|e| format!("pid {pid}'s executable: {e}"))?;
+        if Some(id) != self.fake {
+            let shown = std::fs::read_link(&exe)
+                .map(|p| p.display().to_string())
+                .unwrap_or_else(|_| "?".into());
+            return Err(format!(
+                "pid {pid} runs `{shown}`, not the fake the harness named"
+            ));
+        }
+        if !descends_from(pid, self.harness) {
+            return Err(format!("pid {pid} does not descend from the harness"));
+        }
+        Ok(())
+    }
+
+    /// The run is in flight and this process may register for it: a runtime with the command
+    /// line issued, once; a grandchild once its runtime is in.
+    fn claim_run(&self, pid: i32, role: Role, run: &str) -> Result<Option<Value>, String> {
+        let mut issued = self.issued.lock().unwrap();
+        let Some(entry) = issued.get_mut(run) else {
+            return Err(format!("no run `{run}` is in flight"));
+        };
+        match role {
+            Role::Grandchild if entry.runtime.is_some() => Ok(None),
+            Role::Grandchild => Err(format!(
+                "a grandchild registered for run `{run}` before its runtime"
+            )),
+            Role::Runtime => {
+                if let Some(first) = entry.runtime {
+                    return Err(format!(
+                        "a second runtime (pid {pid}) registered for run `{run}` (the first was pid {first})"
+                    ));
+                }
+                let args = pids::arguments(pid);
+                if !issued_as(&entry.args, &args) {
+                    return Err(format!(
+                        "pid {pid} was started as {:?}, not as the harness issued ({:?})",
+                        args, entry.args
+                    ));
+                }
+                entry.runtime = Some(pid);
+                Ok(entry.script.clone())
+            }
+        }
+    }
+}
+
+/// The command line is the one issued — with the product's own flags after a trailing `--`
+/// the harness put there for them.
+fn issued_as(issued: &[String], actual: &[String]) -> bool {
+    match actual.strip_prefix(issued) {
+        Some([]) => true,
+        Some(_) => issued.last().is_some_and(|a| a == "--"),
+        None => false,
+    }
+}
+
+/// Whether `ancestor` is on `pid`'s parent chain (orphans come back to the harness: it is a
+/// child subreaper).
+fn descends_from(pid: i32, ancestor: i32) -> bool {
+    let mut at = pid;
+    for _ in 0..MAX_DEPTH {
+        match pids::stat(at) {
+            Some(s) if s.ppid == ancestor => return true,
+            Some(s) if s.ppid > 1 => at = s.ppid,
+            _ => return false,
+        }
+    }
+    false
+}
+
+#[cfg(test)]
+mod tests {
+    use std::process::{Command, Stdio};
+
+    use super::*;
+
+    fn register(pid: i32, role: Role, run: &str) -> FakeLine {
+        FakeLine {
+            run: run.into(),
+            pid,
+            event: FakeEvent::Register {
+                role,
+                ppid: 0,
+                pgid: 0,
+                sid: 0,
+                start_time: 0,
+                stdio: vec![],
+                args: vec![],
+            },
+        }
+    }
+
+    /// `sleep 30` as a child of this test: it descends from us, its binary is `sleep`.
+    fn sleeper(args: &[&str]) -> std::process::Child {
+        let sleep = which("sleep");
+        Command::new(sleep)
+            .args(args)
+            .stdin(Stdio::null())
+            .spawn()
+            .unwrap()
+    }
+
+    fn which(name: &str) -> std::path::PathBuf {
+        std::env::split_paths(&std::env::var_os("PATH").unwrap())
+            .map(|d| d.join(name))
+            .find(|p| p.is_file())
+            .unwrap()
+    }
+
+    #[test]
+    fn only_the_issued_command_of_the_named_binary_registers_once() {
+        let gate = Gate::new(&which("sleep"));
+        let run = RunId::from("r-gate");
+        gate.issue(
+            &run,
+            vec!["30".into()],
+            Some(serde_json::json!({"steps": []})),
+        );
+        let mut child = sleeper(&["30"]);
+        let pid = child.id() as i32;
+        let lied = gate.admit(Some(pid + 1), &register(pid, Role::Runtime, "r-gate"));
+        assert!(lied.err().unwrap().contains("the kernel says"));
+        let unknown = gate.admit(Some(pid), &register(pid, Role::Runtime, "r-other"));
+        assert!(unknown.err().unwrap().contains("no run `r-other`"));
+        let grandchild_first = gate.admit(Some(pid), &register(pid, Role::Grandchild, "r-gate"));
+        assert!(
+            grandchild_first
+                .err()
+                .unwrap()
+                .contains("before its runtime")
+        );
+        let first = gate.admit(Some(pid), &register(pid, Role::Runtime, "r-gate"));
+        assert!(first.unwrap().script.is_some());
+        let again = gate.admit(Some(pid), &register(pid, Role::Runtime, "r-gate"));
+        assert!(again.err().unwrap().contains("a second runtime"));
+        let grandchild = gate.admit(Some(pid), &register(pid, Role::Grandchild, "r-gate"));
+        assert!(grandchild.unwrap().script.is_none());
+        gate.withdraw(&run);
+        let late = gate.admit(Some(pid), &register(pid, Role::Grandchild, "r-gate"));
+        assert!(late.err().unwrap().contains("no run"));
+        child.kill().unwrap();
+        child.wait().unwrap();
+    }
+
+    #[test]
+    fn another_binary_or_another_command_line_is_refused() {
+        let run = RunId::from("r-gate2");
+        let mut child = sleeper(&["31"]);
+        let pid = child.id() as i32;
+        let gate = Gate::new(&which("cat"));
+        gate.issue(&run, vec!["31".into()], None);
+        let other_binary = gate.admit(Some(pid), &register(pid, Role::Runtime, "r-gate2"));
+        assert!(other_binary.err().unwrap().contains("not the fake"));
+        let gate = Gate::new(&which("sleep"));
+        gate.issue(&run, vec!["32".into()], None);
+        let rewritten = gate.admit(Some(pid), &register(pid, Role::Runtime, "r-gate2"));
+        assert!(
+            rewritten
+                .err()
+                .unwrap()
+                .contains("not as the harness issued")
+        );
+        child.kill().unwrap();
+        child.wait().unwrap();
+    }
+
+    #[test]
+    fn a_process_outside_the_harness_tree_is_refused() {
+        // Our own parent (cargo's test runner's parent) runs some binary and is not below us.
+        let parent = pids::stat(std::process::id() as i32).unwrap().ppid;
+        let exe = std::fs::read_link(format!("/proc/{parent}/exe")).unwrap();
+        let gate = Gate::new(&exe);
+        let run = RunId::from("r-gate3");
+        gate.issue(&run, vec![], None);
+        let outside = gate.admit(Some(parent), &register(parent, Role::Runtime, "r-gate3"));
+        assert!(
+            outside.err().unwrap().contains("does not descend"),
+            "a process above the harness"
+        );
+    }
+
+    #[test]
+    fn product_flags_follow_only_a_trailing_double_dash() {
+        let s = |v: &[&str]| v.iter().map(|a| a.to_string()).collect::<Vec<_>>();
+        assert!(issued_as(&s(&["fake", "--"]), &s(&["fake", "--", "-p"])));
+        assert!(issued_as(&s(&["fake"]), &s(&["fake"])));
+        assert!(!issued_as(&s(&["fake"]), &s(&["fake", "--script", "x"])));
+        assert!(!issued_as(
+            &s(&["fake", "--run", "a"]),
+            &s(&["fake", "--run", "b"])
+        ));
+    }
+}

@@ -1,0 +1,183 @@
+//! Subjects that try to forge the verdict through the fakes' side channel, or to change what
+//! the fake runs: each is the subject's failure (exit 1), and no process outside the run is
+//! signalled.
+
+use super::*;
+
+/// The reference subject behind a python relay that passes every harness line through and
+/// runs `on_start` (python, with `msg` the start message and `side, run` its runtime's side
+/// socket and run id) on each `start` first. `say(lines)` writes lines on a new side
+/// connection and notes in `side-answers` what came back (an ack, or nothing).
+fn reference_with(on_start: &str) -> Subject {
+    let body = format!(
+        r#"cat > relay.py <<'PY'
+import json, os, socket, subprocess, sys
+ref = subprocess.Popen([sys.argv[1], "reference"], stdin=subprocess.PIPE)
+def say(lines):
+    s = socket.socket(socket.AF_UNIX)
+    s.connect(side)
+    for l in lines:
+        s.sendall((l if isinstance(l, str) else json.dumps(l)).encode() + b"\n")
+    s.settimeout(10)
+    try:
+        got = s.recv(4096) or b"closed"
+    except OSError as e:
+        got = str(e).encode()
+    with open("side-answers", "ab") as f:
+        f.write(got.strip() + b"\n")
+    s.close()
+def register(pid):
+    return {{"run": run, "pid": pid, "ev": "register", "role": "runtime", "ppid": 1,
+            "pgid": pid, "sid": pid, "start_time": 0, "stdio": []}}
+for line in sys.stdin:
+    msg = json.loads(line)
+    if msg.get("type") == "start":
+        args = msg["runtime"]["args"]
+        side, run = args[args.index("--side") + 1], args[args.index("--run") + 1]
+{on_start}
+    ref.stdin.write((json.dumps(msg) + "\n").encode())
+    ref.stdin.flush()
+ref.stdin.close()
+ref.wait()
+PY
+exec python3 -u relay.py $CONFORM
+"#,
+        on_start = indent(on_start, 8)
+    );
+    Subject::script(&body)
+}
+
+fn indent(code: &str, by: usize) -> String {
+    code.lines()
+        .map(|l| format!("{}{l}\n", " ".repeat(by)))
+        .collect()
+}
+
+impl Subject {
+    /// What the harness answered each side connection the subject opened.
+    fn side_answers(&self) -> String {
+        std::fs::read_to_string(self.path("side-answers")).unwrap_or_default()
+    }
+}
+
+/// A process of the user's that nothing in the suite started.
+struct Bystander(std::process::Child);
+
+impl Bystander {
+    fn start() -> Bystander {
+        Bystander(
+            std::process::Command::new("sleep")
+                .arg("600")
+                .stdin(Stdio::null())
+                .spawn()
+                .unwrap(),
+        )
+    }
+
+    fn pid(&self) -> i32 {
+        self.0.id() as i32
+    }
+}
+
+impl Drop for Bystander {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+#[test]
+fn a_subject_registering_a_process_of_the_user_gets_no_answer_and_nothing_is_signalled() {
+    let bystander = Bystander::start();
+    let s = reference_with(&format!("say([register({})])", bystander.pid()));
+    let r = s.run("acp/success/end-turn", &[]);
+    r.fails_with(&["[subject.protocol] a forged side-channel line: the line says pid"]);
+    assert!(running(bystander.pid()), "the bystander was signalled");
+    assert!(!r.out.contains("killed by the harness"), "{}", r.out);
+    assert_eq!(s.side_answers(), "closed\nclosed\n", "answered a forger");
+}
+
+#[test]
+fn a_subject_registering_itself_is_not_the_fake() {
+    let s = reference_with("say([register(os.getpid())])");
+    let r = s.run("acp/success/end-turn", &[]);
+    r.fails_with(&[
+        "[subject.protocol] a forged side-channel line: pid",
+        "not the fake the harness named",
+    ]);
+    assert_eq!(s.side_answers(), "closed\nclosed\n", "answered a forger");
+}
+
+#[test]
+fn forged_faults_and_garbage_are_the_subjects_failure_not_the_harness() {
+    let s = reference_with(
+        "say([{\"run\": run, \"pid\": os.getpid(), \"ev\": \"fault\", \"detail\": \"forged\"}])\n\
+         say([\"not a side-channel line\"])",
+    );
+    let r = s.run("acp/success/end-turn", &[]);
+    r.fails_with(&[
+        "[subject.protocol] a forged side-channel line: a side-channel line before any registration",
+    ]);
+    assert!(!r.out.contains("harness.fake"), "{}", r.out);
+    // The garbage names no run: the suite's failure, laid at the subject's door.
+    assert!(r.out.contains("not a side-channel line"), "{}", r.out);
+}
+
+#[test]
+fn a_runtime_started_with_another_script_is_refused() {
+    // The subject hands the fake a script of its own making (the fakes read `--script` when
+    // started by hand): the command line is not the one issued, so the fake gets no script.
+    let s = reference_with(
+        "open(\"forged.json\", \"w\").write(json.dumps({\"steps\": []}))\n\
+         msg[\"runtime\"][\"args\"][-2:-2] = [\"--script\", os.path.abspath(\"forged.json\")]",
+    );
+    let r = s.run("acp/success/end-turn", &[]);
+    r.fails_with(&[
+        "[subject.protocol] a forged side-channel line: pid",
+        "not as the harness issued",
+    ]);
+}
+
+#[test]
+fn a_stub_that_never_spawns_the_runtime_cannot_forge_its_ledger() {
+    // Everything a real run would show — on both channels — made up by the subject itself.
+    let s = Subject::script(&format!(
+        r#"cat > stub.py <<'PY'
+import datetime, json, os, socket, sys
+def now():
+    return datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+def send(m):
+    sys.stdout.write(json.dumps(m) + "\n")
+    sys.stdout.flush()
+sys.stdin.readline()
+send(json.loads('{hello}'))
+for line in sys.stdin:
+    msg = json.loads(line)
+    if msg["type"] == "shutdown":
+        break
+    if msg["type"] != "start":
+        continue
+    args, run = msg["runtime"]["args"], msg["run"]
+    side = socket.socket(socket.AF_UNIX)
+    side.connect(args[args.index("--side") + 1])
+    pid = os.getpid()
+    for ev in [{{"ev": "register", "role": "runtime", "ppid": os.getppid(), "pgid": pid,
+                 "sid": pid, "start_time": 0, "stdio": []}},
+               {{"ev": "terminal"}}, {{"ev": "eof"}}, {{"ev": "exit", "code": 0}}]:
+        ev.update(run=run, pid=pid)
+        side.sendall((json.dumps(ev) + "\n").encode())
+    side.close()
+    send({{"type": "dispatched", "run": run, "childSessionKey": "k",
+          "dispatchAt": now(), "expectedBy": msg["expectedBy"]}})
+    send({{"type": "result", "run": run, "stopReason": "completed",
+          "output": [{{"type": "text", "text": "Hello, world."}}]}})
+    send({{"type": "settled", "run": run}})
+    send({{"type": "tool_result", "run": run, "isError": False, "text": "Hello, world."}})
+PY
+exec python3 -u stub.py
+"#,
+        hello = HELLO.replace(r#","background""#, "")
+    ));
+    let r = s.run("acp/success/end-turn", &[]);
+    r.fails_with(&["[subject.protocol] a forged side-channel line: pid"]);
+}
