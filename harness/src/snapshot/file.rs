@@ -91,7 +91,9 @@ pub fn write(path: &Path, contents: &[u8]) -> Result<(), String> {
     match std::fs::symlink_metadata(path) {
         Ok(meta) => {
             if let Some(why) = not_regular(&meta) {
-                return Err(format!("{why}; it is not written through: remove it"));
+                return Err(format!(
+                    "{why}; conform neither writes through nor replaces it: remove it"
+                ));
             }
         }
         Err(e) if e.kind() == io::ErrorKind::NotFound => {}
