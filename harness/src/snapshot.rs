@@ -70,14 +70,16 @@ pub fn file_name(scenario: &Scenario, mode: Mode) -> String {
 pub enum Outcome {
     Matches,
     /// No snapshot yet; `.snap.new` written (unless pending snapshots are off, or the write
-    /// failed: then `note` names the file and the error).
+    /// failed or was refused — a link or non-file there, a text over the size bound: then `note`
+    /// names the file and why).
     Missing {
         new: Option<PathBuf>,
         note: Option<String>,
     },
     /// Differs; unified diff from the stored to the actual text, `.snap.new` written (unless
     /// pending snapshots are off: `INSTA_UPDATE=no`, or CI). If writing the `.snap.new`
-    /// failed, the diff ends with a note naming the file and the OS error, and `new` is `None`.
+    /// failed or was refused, the diff ends with a note naming the file and why, and `new` is
+    /// `None`. Both sides are in their visible form ([`visible`]).
     Differs {
         diff: String,
         new: Option<PathBuf>,
