@@ -1,16 +1,23 @@
 //! Exact model-visible texts pinned as insta snapshots in `snapshots/`, one per scenario × mode.
-//! Files are insta's own format, read with insta; a mismatch writes `<name>.snap.new` beside the
-//! old one, so `cargo insta review` (or `conform run --accept`) updates them after a human read
-//! the diff.
+//! Files are insta's own format (its header, judged by insta), their body the texts in a visible
+//! form that keeps every byte ([`visible`]); the comparison is exact, not insta's normalised one.
+//! A mismatch writes `<name>.snap.new` beside the old one, so `cargo insta review` (or `conform
+//! run --accept`) updates them after a human read the diff. Files are untrusted input
+//! ([`file`]): links, FIFOs, devices and oversized files are refused, never followed or read.
 
 use std::path::{Path, PathBuf};
 
 use conform_protocol::subject::Mode;
-use insta::internals::{SnapshotContents, TextSnapshotContents};
-use insta::{Snapshot, TextSnapshotKind};
+use insta::Snapshot;
+use insta::internals::SnapshotContents;
 
 use crate::run::Observed;
 use crate::scenario::Scenario;
+
+mod file;
+mod visible;
+
+pub use file::MAX_SNAPSHOT_BYTES;
 
 /// Job ids depend on how many jobs the subject ran before; they are masked (their agreement
 /// between texts is checked separately).
@@ -63,14 +70,16 @@ pub fn file_name(scenario: &Scenario, mode: Mode) -> String {
 pub enum Outcome {
     Matches,
     /// No snapshot yet; `.snap.new` written (unless pending snapshots are off, or the write
-    /// failed: then `note` names the file and the error).
+    /// failed or was refused — a link or non-file there, a text over the size bound: then `note`
+    /// names the file and why).
     Missing {
         new: Option<PathBuf>,
         note: Option<String>,
     },
     /// Differs; unified diff from the stored to the actual text, `.snap.new` written (unless
     /// pending snapshots are off: `INSTA_UPDATE=no`, or CI). If writing the `.snap.new`
-    /// failed, the diff ends with a note naming the file and the OS error, and `new` is `None`.
+    /// failed or was refused, the diff ends with a note naming the file and why, and `new` is
+    /// `None`. Both sides are in their visible form ([`visible`]).
     Differs {
         diff: String,
         new: Option<PathBuf>,
@@ -133,10 +142,12 @@ fn update_from_env(missing: bool) -> std::io::Result<Update> {
     .map_err(|e| std::io::Error::new(std::io::ErrorKind::InvalidInput, e))
 }
 
-/// Reads a stored snapshot: `Ok(None)` when there is none, an error naming the file and why
-/// when a file is there but is not a text snapshot insta can read (the harness's input is
-/// broken; that is never the subject's failure, and `--accept` must not paper over it).
-fn read_stored(path: &Path) -> std::io::Result<Option<TextSnapshotContents>> {
+/// Reads a stored snapshot's exact text: `Ok(None)` when there is none, an error naming the
+/// file and why when a file is there but is not one conform reads — a link, a FIFO or anything
+/// but a regular file, a file over [`file::MAX_SNAPSHOT_BYTES`], or not a text snapshot in the
+/// form conform writes (the harness's input is broken; that is never the subject's failure,
+/// and `--accept` must not paper over it).
+fn read_stored(path: &Path) -> std::io::Result<Option<String>> {
     let corrupt = |why: String| {
         std::io::Error::new(
             std::io::ErrorKind::InvalidData,
@@ -147,57 +158,93 @@ fn read_stored(path: &Path) -> std::io::Result<Option<TextSnapshotContents>> {
             ),
         )
     };
-    let bytes = match std::fs::read(path) {
-        Ok(b) => b,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
-        Err(e) => {
-            return Err(std::io::Error::new(
-                e.kind(),
-                format!("cannot read the snapshot file {}: {e}", path.display()),
-            ));
-        }
+    let Some(bytes) = file::read(path).map_err(corrupt)? else {
+        return Ok(None);
     };
     let text = std::str::from_utf8(&bytes)
         .map_err(|e| corrupt(format!("not an insta snapshot (not UTF-8: {e})")))?;
     // insta reads a file without a `---` header as its legacy format and a header without
     // its closing `---` as an empty snapshot; conform writes neither, so both are corruption.
     let mut lines = text.split_inclusive('\n');
-    if lines.next().map(str::trim_end) != Some("---") {
-        return Err(corrupt(
-            "not an insta snapshot (it does not start with a `---` header line)".into(),
-        ));
+    let mut header_len = match lines.next() {
+        Some(first) if first.trim_end() == "---" => first.len(),
+        _ => {
+            return Err(corrupt(
+                "not an insta snapshot (it does not start with a `---` header line)".into(),
+            ));
+        }
+    };
+    let mut closed = false;
+    for line in lines {
+        header_len += line.len();
+        if line.trim_end() == "---" {
+            closed = true;
+            break;
+        }
     }
-    if !lines.any(|l| l.trim_end() == "---") {
+    if !closed {
         return Err(corrupt(
             "its header is not closed (no second `---` line; truncated?)".into(),
         ));
     }
-    let snapshot = match Snapshot::from_file(path) {
-        Ok(s) => s,
-        Err(e) => {
-            let not_found = e
-                .downcast_ref::<std::io::Error>()
-                .is_some_and(|io| io.kind() == std::io::ErrorKind::NotFound);
-            if not_found {
-                // Removed between the two reads.
-                return Ok(None);
-            }
-            return Err(corrupt(format!("its header cannot be parsed ({e})")));
+    let (header, body) = text.split_at(header_len);
+    text_header(header).map_err(corrupt)?;
+    // The file's last newline ends the body's last line (an editor may have dropped it).
+    let body = body.strip_suffix('\n').unwrap_or(body);
+    visible::decode(body).map(Some).map_err(corrupt)
+}
+
+/// Checks that `header` (both `---` lines included) is an insta header of a text snapshot.
+/// insta's own parser judges the YAML, but only after conform made sure the header does not
+/// name a binary snapshot: for one, insta would open a file the header names (and panics on an
+/// extension holding a `/`). Its keys must be plain, unindented `key: value` lines, so no
+/// quoting or escape can spell `snapshot_kind` past this check.
+fn text_header(header: &str) -> Result<(), String> {
+    let yaml: Vec<&str> = header.lines().collect();
+    let yaml = &yaml[1..yaml.len() - 1];
+    for (n, line) in yaml.iter().enumerate() {
+        if n > 0 && (line.is_empty() || line.starts_with(' ')) {
+            continue; // a nested value (insta's `info`)
         }
+        let plain = line
+            .split_once(':')
+            .filter(|(key, _)| !key.is_empty())
+            .filter(|(key, _)| key.chars().all(|c| c.is_ascii_alphanumeric() || c == '_'));
+        let Some((key, value)) = plain else {
+            return Err(format!(
+                "its header cannot be parsed (line {} is not a plain `key: value`)",
+                n + 2
+            ));
+        };
+        if key == "extension" || (key == "snapshot_kind" && value.trim() != "text") {
+            return Err("it is a binary snapshot; conform's snapshots are text".into());
+        }
+    }
+    // insta parses only from a path: a private copy of the header, so nothing is opened twice.
+    let parse = || -> Result<Snapshot, Box<dyn std::error::Error>> {
+        let mut copy = tempfile::Builder::new().suffix(".snap").tempfile()?;
+        std::io::Write::write_all(&mut copy, header.as_bytes())?;
+        Snapshot::from_file(copy.path())
     };
-    match snapshot.contents() {
-        SnapshotContents::Text(t) => Ok(Some(t.clone())),
-        SnapshotContents::Binary(_) => Err(corrupt(
-            "it is a binary snapshot; conform's snapshots are text".into(),
-        )),
+    match parse() {
+        Ok(snapshot) if matches!(snapshot.contents(), SnapshotContents::Text(_)) => Ok(()),
+        Ok(_) => Err("it is a binary snapshot; conform's snapshots are text".into()),
+        Err(e) => Err(format!("its header cannot be parsed ({e})")),
     }
 }
 
-/// Compares `actual` with the stored snapshot; with `accept`, writes it as the new snapshot.
+/// The visible form of a text, as its snapshot holds it and a diff shows it (see [`visible`]).
+pub fn visible(text: &str) -> String {
+    visible::encode(text)
+}
+
+/// Compares `actual` with the stored snapshot, exactly; with `accept`, writes it as the new
+/// snapshot.
 ///
 /// An error is the harness's: a stored file that cannot be read (never overwritten, even with
 /// `accept`), or an accepted snapshot that cannot be written. Failing to write a pending
-/// `.snap.new` is not an error: the difference is still the outcome, with a note.
+/// `.snap.new` (a read-only folder, or a link or other non-file there, which is refused rather
+/// than written through) is not an error: the difference is still the outcome, with a note.
 pub fn check(
     dir: &Path,
     scenario: &Scenario,
@@ -206,70 +253,103 @@ pub fn check(
     accept: bool,
     pending: bool,
 ) -> std::io::Result<Outcome> {
-    let path = dir.join(file_name(scenario, mode));
-    let new_path = path.with_extension("snap.new");
-    let actual_contents = TextSnapshotContents::new(actual.to_owned(), TextSnapshotKind::File);
-    let stored_text = read_stored(&path)?;
-    if let Some(old) = &stored_text
-        && old.matches_latest(&actual_contents)
-    {
-        let _ = std::fs::remove_file(&new_path);
-        return Ok(Outcome::Matches);
-    }
     let header = format!(
         "---\nsource: {}\nexpression: {} ({mode})\n---\n",
         scenario.path.display(),
-        scenario.id
+        scenario.id,
     );
-    let body = format!("{header}{}\n", actual.trim_end());
-    let update = if accept {
-        Update::InPlace
-    } else {
-        match update_from_env(stored_text.is_none())? {
+    let update = |missing| {
+        if accept {
+            return Ok(Update::InPlace);
+        }
+        Ok(match update_from_env(missing)? {
             Update::Pending if !pending => Update::Nothing,
             rule => rule,
-        }
+        })
+    };
+    check_file(
+        &dir.join(file_name(scenario, mode)),
+        &header,
+        actual,
+        update,
+    )
+}
+
+/// [`check`] against the snapshot file `path`: `header` heads a written file, and `update`
+/// says, given whether the snapshot is missing, what becomes of a difference.
+fn check_file(
+    path: &Path,
+    header: &str,
+    actual: &str,
+    update: impl FnOnce(bool) -> std::io::Result<Update>,
+) -> std::io::Result<Outcome> {
+    let new_path = path.with_extension("snap.new");
+    let stored_text = read_stored(path)?;
+    if stored_text.as_deref() == Some(actual) {
+        file::remove_stale(&new_path);
+        return Ok(Outcome::Matches);
+    }
+    let body = format!("{header}{}\n", visible::encode(actual));
+    let update = update(stored_text.is_none())?;
+    // A text too big to pin is not written: the difference stays the subject's.
+    let (update, mut note) = if body.len() as u64 > MAX_SNAPSHOT_BYTES && update != Update::Nothing
+    {
+        let why = format!(
+            "note: not written as a snapshot: it is {} bytes, over the {MAX_SNAPSHOT_BYTES}-byte \
+             bound of a snapshot file",
+            body.len()
+        );
+        (Update::Nothing, Some(why))
+    } else {
+        (update, None)
     };
     if update == Update::InPlace {
-        std::fs::create_dir_all(dir)?;
-        std::fs::write(&path, body).map_err(|e| {
-            std::io::Error::new(e.kind(), format!("cannot write {}: {e}", path.display()))
+        if let Some(dir) = path.parent() {
+            std::fs::create_dir_all(dir)?;
+        }
+        file::write(path, body.as_bytes()).map_err(|why| {
+            std::io::Error::other(format!("cannot write {}: {why}", path.display()))
         })?;
-        let _ = std::fs::remove_file(&new_path);
+        file::remove_stale(&new_path);
         return Ok(Outcome::Accepted);
     }
-    let (new, write_error) = if update == Update::Pending {
-        match std::fs::write(&new_path, body) {
-            Ok(()) => (Some(new_path.clone()), None),
-            Err(e) => (None, Some(e)),
+    let mut new = None;
+    if update == Update::Pending {
+        match file::write(&new_path, body.as_bytes()) {
+            Ok(()) => new = Some(new_path.clone()),
+            Err(why) => {
+                note = Some(format!(
+                    "note: could not write the pending snapshot {}: {why}",
+                    new_path.display()
+                ));
+            }
         }
-    } else {
-        (None, None)
-    };
-    let note = write_error.map(|e| {
-        format!(
-            "note: could not write the pending snapshot {}: {e}",
-            new_path.display()
-        )
-    });
+    }
     Ok(match stored_text {
         None => Outcome::Missing { new, note },
-        Some(old) => {
-            let old = old.to_string();
-            let mut diff = similar::TextDiff::from_lines(old.trim_end(), actual.trim_end())
-                .unified_diff()
-                .context_radius(3)
-                .header("stored snapshot", "this run")
-                .to_string();
-            if let Some(note) = note {
-                if !diff.ends_with('\n') {
-                    diff.push('\n');
-                }
-                diff.push_str(&note);
-            }
-            Outcome::Differs { diff, new }
-        }
+        Some(old) => Outcome::Differs {
+            diff: diff(&old, actual, note),
+            new,
+        },
     })
+}
+
+/// A unified diff from the stored to the actual text, both in their visible form (so a carriage
+/// return or a trailing space shows), with `note` at its end.
+fn diff(old: &str, actual: &str, note: Option<String>) -> String {
+    let (old, actual) = (visible::encode(old) + "\n", visible::encode(actual) + "\n");
+    let mut diff = similar::TextDiff::from_lines(&old, &actual)
+        .unified_diff()
+        .context_radius(3)
+        .header("stored snapshot", "this run")
+        .to_string();
+    if let Some(note) = note {
+        if !diff.ends_with('\n') {
+            diff.push('\n');
+        }
+        diff.push_str(&note);
+    }
+    diff
 }
 
 #[cfg(test)]
@@ -309,7 +389,51 @@ mod tests {
     fn a_missing_snapshot_is_none_and_a_good_one_is_read() {
         assert!(stored(None).unwrap().is_none());
         let good = b"---\nsource: a.toml\nexpression: a (foreground)\n---\nline 1\nline 2\n";
-        assert_eq!(stored(Some(good)).unwrap().unwrap(), "line 1\nline 2");
+        assert_eq!(stored(Some(good)).unwrap().unwrap(), "line 1\nline 2\n");
+        // An editor may drop the file's last newline: the text is the same.
+        let no_newline = &good[..good.len() - 1];
+        assert_eq!(
+            stored(Some(no_newline)).unwrap().unwrap(),
+            "line 1\nline 2\n"
+        );
+    }
+
+    #[test]
+    fn a_file_changed_by_an_editor_or_git_is_an_error_not_a_difference() {
+        for (contents, why) in [
+            (
+                &b"---\r\nsource: a.toml\r\n---\r\nline 1\r\n"[..],
+                "raw carriage return",
+            ),
+            (b"---\nsource: a.toml\n---\nline 1  \n", "raw whitespace"),
+            (
+                b"---\nsource: a.toml\n---\nline 1\n\n",
+                "blank line at the end",
+            ),
+            (b"---\nsource: a.toml\n---\nC:\\x\n", "not an escape"),
+        ] {
+            let err = stored(Some(contents)).unwrap_err().to_string();
+            assert!(err.contains("case@foreground.snap cannot be read"), "{err}");
+            assert!(err.contains(why), "{contents:?}: {err}");
+        }
+    }
+
+    #[test]
+    fn a_binary_header_is_refused_before_insta_opens_what_it_names() {
+        // insta would read `<file>.snap.<extension>`, and panics on an extension with a `/`.
+        for header in [
+            "snapshot_kind: binary\nextension: x/../../dev/zero",
+            "extension: txt\nsnapshot_kind: binary",
+            "\"snapshot\\x5fkind\": binary\n\"extension\": \"a\\x2fb\"",
+            "  snapshot_kind: binary\n  extension: a/b",
+        ] {
+            let file = format!("---\n{header}\n---\nbody\n");
+            let err = stored(Some(file.as_bytes())).unwrap_err().to_string();
+            assert!(
+                err.contains("binary snapshot") || err.contains("not a plain `key: value`"),
+                "{header}: {err}"
+            );
+        }
     }
 
     #[test]
@@ -342,5 +466,156 @@ mod tests {
             mask_job_ids("job subagent-3 (subagent: a)"),
             "job subagent-[job] (subagent: a)"
         );
+    }
+
+    /// A snapshot folder with `case@foreground.snap` holding `stored` (if any).
+    fn folder(stored: Option<&str>) -> (tempfile::TempDir, PathBuf) {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("case@foreground.snap");
+        if let Some(text) = stored {
+            let file = format!("{HEADER}{}\n", visible::encode(text));
+            std::fs::write(&path, file).unwrap();
+        }
+        (dir, path)
+    }
+
+    const HEADER: &str = "---\nsource: case.toml\nexpression: case (foreground)\n---\n";
+
+    fn check_with(path: &Path, actual: &str, update: Update) -> std::io::Result<Outcome> {
+        check_file(path, HEADER, actual, |_| Ok(update))
+    }
+
+    fn differs(outcome: Outcome) -> (String, Option<PathBuf>) {
+        match outcome {
+            Outcome::Differs { diff, new } => (diff, new),
+            _ => panic!("expected a difference"),
+        }
+    }
+
+    #[test]
+    fn texts_are_compared_exactly_and_the_diff_shows_what_is_invisible() {
+        let stored = "── job_output ──\nDone.\n[status: completed]\n";
+        let (_dir, path) = folder(Some(stored));
+        let same = check_with(&path, stored, Update::Nothing).unwrap();
+        assert!(matches!(same, Outcome::Matches));
+        // Line ends a subject wrote as CRLF, which insta's comparison took for LF.
+        let crlf = stored.replace('\n', "\r\n");
+        let (diff, _) = differs(check_with(&path, &crlf, Update::Nothing).unwrap());
+        assert!(
+            diff.contains("\n-Done.\n") && diff.contains("\n+Done.␍\n"),
+            "{diff}"
+        );
+        // Trailing whitespace, and a newline the last text ends with, which insta trimmed.
+        let spaces = stored.replace("Done.", "Done.  ");
+        let (diff, _) = differs(check_with(&path, &spaces, Update::Nothing).unwrap());
+        assert!(diff.contains("\n-Done.\n+Done.··\n"), "{diff}");
+        let newline = format!("{stored}\n");
+        let (diff, _) = differs(check_with(&path, &newline, Update::Nothing).unwrap());
+        assert!(diff.contains("+[status: completed]\\n\n"), "{diff}");
+    }
+
+    #[test]
+    fn an_accepted_text_reads_back_exactly() {
+        let (_dir, path) = folder(None);
+        let text = "── tool result ──\r\nA  \\ ␍ ·\t\n\u{1b}[0m\n\n";
+        let accepted = check_with(&path, text, Update::InPlace).unwrap();
+        assert!(matches!(accepted, Outcome::Accepted));
+        assert_eq!(read_stored(&path).unwrap().unwrap(), text);
+        let again = check_with(&path, text, Update::Nothing).unwrap();
+        assert!(matches!(again, Outcome::Matches));
+    }
+
+    #[test]
+    fn a_planted_pending_link_is_not_written_through() {
+        let (dir, path) = folder(Some("old\n"));
+        let target = dir.path().join("victim");
+        std::fs::write(&target, "keep me").unwrap();
+        let new_path = path.with_extension("snap.new");
+        std::os::unix::fs::symlink(&target, &new_path).unwrap();
+        let (diff, new) = differs(check_with(&path, "new\n", Update::Pending).unwrap());
+        assert_eq!(new, None);
+        let note = format!(
+            "could not write the pending snapshot {}: it is a symbolic link",
+            new_path.display()
+        );
+        assert!(diff.contains(&note), "{diff}");
+        assert_eq!(std::fs::read_to_string(&target).unwrap(), "keep me");
+        assert!(new_path.is_symlink());
+        // A match leaves someone else's link alone too.
+        assert!(matches!(
+            check_with(&path, "old\n", Update::Pending).unwrap(),
+            Outcome::Matches
+        ));
+        assert!(new_path.is_symlink());
+    }
+
+    #[test]
+    fn a_linked_snapshot_is_refused_even_when_accepting() {
+        let (dir, path) = folder(None);
+        let target = dir.path().join("victim");
+        std::fs::write(&target, format!("{HEADER}old\n")).unwrap();
+        std::os::unix::fs::symlink(&target, &path).unwrap();
+        let err = check_with(&path, "new\n", Update::InPlace)
+            .err()
+            .expect("a link is refused")
+            .to_string();
+        assert!(err.contains(&path.display().to_string()), "{err}");
+        assert!(err.contains("symbolic link"), "{err}");
+        assert_eq!(
+            std::fs::read_to_string(&target).unwrap(),
+            format!("{HEADER}old\n")
+        );
+        // Written by name, a link is refused rather than written through or replaced.
+        let why = file::write(&path, b"x").unwrap_err();
+        assert!(why.contains("symbolic link"), "{why}");
+        assert!(path.is_symlink());
+    }
+
+    #[test]
+    fn a_fifo_a_device_or_a_huge_file_is_refused_without_reading_it() {
+        // Each would hang the run or read until memory runs out if it were read; the FIFO has
+        // no writer, so a blocking open would never return (cargo test reports the hang).
+        let (dir, path) = folder(None);
+        nix::unistd::mkfifo(&path, nix::sys::stat::Mode::S_IRWXU).unwrap();
+        let err = stored_at(&path);
+        assert!(err.contains("it is a FIFO, not a regular file"), "{err}");
+
+        std::fs::remove_file(&path).unwrap();
+        std::os::unix::fs::symlink("/dev/zero", &path).unwrap();
+        let err = stored_at(&path);
+        assert!(err.contains("it is a symbolic link"), "{err}");
+
+        std::fs::remove_file(&path).unwrap();
+        std::fs::create_dir(&path).unwrap();
+        assert!(stored_at(&path).contains("it is a directory"));
+
+        let big = dir.path().join("big@foreground.snap");
+        let file = std::fs::File::create(&big).unwrap();
+        file.set_len(MAX_SNAPSHOT_BYTES + 1).unwrap();
+        let err = stored_at(&big);
+        assert!(err.contains("-byte bound of a snapshot file"), "{err}");
+        // Exactly the bound is read (and then judged as a snapshot).
+        file.set_len(MAX_SNAPSHOT_BYTES).unwrap();
+        assert!(!stored_at(&big).contains("-byte bound"));
+    }
+
+    fn stored_at(path: &Path) -> String {
+        let err = read_stored(path).expect_err("refused").to_string();
+        assert!(err.contains(&path.display().to_string()), "{err}");
+        assert!(err.contains("delete the file to re-record it"), "{err}");
+        err
+    }
+
+    #[test]
+    fn a_text_too_big_to_pin_is_still_the_subjects_difference() {
+        let (_dir, path) = folder(None);
+        let huge = "x".repeat(MAX_SNAPSHOT_BYTES as usize) + "\n";
+        match check_with(&path, &huge, Update::InPlace).unwrap() {
+            Outcome::Missing { new: None, note } => {
+                assert!(note.unwrap().contains("not written as a snapshot"));
+            }
+            _ => panic!("expected a missing snapshot, not written"),
+        }
+        assert!(!path.exists());
     }
 }

@@ -1,5 +1,5 @@
 //! End-to-end tests of what `conform` is given: broken or unwritable snapshot folders, corrupted
-//! snapshot files, nonsense flags, closed pipes, unwritable report paths, subject text carrying
+//! snapshot files, FIFOs and links where snapshots go, nonsense flags, closed pipes, unwritable report paths, subject text carrying
 //! terminal control sequences, and scenario references to names the script never declares.
 //! None of them may fool, hang or flood the harness.
 
@@ -76,7 +76,12 @@ fn a_snapshot_difference_is_reported_even_when_its_pending_file_cannot_be_writte
         )),
         "{text}"
     );
-    assert!(text.contains("Is a directory"), "{text}");
+    assert!(
+        text.contains(
+            "it is a directory, not a regular file; conform neither writes through nor replaces it"
+        ),
+        "{text}"
+    );
     assert!(!text.contains("[harness.snapshot]"), "{text}");
 }
 
@@ -131,6 +136,43 @@ fn accept_refuses_to_overwrite_a_corrupted_snapshot() {
     );
     // The other mode's snapshot was fine and is still accepted (or matched).
     assert!(!text.contains("(background) — "), "{text}");
+}
+
+#[test]
+fn a_fifo_or_a_linked_snapshot_is_a_harness_input_error_that_never_hangs() {
+    // A FIFO with no writer would block a plain open for ever; a link to /dev/zero would be
+    // read until memory runs out. Neither is read, replaced or written through.
+    let dir = snapshot_copy("acp/stop/max-turn-requests");
+    let name = |mode: &str| {
+        dir.path()
+            .join(format!("acp__stop__max-turn-requests@{mode}.snap"))
+    };
+    let (fifo, link) = (name("foreground"), name("background"));
+    std::fs::remove_file(&fifo).unwrap();
+    nix::unistd::mkfifo(&fifo, nix::sys::stat::Mode::S_IRWXU).unwrap();
+    std::fs::remove_file(&link).unwrap();
+    std::os::unix::fs::symlink("/dev/zero", &link).unwrap();
+    let out = conform()
+        .args(["run", "--accept", "--filter", "acp/stop/max-turn-requests"])
+        .args(["--snapshots", path_str(dir.path())])
+        .output()
+        .unwrap();
+    let text = stdout(&out);
+    assert_eq!(out.status.code(), Some(2), "{text}\n{}", stderr(&out));
+    for (path, why) in [(&fifo, "it is a FIFO"), (&link, "it is a symbolic link")] {
+        let named = format!("the snapshot file {} cannot be read: {why}", path.display());
+        assert!(text.contains(&named), "{text}");
+    }
+    assert!(!text.contains("[snapshot]"), "{text}");
+    assert!(!text.contains("accepted new snapshot"), "{text}");
+    use std::os::unix::fs::FileTypeExt;
+    assert!(
+        std::fs::symlink_metadata(&fifo)
+            .unwrap()
+            .file_type()
+            .is_fifo()
+    );
+    assert_eq!(std::fs::read_link(&link).unwrap(), Path::new("/dev/zero"));
 }
 
 #[test]
@@ -331,9 +373,11 @@ done
         );
     }
     assert!(!text.contains('\u{9b}'), "raw C1 CSI:\n{text}");
+    // The texts a missing snapshot would hold are shown in its visible form, as the file
+    // would hold them (controls as `\u{…}`, a carriage return as `␍`).
     assert!(
         text.contains(r"── start rejected (AcpRunFailure) ──
-    evil \x1b[31mred\x1b[0m \x1b]8;;https://example.invalid\x07click\x1b]8;;\x07 nul\x00 cr\rover \u{9b}2J"),
+    evil \u{1b}[31mred\u{1b}[0m \u{1b}]8;;https://example.invalid\u{7}click\u{1b}]8;;\u{7} nul\u{0} cr␍over \u{9b}2J"),
         "{text}"
     );
     assert!(text.contains(r"subject: evil\x1b[2J 0"), "{text}");

@@ -281,6 +281,10 @@ defects! {
         "Echo the dispatch time as the dispatch receipt's `expectedBy` instead of the one \
          `start` gave",
         catches ["delivery.dispatch-receipt"];
+    crlf_output = "crlf-output":
+        "Write a completed job's `job_output` answer with `\\r\\n` line ends (not the exact \
+         text, though it reads the same)",
+        catches ["snapshot"];
     job_output_twice = "job-output-twice":
         "Answer every `job_output` twice (the second answer comes after the run is over)",
         catches ["subject.after-end"];

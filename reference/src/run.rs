@@ -80,6 +80,11 @@ impl Host {
         {
             text = "(no new output)\n[status: failed]".into();
         }
+        if self.defects.crlf_output
+            && let Some(JobOutcome::Completed { .. }) = outcome
+        {
+            text = text.replace('\n', "\r\n");
+        }
         let answer = FromSubject::JobOutput {
             run: self.run.clone(),
             text,

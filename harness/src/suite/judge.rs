@@ -147,13 +147,15 @@ pub fn judge(s: &Arc<Scenario>, mode: Mode, obs: Observed, how: &Judging) -> Cas
         match snapshot::check(snapshots, s, mode, &actual, accept, pending) {
             Ok(Outcome::Matches) => {}
             Ok(Outcome::Accepted) => {
-                snapshot_note = Some(format!("accepted new snapshot:\n{actual}"));
+                let shown = snapshot::visible(&actual);
+                snapshot_note = Some(format!("accepted new snapshot:\n{shown}"));
             }
             Ok(Outcome::Missing { new, note }) => findings.push(Finding::new(
                 Check::Snapshot,
                 format!(
-                    "no stored snapshot{} (read them, then `cargo insta review` or `conform run --accept`):\n{actual}{}",
+                    "no stored snapshot{} (read them, then `cargo insta review` or `conform run --accept`):\n{}{}",
                     pending_note(new.as_deref()),
+                    snapshot::visible(&actual),
                     note.map(|n| format!("\n{n}")).unwrap_or_default()
                 ),
             )),
