@@ -150,6 +150,7 @@ impl Subject {
         let runs = Arc::new(Mutex::new(std::collections::HashSet::new()));
         let (hello_tx, hello_rx) = oneshot::channel();
         let (exit_tx, exited) = watch::channel(None);
+        let router_for_writer = router.clone();
         tokio::spawn(read_loop(
             stdout,
             child,
@@ -161,8 +162,24 @@ impl Subject {
             stderr_log.clone(),
             stderr_done,
         ));
+        let broken = {
+            let (router, runs, stderr) = (router_for_writer, runs.clone(), stderr_log.clone());
+            move |e: std::io::Error| {
+                // It cannot be told anything more: every run it serves ends now, as its
+                // failure, and the group goes so the pool starts a fresh one for the next.
+                let detail = format!(
+                    "the subject stopped reading its stdin (writing to it failed: {e}); stderr tail:\n{}",
+                    stderr.tail()
+                );
+                for run in runs.lock().unwrap().iter() {
+                    let detail = detail.clone();
+                    router.send(run, RunEvent::SubjectGone { detail });
+                }
+                kill_group(pgid);
+            }
+        };
         let subject = Subject {
-            writer: Mutex::new(Some(spawn_writer(stdin))),
+            writer: Mutex::new(Some(spawn_writer(stdin, broken))),
             caps: Capabilities {
                 name: String::new(),
                 version: String::new(),
@@ -248,12 +265,7 @@ impl Subject {
 
     /// SIGKILL to the subject's whole process group.
     pub fn kill(&self) {
-        if self.pgid > 0 {
-            let _ = nix::sys::signal::killpg(
-                nix::unistd::Pid::from_raw(self.pgid),
-                nix::sys::signal::Signal::SIGKILL,
-            );
-        }
+        kill_group(self.pgid);
     }
 
     /// Waits until the subject process has exited and been reaped, at most `budget`.
@@ -299,17 +311,34 @@ async fn read_by_subject(stdin: &ChildStdin) {
     }
 }
 
+fn kill_group(pgid: i32) {
+    if pgid > 0 {
+        let _ = nix::sys::signal::killpg(
+            nix::unistd::Pid::from_raw(pgid),
+            nix::sys::signal::Signal::SIGKILL,
+        );
+    }
+}
+
 /// One task owns the subject's stdin and writes queued lines in order; dropping every sender
-/// closes stdin (EOF) once the queue is written.
-fn spawn_writer(mut stdin: ChildStdin) -> mpsc::UnboundedSender<Queued> {
+/// closes stdin (EOF) once the queue is written. A write that fails (the subject closed its
+/// stdin: EPIPE) is handed to `broken` at once — nobody waits out a deadline for an answer to
+/// a message that never arrived.
+fn spawn_writer(
+    mut stdin: ChildStdin,
+    broken: impl FnOnce(std::io::Error) + Send + 'static,
+) -> mpsc::UnboundedSender<Queued> {
     let (tx, mut rx) = mpsc::unbounded_channel::<Queued>();
     tokio::spawn(async move {
         while let Some(queued) = rx.recv().await {
             match queued {
                 Queued::Line(line) => {
-                    if stdin.write_all(line.as_bytes()).await.is_err()
-                        || stdin.flush().await.is_err()
-                    {
+                    let written = match stdin.write_all(line.as_bytes()).await {
+                        Ok(()) => stdin.flush().await,
+                        Err(e) => Err(e),
+                    };
+                    if let Err(e) = written {
+                        broken(e);
                         break;
                     }
                 }

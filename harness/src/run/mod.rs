@@ -264,7 +264,14 @@ impl<'a> Run<'a> {
             &self.id,
             format!(">> {}", serde_json::to_string(msg).unwrap()),
         );
-        self.subject.send(msg);
+        if !self.subject.send(msg) {
+            // The subject's stdin is gone (it stopped reading before this run began).
+            let detail = "the subject stopped reading its stdin before this message could be sent"
+                .to_owned();
+            self.ctx
+                .router
+                .send(&self.id, RunEvent::SubjectGone { detail });
+        }
     }
 
     /// Scans the run's process tree for what registered and what did not.

@@ -594,3 +594,17 @@ fn a_call_refused_before_any_job_existed_ends_at_once_and_only_a_start_rejection
     assert!(!r.out.contains("subject.deadline"), "{}", r.out);
     assert!(!r.out.contains("subject.protocol"), "{}", r.out);
 }
+
+#[test]
+fn a_subject_that_closes_its_stdin_fails_its_runs_at_once() {
+    // It says hello, then stops reading for good while it lives on: no message can reach it,
+    // so no run waits for an answer (before, each waited out its whole deadline).
+    let s = Subject::script(&format!(
+        "read -r _\nprintf '%s\\n' '{HELLO}'\nexec 0<&-\nexec sleep 600\n"
+    ));
+    // `exec`: the shell `--subject` runs in would otherwise hold the pipe open for it.
+    let command = format!("exec {}", s.command());
+    let r = run(&["--subject", &command, "--filter", "acp/success/end-turn"]);
+    r.fails_with(&["the subject stopped reading its stdin"]);
+    assert!(!r.out.contains("subject.deadline"), "{}", r.out);
+}
