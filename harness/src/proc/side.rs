@@ -18,7 +18,7 @@ use tokio::sync::mpsc;
 use crate::proc::pids;
 use crate::proc::router::{Router, RunEvent};
 use crate::proc::run_id::RunId;
-use crate::proc::side_gate::{Admitted, Gate};
+use crate::proc::side_gate::{Admitted, Gate, Refused};
 
 /// One registered fake process.
 #[derive(Debug)]
@@ -232,7 +232,11 @@ impl Conn {
                         self.register(&fake, admitted, &tx);
                         self.router.send(&fake.run.clone(), RunEvent::Fake(fake));
                     }
-                    Err(why) => return self.forged(Some(&fake.run), &line, &why),
+                    Err(Refused::Forged(why)) => {
+                        return self.forged(Some(&fake.run), &line, &why);
+                    }
+                    // Gone, or late: no answer, and nothing to hold against anyone.
+                    Err(Refused::Moot(_)) => return,
                 },
                 (None, Err(e)) => {
                     return self.forged(None, &line, &format!("not a side-channel line ({e})"));

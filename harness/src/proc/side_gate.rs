@@ -47,6 +47,25 @@ struct Issued {
     runtime: Option<i32>,
 }
 
+/// Why a registration was not taken.
+#[derive(Debug)]
+pub enum Refused {
+    /// The writer is not who it says: the subject's doing.
+    Forged(String),
+    /// Nothing to believe or blame: the writer is gone before it could be checked, or it is a
+    /// fake of a run that is already over (a late grandchild under load).
+    Moot(String),
+}
+
+impl Refused {
+    #[cfg(test)]
+    fn why(&self) -> &str {
+        match self {
+            Refused::Forged(w) | Refused::Moot(w) => w,
+        }
+    }
+}
+
 /// A process the gate let in: its pidfd (opened before it was checked, so the checks were of
 /// this very process) and, for a run's runtime, the script it is to run.
 pub struct Admitted {
@@ -87,27 +106,31 @@ impl Gate {
         self.issued.lock().unwrap().remove(run.as_str());
     }
 
-    /// Checks a registration from the connection's kernel-reported peer; `Err` says why the
-    /// line is not believed.
-    pub fn admit(&self, peer: Option<i32>, line: &FakeLine) -> Result<Admitted, String> {
+    /// Checks a registration from the connection's kernel-reported peer.
+    pub fn admit(&self, peer: Option<i32>, line: &FakeLine) -> Result<Admitted, Refused> {
+        use Refused::{Forged, Moot};
         let FakeEvent::Register { role, .. } = &line.event else {
-            return Err("a side-channel line before any registration".into());
+            return Err(Forged("a side-channel line before any registration".into()));
         };
-        let pid = peer.ok_or("the kernel did not name the side-channel peer")?;
+        let pid =
+            peer.ok_or_else(|| Forged("the kernel did not name the side-channel peer".into()))?;
         if pid != line.pid {
-            return Err(format!(
+            return Err(Forged(format!(
                 "the line says pid {} but the kernel says its writer is pid {pid} ({})",
                 line.pid,
                 pids::command_line(pid)
-            ));
+            )));
         }
         // Opened first: if the pid is reused after, the pidfd still names the old process, and
-        // the liveness check below fails.
-        let pidfd = pids::pidfd_open(pid).map_err(|e| format!("pid {pid}: {e}"))?;
-        self.is_our_fake(pid)?;
+        // the liveness checks below fail.
+        let pidfd = pids::pidfd_open(pid).map_err(|e| Moot(format!("pid {pid}: {e}")))?;
+        let gone = || !pids::signal_zero(&pidfd);
+        if let Err(why) = self.is_our_fake(pid) {
+            return Err(if gone() { Moot(why) } else { Forged(why) });
+        }
         let script = self.claim_run(pid, *role, &line.run)?;
-        if !pids::signal_zero(&pidfd) {
-            return Err(format!("pid {pid} ended while it registered"));
+        if gone() {
+            return Err(Moot(format!("pid {pid} ended while it registered")));
         }
         Ok(Admitted { pidfd, script })
     }
@@ -132,28 +155,29 @@ impl Gate {
 
     /// The run is in flight and this process may register for it: a runtime with the command
     /// line issued, once; a grandchild once its runtime is in.
-    fn claim_run(&self, pid: i32, role: Role, run: &str) -> Result<Option<Value>, String> {
+    fn claim_run(&self, pid: i32, role: Role, run: &str) -> Result<Option<Value>, Refused> {
+        use Refused::{Forged, Moot};
         let mut issued = self.issued.lock().unwrap();
         let Some(entry) = issued.get_mut(run) else {
-            return Err(format!("no run `{run}` is in flight"));
+            return Err(Moot(format!("no run `{run}` is in flight")));
         };
         match role {
             Role::Grandchild if entry.runtime.is_some() => Ok(None),
-            Role::Grandchild => Err(format!(
+            Role::Grandchild => Err(Forged(format!(
                 "a grandchild registered for run `{run}` before its runtime"
-            )),
+            ))),
             Role::Runtime => {
                 if let Some(first) = entry.runtime {
-                    return Err(format!(
+                    return Err(Forged(format!(
                         "a second runtime (pid {pid}) registered for run `{run}` (the first was pid {first})"
-                    ));
+                    )));
                 }
                 let args = pids::arguments(pid);
                 if !issued_as(&entry.args, &args) {
-                    return Err(format!(
+                    return Err(Forged(format!(
                         "pid {pid} was started as {:?}, not as the harness issued ({:?})",
                         args, entry.args
-                    ));
+                    )));
                 }
                 entry.runtime = Some(pid);
                 Ok(entry.script.clone())
@@ -237,25 +261,28 @@ mod tests {
         let mut child = sleeper(&["30"]);
         let pid = child.id() as i32;
         let lied = gate.admit(Some(pid + 1), &register(pid, Role::Runtime, "r-gate"));
-        assert!(lied.err().unwrap().contains("the kernel says"));
+        assert!(lied.err().unwrap().why().contains("the kernel says"));
+        // A run that is over (or never was) is not held against anyone: a late grandchild.
         let unknown = gate.admit(Some(pid), &register(pid, Role::Runtime, "r-other"));
-        assert!(unknown.err().unwrap().contains("no run `r-other`"));
+        let unknown = unknown.err().unwrap();
+        assert!(matches!(unknown, Refused::Moot(_)) && unknown.why().contains("no run `r-other`"));
         let grandchild_first = gate.admit(Some(pid), &register(pid, Role::Grandchild, "r-gate"));
         assert!(
             grandchild_first
                 .err()
                 .unwrap()
+                .why()
                 .contains("before its runtime")
         );
         let first = gate.admit(Some(pid), &register(pid, Role::Runtime, "r-gate"));
         assert!(first.unwrap().script.is_some());
         let again = gate.admit(Some(pid), &register(pid, Role::Runtime, "r-gate"));
-        assert!(again.err().unwrap().contains("a second runtime"));
+        assert!(again.err().unwrap().why().contains("a second runtime"));
         let grandchild = gate.admit(Some(pid), &register(pid, Role::Grandchild, "r-gate"));
         assert!(grandchild.unwrap().script.is_none());
         gate.withdraw(&run);
         let late = gate.admit(Some(pid), &register(pid, Role::Grandchild, "r-gate"));
-        assert!(late.err().unwrap().contains("no run"));
+        assert!(late.err().unwrap().why().contains("no run"));
         child.kill().unwrap();
         child.wait().unwrap();
     }
@@ -268,7 +295,11 @@ mod tests {
         let gate = Gate::new(&which("cat"));
         gate.issue(&run, vec!["31".into()], None);
         let other_binary = gate.admit(Some(pid), &register(pid, Role::Runtime, "r-gate2"));
-        assert!(other_binary.err().unwrap().contains("not the fake"));
+        let other_binary = other_binary.err().unwrap();
+        assert!(
+            matches!(other_binary, Refused::Forged(_))
+                && other_binary.why().contains("not the fake")
+        );
         let gate = Gate::new(&which("sleep"));
         gate.issue(&run, vec!["32".into()], None);
         let rewritten = gate.admit(Some(pid), &register(pid, Role::Runtime, "r-gate2"));
@@ -276,6 +307,7 @@ mod tests {
             rewritten
                 .err()
                 .unwrap()
+                .why()
                 .contains("not as the harness issued")
         );
         child.kill().unwrap();
@@ -292,7 +324,7 @@ mod tests {
         gate.issue(&run, vec![], None);
         let outside = gate.admit(Some(parent), &register(parent, Role::Runtime, "r-gate3"));
         assert!(
-            outside.err().unwrap().contains("does not descend"),
+            outside.err().unwrap().why().contains("does not descend"),
             "a process above the harness"
         );
     }
