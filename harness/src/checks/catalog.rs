@@ -211,6 +211,9 @@ pub struct Finding {
     pub message: String,
     pub level: Level,
     pub source: std::borrow::Cow<'static, str>,
+    /// Found while the machine was starved of CPU, by a check that reads the clock: shown as
+    /// an advisory, never a failure ([`crate::proc::load`]).
+    pub load_suspect: bool,
 }
 
 impl Finding {
@@ -220,7 +223,14 @@ impl Finding {
             message: message.into(),
             level: check.level(),
             source: check.source().into(),
+            load_suspect: false,
         }
+    }
+
+    /// This finding as one the machine's load may explain.
+    pub fn load_suspect(mut self) -> Finding {
+        self.load_suspect = true;
+        self
     }
 
     pub fn blame(&self) -> Blame {

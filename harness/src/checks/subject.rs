@@ -45,8 +45,9 @@ pub fn liveness_and_protocol(mode: Mode, obs: &Observed, f: &mut Vec<Finding>) {
             f.push(Finding::new(
                 Check::DeliveryCompletion,
                 format!(
-                    "the run settled but no completion reached the parent within its deadline ({} ms): {}",
+                    "the run settled but no completion reached the parent within its deadline ({} ms{}): {}",
                     d.as_millis(),
+                    obs.deadline_note(),
                     super::delivery::timeline(obs)
                 ),
             ));
@@ -54,16 +55,18 @@ pub fn liveness_and_protocol(mode: Mode, obs: &Observed, f: &mut Vec<Finding>) {
             f.push(Finding::new(
                 Check::DeliveryJobOutput,
                 format!(
-                    "job_output was asked for and never answered within the run's deadline ({} ms)",
-                    d.as_millis()
+                    "job_output was asked for and never answered within the run's deadline ({} ms{})",
+                    d.as_millis(),
+                    obs.deadline_note()
                 ),
             ));
         } else {
             f.push(Finding::new(
                 Check::SubjectDeadline,
                 format!(
-                    "the run did not finish within {} ms; {}",
+                    "the run did not finish within {} ms{}; {}",
                     d.as_millis(),
+                    obs.deadline_note(),
                     still_awaited(mode, obs)
                 ),
             ));

@@ -8,7 +8,8 @@
 //! dispose grace the provider is configured with (the scenario's `disposeGraceMs` /
 //! `disposeEofGraceMs`, else the records' defaults of 3000 / 6000 ms), and never under
 //! [`MIN_BOUND_MS`] so a loaded CI machine is not judged. A provider that waits out a grace
-//! needlessly is late by a whole grace, twice the bound.
+//! needlessly is late by a whole grace, twice the bound. On a machine starved of CPU for most
+//! of the run the clock proves nothing: such a finding is load-suspect, an advisory.
 
 use conform_protocol::side::FakeEvent;
 use serde_json::Value;
@@ -64,13 +65,25 @@ pub fn judge(scenario: &Scenario, obs: &Observed) -> Vec<Finding> {
     .filter_map(|(check, what, at)| {
         let late = at?.checked_sub(gone)?;
         (late > bound).then(|| {
-            Finding::new(
+            let finding = Finding::new(
                 check,
                 format!(
                     "`{what}` came {late} ms after the run's last process was gone (bound {bound} ms: \
                      half the shortest dispose grace); nothing was left to wait for"
                 ),
-            )
+            );
+            if obs.load_suspect() {
+                let share = obs.cpu_stall_share.unwrap_or(0.0) * 100.0;
+                Finding {
+                    message: format!(
+                        "{} — load-suspect: the machine's CPU was stalled {share:.0}% of the run",
+                        finding.message
+                    ),
+                    ..finding.load_suspect()
+                }
+            } else {
+                finding
+            }
         })
     })
     .collect()

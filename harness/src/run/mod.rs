@@ -20,6 +20,7 @@ use conform_protocol::side::{FakeEvent, FakeLine, Role};
 use conform_protocol::subject::{Mode, ToSubject};
 use tokio::sync::{mpsc, oneshot};
 
+use crate::proc::load;
 use crate::proc::pids;
 use crate::proc::pool::SubjectPool;
 use crate::proc::router::{Router, RunEvent};
@@ -93,7 +94,13 @@ struct Run<'a> {
     drive: Drive<'a>,
     deadline: Duration,
     expected_in: Duration,
+    /// The machine's CPU starvation from the run's start (it stretches the deadline).
+    load: load::Mark,
 }
+
+/// The most a starved machine stretches a run's deadline, as a multiple of it: a subject that
+/// hangs on a loaded machine still fails, later.
+const MAX_STRETCH: u32 = 10;
 
 impl<'a> Run<'a> {
     /// The run's id and record, a subject to run it in, its cgroup and its `start`, sent.
@@ -178,6 +185,7 @@ impl<'a> Run<'a> {
             tree,
             deadline,
             expected_in,
+            load: load::Mark::now(),
         };
         run.send(&start);
         Ok(run)
@@ -187,7 +195,7 @@ impl<'a> Run<'a> {
     /// until it says the run is over.
     async fn drive(&mut self) {
         let now = tokio::time::Instant::now();
-        let (until, expected_at) = (now + self.deadline, now + self.expected_in);
+        let (mut until, expected_at) = (now + self.deadline, now + self.expected_in);
         // Another member's news can make a release due: wake on it (never, outside a group).
         let mut board = self.group.map(|g| g.board.watch());
         let mut interrupt = self.ctx.interrupt.clone();
@@ -207,6 +215,12 @@ impl<'a> Run<'a> {
                     Input::JobOutputRead
                 }
             };
+            if matches!(input, Input::Deadline)
+                && let Some(later) = self.put_off(now)
+            {
+                until = later;
+                continue;
+            }
             for step in self.drive.on(&mut self.rec, input) {
                 match step {
                     Move::Finish => return,
@@ -218,6 +232,28 @@ impl<'a> Run<'a> {
                 }
             }
         }
+    }
+
+    /// When a deadline reached on a machine starved of CPU is put off to: the subject had only
+    /// the unstalled share of the clock, so the run waits until that share makes up the
+    /// deadline (at most [`MAX_STRETCH`] times it). `None`: the deadline stands.
+    fn put_off(&mut self, start: tokio::time::Instant) -> Option<tokio::time::Instant> {
+        let share = self.load.stall_share()?;
+        if share < load::STARVED {
+            return None;
+        }
+        let free = 1.0 - share.min(0.95);
+        let (now, cap) = (
+            tokio::time::Instant::now(),
+            start + self.deadline * MAX_STRETCH,
+        );
+        let fair = now.duration_since(start).mul_f64(free);
+        if now >= cap || fair >= self.deadline {
+            return None;
+        }
+        let later = (now + (self.deadline - fair).div_f64(free)).min(cap);
+        self.rec.obs_mut().deadline_put_off = later.duration_since(start) - self.deadline;
+        Some(later)
     }
 
     /// Carries out one of the drive's moves.
@@ -352,6 +388,7 @@ impl<'a> Run<'a> {
         }
         let started = self.rec.started();
         let mut obs = self.rec.into_observed();
+        obs.cpu_stall_share = self.load.stall_share();
         if obs.timed_out.is_some() || obs.subject_gone.is_some() || !obs.subject_invalid.is_empty()
         {
             obs.stderr_tail = self.subject.stderr_of(&self.id, started);

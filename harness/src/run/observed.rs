@@ -66,6 +66,11 @@ pub struct Observed {
     pub fake_at_ms: Vec<u64>,
     pub cancel_sent: bool,
     pub timed_out: Option<Duration>,
+    /// How far the deadline was put off because the machine was starved of CPU.
+    pub deadline_put_off: Duration,
+    /// The share of the run's time something on the machine waited for a CPU
+    /// ([`crate::proc::load`]); at or over [`crate::proc::load::STARVED`], timing is suspect.
+    pub cpu_stall_share: Option<f64>,
     /// The suite was interrupted by this signal while the run was in flight.
     pub interrupted: Option<i32>,
     /// Processes of this run still alive when they should have been gone (then killed).
@@ -299,6 +304,25 @@ impl Recorder {
 }
 
 impl Observed {
+    /// Whether the machine was starved of CPU for most of the run: its timing judges the
+    /// machine as much as the subject.
+    pub fn load_suspect(&self) -> bool {
+        self.cpu_stall_share
+            .is_some_and(|s| s >= crate::proc::load::STARVED)
+    }
+
+    /// How the run's deadline stood, for a finding that it passed.
+    pub fn deadline_note(&self) -> String {
+        if self.deadline_put_off.is_zero() {
+            return String::new();
+        }
+        format!(
+            " (put off {} ms more: the machine's CPU was stalled {:.0}% of the run)",
+            self.deadline_put_off.as_millis(),
+            self.cpu_stall_share.unwrap_or(0.0) * 100.0
+        )
+    }
+
     fn record_subject(&mut self, msg: FromSubject) {
         match msg {
             FromSubject::Hello { .. } => {}

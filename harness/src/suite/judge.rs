@@ -258,11 +258,29 @@ pub fn admitted(findings: Vec<Finding>, strictness: Strictness) -> (Vec<Finding>
         Strictness::Protocol => level <= Level::Protocol,
         Strictness::Records => level <= Level::Record,
     };
-    findings.into_iter().partition(|f| admits(f.level))
+    findings
+        .into_iter()
+        .partition(|f| admits(f.level) && !f.load_suspect)
 }
 
 fn pending_note(new: Option<&std::path::Path>) -> String {
     new.map_or_else(String::new, |p| {
         format!(" (this run's texts are in {})", p.display())
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_load_suspect_finding_is_an_advisory_at_every_strictness() {
+        let late = || Finding::new(Check::TimingResult, "late");
+        for strictness in [Strictness::All, Strictness::Protocol, Strictness::Records] {
+            let (failing, advisories) = admitted(vec![late().load_suspect()], strictness);
+            assert!(failing.is_empty() && advisories.len() == 1, "{strictness:?}");
+        }
+        let (failing, _) = admitted(vec![late()], Strictness::All);
+        assert_eq!(failing.len(), 1, "the same finding on an idle machine fails");
+    }
 }
