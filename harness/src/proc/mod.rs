@@ -3,6 +3,7 @@
 
 pub mod cgroup;
 pub mod interrupt;
+pub mod keeper;
 pub mod peers;
 pub mod pids;
 pub mod pool;

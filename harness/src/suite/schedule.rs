@@ -96,6 +96,7 @@ async fn shared(opts: &Options) -> Result<(tempfile::TempDir, Arc<Ctx>, CgroupMo
     let transcripts = Arc::new(Transcripts::default());
     let pool = SubjectPool::new(
         argv,
+        exe.clone(),
         router.clone(),
         transcripts.clone(),
         settings.hello_timeout,

@@ -1,0 +1,172 @@
+//! A harness killed with SIGKILL cleans up nothing itself: what it started must still die with
+//! it (its subject's keeper ends the tree).
+//!
+//! The subject here ignores stdin EOF — the harness's death closes its stdin, and it runs on —
+//! and its runtimes are the fakes, which the subject started: nothing of them may outlive the
+//! harness.
+
+use std::io::{BufRead, BufReader};
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+mod common;
+use common::workspace;
+
+/// The harness under test: this build, or another one named by `CONFORM_UNDER_TEST` (how the
+/// test was shown to fail before the keeper).
+fn conform_bin() -> PathBuf {
+    std::env::var_os("CONFORM_UNDER_TEST")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| assert_cmd::cargo::cargo_bin("conform"))
+}
+
+/// The reference as a subject that ignores EOF on stdin (a `sleep` keeps the reference's
+/// stdin open after the harness's is closed), and that writes one line to the FIFO `ready`
+/// once a run has been dispatched — a run is then in flight with its runtime started.
+fn subject_script(dir: &Path) -> String {
+    let script = format!(
+        r#"cd '{dir}'
+{{ cat; exec sleep 3600; }} | '{conform}' reference | {{
+  told=
+  while IFS= read -r line; do
+    printf '%s\n' "$line"
+    case "$line" in *'"type":"dispatched"'*)
+      if [ -z "$told" ]; then told=1; echo in-flight > ready; fi;;
+    esac
+  done
+}}
+"#,
+        dir = dir.display(),
+        conform = conform_bin().display(),
+    );
+    std::fs::write(dir.join("subject.sh"), script).unwrap();
+    format!("sh {}", dir.join("subject.sh").display())
+}
+
+/// `(pid, start time, state)` from `/proc/<pid>/stat`.
+fn stat(pid: i32) -> Option<(i32, u64, char)> {
+    let text = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    let rest = &text[text.rfind(')')? + 2..];
+    let f: Vec<&str> = rest.split_whitespace().collect();
+    Some((f[1].parse().ok()?, f[19].parse().ok()?, f[0].chars().next()?))
+}
+
+/// Every process below `root`: pid and start time.
+fn descendants(root: i32) -> Vec<(i32, u64)> {
+    let all: Vec<(i32, i32, u64)> = std::fs::read_dir("/proc")
+        .unwrap()
+        .flatten()
+        .filter_map(|e| e.file_name().to_str()?.parse::<i32>().ok())
+        .filter_map(|pid| stat(pid).map(|(ppid, start, _)| (pid, ppid, start)))
+        .collect();
+    let mut out = vec![];
+    let mut frontier = vec![root];
+    while let Some(parent) = frontier.pop() {
+        for &(pid, ppid, start) in &all {
+            if ppid == parent {
+                out.push((pid, start));
+                frontier.push(pid);
+            }
+        }
+    }
+    out
+}
+
+/// Still running (a zombie has exited)?
+fn running(pid: i32, start: u64) -> bool {
+    stat(pid).is_some_and(|(_, s, state)| s == start && state != 'Z')
+}
+
+/// Processes anywhere whose environment carries a run's mark (`CONFORM_RUN=<side socket> …`)
+/// from a suite whose scratch folder is under `tmp`.
+fn marked_under(tmp: &Path) -> Vec<i32> {
+    let want = format!("CONFORM_RUN={}", tmp.display());
+    std::fs::read_dir("/proc")
+        .unwrap()
+        .flatten()
+        .filter_map(|e| e.file_name().to_str()?.parse::<i32>().ok())
+        .filter(|pid| stat(*pid).is_some_and(|(_, _, state)| state != 'Z'))
+        .filter(|pid| {
+            std::fs::read(format!("/proc/{pid}/environ")).is_ok_and(|env| {
+                env.split(|&b| b == 0)
+                    .any(|kv| kv.starts_with(want.as_bytes()))
+            })
+        })
+        .collect()
+}
+
+#[test]
+fn nothing_of_a_harness_killed_with_sigkill_outlives_it() {
+    let tmp = tempfile::tempdir().unwrap();
+    let subject_dir = tempfile::tempdir().unwrap();
+    let subject = subject_script(subject_dir.path());
+    let ready = subject_dir.path().join("ready");
+    nix::unistd::mkfifo(&ready, nix::sys::stat::Mode::from_bits_truncate(0o600)).unwrap();
+
+    let mut harness = Command::new(conform_bin())
+        .current_dir(workspace())
+        .env("TMPDIR", tmp.path())
+        .env("INSTA_UPDATE", "no")
+        .args(["run", "--filter", "acp/", "-j", "4", "--subject", &subject])
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let pid = harness.id() as i32;
+
+    // Blocks until the subject writes its line: a run is in flight.
+    let mut line = String::new();
+    BufReader::new(std::fs::File::open(&ready).unwrap())
+        .read_line(&mut line)
+        .unwrap();
+    assert_eq!(line.trim(), "in-flight");
+    let tree = descendants(pid);
+    assert!(
+        tree.len() >= 3,
+        "the subject and a runtime run below the harness: {tree:?}"
+    );
+    assert!(!marked_under(tmp.path()).is_empty(), "a runtime carries its run's mark");
+
+    harness.kill().unwrap(); // SIGKILL
+    harness.wait().unwrap();
+
+    // A bound, not a timing claim: the keeper ends the tree as soon as the harness is gone.
+    let deadline = Instant::now() + Duration::from_secs(2);
+    let left = || {
+        let mut left: Vec<i32> = tree
+            .iter()
+            .filter(|(p, s)| running(*p, *s))
+            .map(|(p, _)| *p)
+            .collect();
+        left.extend(marked_under(tmp.path()));
+        left
+    };
+    while !left().is_empty() && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let left: Vec<String> = left()
+        .iter()
+        .collect::<std::collections::BTreeSet<_>>()
+        .iter()
+        .map(|p| {
+            let cmd = std::fs::read(format!("/proc/{p}/cmdline")).unwrap_or_default();
+            format!("{p}: {}", String::from_utf8_lossy(&cmd).replace('\0', " "))
+        })
+        .collect();
+    // Whatever the outcome, nothing of this test may run on.
+    for (p, s) in &tree {
+        if running(*p, *s) {
+            let _ = nix::sys::signal::kill(
+                nix::unistd::Pid::from_raw(*p),
+                nix::sys::signal::Signal::SIGKILL,
+            );
+        }
+    }
+    assert!(
+        left.is_empty(),
+        "still running 2 s after the harness was killed:\n{}",
+        left.join("\n")
+    );
+}
