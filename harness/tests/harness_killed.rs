@@ -1,5 +1,6 @@
 //! A harness killed with SIGKILL cleans up nothing itself: what it started must still die with
-//! it (its subject's keeper ends the tree).
+//! it (its subject's keeper ends the tree), and it must leave no report file (reports are
+//! written by rename).
 //!
 //! The subject here ignores stdin EOF — the harness's death closes its stdin, and it runs on —
 //! and its runtimes are the fakes, which the subject started: nothing of them may outlive the
@@ -103,12 +104,15 @@ fn nothing_of_a_harness_killed_with_sigkill_outlives_it() {
     let subject = subject_script(subject_dir.path());
     let ready = subject_dir.path().join("ready");
     nix::unistd::mkfifo(&ready, nix::sys::stat::Mode::from_bits_truncate(0o600)).unwrap();
+    let report = tmp.path().join("report.json");
 
     let mut harness = Command::new(conform_bin())
         .current_dir(workspace())
         .env("TMPDIR", tmp.path())
         .env("INSTA_UPDATE", "no")
         .args(["run", "--filter", "acp/", "-j", "4", "--subject", &subject])
+        .arg("--json")
+        .arg(&report)
         .stdin(Stdio::null())
         .stdout(Stdio::null())
         .stderr(Stdio::null())
@@ -122,12 +126,21 @@ fn nothing_of_a_harness_killed_with_sigkill_outlives_it() {
         .read_line(&mut line)
         .unwrap();
     assert_eq!(line.trim(), "in-flight");
-    let tree = descendants(pid);
+    // The runtime of that run may be done already; runs go on starting (-j 4), so one is
+    // seen soon — bounded, so a broken setup fails rather than hangs.
+    let seen = Instant::now() + Duration::from_secs(10);
+    let (marked, tree) = loop {
+        let marked = marked_under(tmp.path());
+        let tree = descendants(pid);
+        if !marked.is_empty() || Instant::now() > seen {
+            break (marked, tree);
+        }
+        std::thread::sleep(Duration::from_millis(5));
+    };
     assert!(
-        tree.len() >= 3,
+        !marked.is_empty() && tree.len() >= 3,
         "the subject and a runtime run below the harness: {tree:?}"
     );
-    assert!(!marked_under(tmp.path()).is_empty(), "a runtime carries its run's mark");
 
     harness.kill().unwrap(); // SIGKILL
     harness.wait().unwrap();
@@ -168,5 +181,11 @@ fn nothing_of_a_harness_killed_with_sigkill_outlives_it() {
         left.is_empty(),
         "still running 2 s after the harness was killed:\n{}",
         left.join("\n")
+    );
+
+    // No report file: it is written whole by rename, or not at all.
+    assert!(
+        !report.exists(),
+        "a report file was left by a harness that never wrote one"
     );
 }
