@@ -1,6 +1,6 @@
 //! A harness killed with SIGKILL cleans up nothing itself: what it started must still die with
-//! it (its subject's keeper ends the tree), and it must leave no report file (reports are
-//! written by rename).
+//! it (its subject's keeper ends the tree), and what it left on disk must be removed by the
+//! next harness (its scratch folder) or never be left (report files, written by rename).
 //!
 //! The subject here ignores stdin EOF — the harness's death closes its stdin, and it runs on —
 //! and its runtimes are the fakes, which the subject started: nothing of them may outlive the
@@ -97,6 +97,16 @@ fn marked_under(tmp: &Path) -> Vec<i32> {
         .collect()
 }
 
+/// The scratch folders in `tmp`.
+fn scratch_folders(tmp: &Path) -> Vec<PathBuf> {
+    std::fs::read_dir(tmp)
+        .unwrap()
+        .flatten()
+        .filter(|e| e.file_name().to_string_lossy().starts_with("conform-"))
+        .map(|e| e.path())
+        .collect()
+}
+
 #[test]
 fn nothing_of_a_harness_killed_with_sigkill_outlives_it() {
     let tmp = tempfile::tempdir().unwrap();
@@ -188,4 +198,27 @@ fn nothing_of_a_harness_killed_with_sigkill_outlives_it() {
         !report.exists(),
         "a report file was left by a harness that never wrote one"
     );
+
+    // The dead harness's scratch folder is there until the next harness starts.
+    let stale = scratch_folders(tmp.path());
+    assert_eq!(stale.len(), 1, "{stale:?}");
+    let next = Command::new(conform_bin())
+        .current_dir(workspace())
+        .env("TMPDIR", tmp.path())
+        .env("INSTA_UPDATE", "no")
+        .args(["run", "--filter", "acp/settle/launcher-chain"])
+        .output()
+        .unwrap();
+    assert_eq!(
+        next.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&next.stdout)
+    );
+    assert!(
+        !stale[0].exists(),
+        "the next harness left the dead one's folder {}",
+        stale[0].display()
+    );
+    assert!(scratch_folders(tmp.path()).is_empty());
 }

@@ -9,6 +9,7 @@ pub mod pids;
 pub mod pool;
 pub mod router;
 pub mod run_id;
+pub mod scratch;
 pub mod settle;
 pub mod side;
 pub mod stderr_log;
