@@ -3,6 +3,7 @@
 
 use std::fs::File;
 use std::io::Write;
+use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 
 use crate::cmd::Error;
@@ -99,9 +100,13 @@ fn temporary_beside(path: &Path) -> std::io::Result<tempfile::NamedTempFile> {
         _ => Path::new("."),
     };
     let name = path.file_name().unwrap_or_default().to_string_lossy();
+    // A report replacing a file keeps its mode; a new one gets what a plain create would
+    // (0666 less the umask, which the kernel applies), not a temporary file's 0600.
+    let mode = std::fs::metadata(path).map_or(0o666, |m| m.permissions().mode() & 0o7777);
     tempfile::Builder::new()
         .prefix(&format!(".{name}."))
         .suffix(".partial")
+        .permissions(std::fs::Permissions::from_mode(mode))
         .tempfile_in(dir)
 }
 
@@ -139,6 +144,22 @@ mod tests {
         assert_eq!(std::fs::read_to_string(&path).unwrap(), "old");
         file.write(b"new").unwrap();
         assert_eq!(std::fs::read_to_string(&path).unwrap(), "new");
+    }
+
+    #[test]
+    fn a_report_gets_the_mode_a_plain_create_would() {
+        use std::os::unix::fs::PermissionsExt;
+        let dir = tempfile::tempdir().unwrap();
+        let plain = dir.path().join("plain");
+        File::create(&plain).unwrap();
+        let path = dir.path().join("report.json");
+        ReportFile::open(&path).unwrap().write(b"{}").unwrap();
+        let mode = |p: &Path| std::fs::metadata(p).unwrap().permissions().mode() & 0o777;
+        assert_eq!(mode(&path), mode(&plain));
+        // A report replacing a file keeps that file's mode.
+        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o640)).unwrap();
+        ReportFile::open(&path).unwrap().write(b"{}").unwrap();
+        assert_eq!(mode(&path), 0o640);
     }
 
     #[test]
