@@ -1,5 +1,6 @@
-//! Bounded scenarios: a huge scenario file is refused before it is parsed (listing it costs
-//! little memory).
+//! Bounded scenarios and bounded reports: a huge scenario file is refused before it is parsed
+//! (listing it costs little memory), and a failing run's entry in the text and JSON reports is
+//! cut, visibly, however much the run produced.
 
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
@@ -78,4 +79,42 @@ fn listing_a_huge_scenario_is_refused_cheaply_naming_the_file() {
         "{err}"
     );
     assert!(peak_mib < 100, "listing took {peak_mib} MiB");
+}
+
+#[test]
+fn a_failing_run_with_a_megabyte_of_output_gets_a_bounded_report_entry() {
+    // Ten chunks of 100 KB each from one prelude: a 1 MB output, within the scenario bounds.
+    let chunk = format!("[[steps]]\nchunk = \"{}\"\n", "x".repeat(100_000));
+    let includes = "\n[[fake.steps]]\ninclude = \"big-chunk\"\n".repeat(10);
+    let text = format!(
+        "title = \"much output\"\nprovider = \"acp\"\nmodes = [\"foreground\"]\n\n[[fake.steps]]\ninclude = \"acp-prompt\"\n{includes}\n[[fake.steps]]\nstop = \"end_turn\"\n\n[expect]\nstop_reason = \"completed\"\noutput = \"not this\"\n"
+    );
+    let dir = catalog(&[
+        ("preludes/big-chunk.toml", chunk),
+        ("acp/x/much-output.toml", text),
+    ]);
+    let root = dir.path().to_str().unwrap();
+    let json = dir.path().join("report.json");
+    let (code, out, err, _) = conform(
+        &[
+            "run",
+            "--scenarios",
+            root,
+            "--snapshots",
+            root,
+            "--json",
+            json.to_str().unwrap(),
+        ],
+        dir.path(),
+    );
+    assert_eq!(code, Some(1), "{err}");
+    assert!(out.contains("[expect.output]"), "{}", &out[..out.len().min(4000)]);
+    assert!(out.contains(" bytes cut …"), "no cut marker in the text report");
+    assert!(
+        out.len() < 512 * 1024,
+        "the text report is {} bytes for one run",
+        out.len()
+    );
+    let json_len = std::fs::metadata(&json).unwrap().len();
+    assert!(json_len < 1024 * 1024, "the JSON report is {json_len} bytes");
 }
