@@ -108,13 +108,23 @@ fn a_failing_run_with_a_megabyte_of_output_gets_a_bounded_report_entry() {
         dir.path(),
     );
     assert_eq!(code, Some(1), "{err}");
-    assert!(out.contains("[expect.output]"), "{}", &out[..out.len().min(4000)]);
-    assert!(out.contains(" bytes cut …"), "no cut marker in the text report");
+    assert!(
+        out.contains("[expect.output]"),
+        "{}",
+        &out[..out.len().min(4000)]
+    );
+    assert!(
+        out.contains(" bytes cut …"),
+        "no cut marker in the text report"
+    );
     assert!(
         out.len() < 512 * 1024,
         "the text report is {} bytes for one run",
         out.len()
     );
     let json_len = std::fs::metadata(&json).unwrap().len();
-    assert!(json_len < 1024 * 1024, "the JSON report is {json_len} bytes");
+    assert!(
+        json_len < 1024 * 1024,
+        "the JSON report is {json_len} bytes"
+    );
 }

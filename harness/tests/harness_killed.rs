@@ -50,7 +50,11 @@ fn stat(pid: i32) -> Option<(i32, u64, char)> {
     let text = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
     let rest = &text[text.rfind(')')? + 2..];
     let f: Vec<&str> = rest.split_whitespace().collect();
-    Some((f[1].parse().ok()?, f[19].parse().ok()?, f[0].chars().next()?))
+    Some((
+        f[1].parse().ok()?,
+        f[19].parse().ok()?,
+        f[0].chars().next()?,
+    ))
 }
 
 /// Every process below `root`: pid and start time.

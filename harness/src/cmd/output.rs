@@ -86,7 +86,9 @@ impl ReportFile {
 /// Where a report at `path` really goes: through a symlink to its target (a rename would
 /// replace the link itself).
 fn real_path(path: &Path) -> PathBuf {
-    let link = path.symlink_metadata().is_ok_and(|m| m.file_type().is_symlink());
+    let link = path
+        .symlink_metadata()
+        .is_ok_and(|m| m.file_type().is_symlink());
     match link.then(|| std::fs::canonicalize(path)) {
         Some(Ok(target)) => target,
         _ => path.to_owned(),
@@ -128,7 +130,10 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("report.json");
         let file = ReportFile::open(&path).unwrap();
-        assert!(!path.exists(), "nothing at the path before the report is written");
+        assert!(
+            !path.exists(),
+            "nothing at the path before the report is written"
+        );
         file.write(b"{}").unwrap();
         assert_eq!(std::fs::read(&path).unwrap(), b"{}");
         let names: Vec<_> = std::fs::read_dir(dir.path()).unwrap().flatten().collect();

@@ -114,7 +114,9 @@ mod tests {
     fn a_dead_owners_folder_still_locked_stays() {
         // Another pid namespace's harness: its pid says nothing here, its lock does.
         let tmp = tempfile::tempdir().unwrap();
-        let dir = tmp.path().join(format!("{PREFIX}{}.1-elsewhere", std::process::id()));
+        let dir = tmp
+            .path()
+            .join(format!("{PREFIX}{}.1-elsewhere", std::process::id()));
         std::fs::create_dir(&dir).unwrap();
         let _held = Flock::lock(File::open(&dir).unwrap(), FlockArg::LockExclusive).unwrap();
         assert!(remove_stale(tmp.path()).is_empty());

@@ -49,7 +49,10 @@ pub fn cut_lines(lines: &[String], max_lines: usize, max_bytes: usize) -> Vec<St
     let tail_from = lines.len().saturating_sub(keep_tail).max(keep_head);
     let cut_lines = &lines[keep_head.min(lines.len())..tail_from];
     let kept: usize = out.iter().map(String::len).sum::<usize>()
-        + lines[tail_from..].iter().map(|l| shown(l).len()).sum::<usize>();
+        + lines[tail_from..]
+            .iter()
+            .map(|l| shown(l).len())
+            .sum::<usize>();
     out.push(format!(
         "… {} line(s), {} bytes cut …",
         cut_lines.len(),
@@ -91,7 +94,9 @@ mod tests {
 
     #[test]
     fn many_lines_keep_their_ends_within_the_bounds() {
-        let lines: Vec<String> = (0..10_000).map(|i| format!("line {i} {}", "x".repeat(500))).collect();
+        let lines: Vec<String> = (0..10_000)
+            .map(|i| format!("line {i} {}", "x".repeat(500)))
+            .collect();
         let shown = cut_lines(&lines, 40, 8 * 1024);
         assert_eq!(shown.len(), 41);
         assert!(shown[0].starts_with("line 0 "));

@@ -200,13 +200,13 @@ fn expand(
         let prelude_path = root.join(PRELUDE_DIR).join(format!("{name}.toml"));
         let prelude_text = crate::input::read_bounded(&prelude_path, MAX_FILE_BYTES, "a prelude")
             .map_err(|e| {
-                invalid(
-                    path,
-                    text,
-                    Some(step.span()),
-                    format!("prelude `{name}`: {e}"),
-                )
-            })?;
+            invalid(
+                path,
+                text,
+                Some(step.span()),
+                format!("prelude `{name}`: {e}"),
+            )
+        })?;
         let prelude: PreludeFile = toml::from_str(&prelude_text).map_err(|e| {
             invalid(
                 &prelude_path,

@@ -185,7 +185,9 @@ fn a_missing_prelude_is_rejected_at_the_include() {
 #[test]
 fn a_scenario_file_over_the_size_bound_is_refused_unparsed_naming_it() {
     let padding = "# padding\n".repeat(load::MAX_FILE_BYTES as usize / 10 + 1);
-    let err = load_text(&format!("{OK}{padding}")).unwrap_err().to_string();
+    let err = load_text(&format!("{OK}{padding}"))
+        .unwrap_err()
+        .to_string();
     assert!(
         err.contains("case.toml: ")
             && err.contains(&format!(
@@ -213,7 +215,9 @@ fn includes_that_expand_past_the_step_bound_are_refused_at_the_include() {
     let includes = "[[fake.steps]]\ninclude = \"many\"\n".repeat(4);
     std::fs::write(
         &path,
-        format!("title = \"t\"\nprovider = \"acp\"\n{includes}[expect]\nstop_reason = \"completed\"\n"),
+        format!(
+            "title = \"t\"\nprovider = \"acp\"\n{includes}[expect]\nstop_reason = \"completed\"\n"
+        ),
     )
     .unwrap();
     let err = load(root, &path).unwrap_err().to_string();
@@ -243,7 +247,9 @@ fn a_script_over_the_byte_bound_is_refused_at_its_step() {
     let includes = "[[fake.steps]]\ninclude = \"big\"\n".repeat(16);
     std::fs::write(
         &path,
-        format!("title = \"t\"\nprovider = \"acp\"\n{includes}[expect]\nstop_reason = \"completed\"\n"),
+        format!(
+            "title = \"t\"\nprovider = \"acp\"\n{includes}[expect]\nstop_reason = \"completed\"\n"
+        ),
     )
     .unwrap();
     let err = load(root, &path).unwrap_err().to_string();
