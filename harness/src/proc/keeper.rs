@@ -73,8 +73,11 @@ pub fn keep(harness: i32, command: &[String]) -> i32 {
     release_stdio();
     std::thread::spawn(move || {
         // Nothing to do until the harness is gone; a pidfd is readable once it has exited.
-        while !exited(&watch, None) {}
-        end_tree_and_exit(HARNESS_GONE);
+        // A pidfd that cannot be polled (never seen) ends the watch, not the subject: ending
+        // a live harness's subject would be the worse mistake.
+        if wait_exited(&watch) {
+            end_tree_and_exit(HARNESS_GONE);
+        }
     });
     reap_until_subject_exits(subject, harness)
 }
@@ -180,18 +183,29 @@ fn end_tree_and_exit(code: i32) -> ! {
         }
         live.iter().for_each(pids::kill);
         for fd in &live {
-            exited(fd, Some(Duration::from_secs(1)));
+            exited_within(fd, Duration::from_secs(1));
         }
     }
     std::process::exit(code)
 }
 
-/// Waits until the process behind `pidfd` has exited, at most `budget` (`None`: no bound).
-fn exited(pidfd: &OwnedFd, budget: Option<Duration>) -> bool {
+/// Waits, without bound, until the process behind `pidfd` has exited; false if it cannot.
+fn wait_exited(pidfd: &OwnedFd) -> bool {
     use nix::poll::{PollFd, PollFlags, PollTimeout, poll};
-    let timeout = budget.map_or(PollTimeout::NONE, |b| {
-        PollTimeout::from(u16::try_from(b.as_millis()).unwrap_or(u16::MAX))
-    });
+    loop {
+        let mut fds = [PollFd::new(pidfd.as_fd(), PollFlags::POLLIN)];
+        match poll(&mut fds, PollTimeout::NONE) {
+            Ok(n) if n > 0 => return true,
+            Ok(_) | Err(nix::errno::Errno::EINTR) => {}
+            Err(_) => return false,
+        }
+    }
+}
+
+/// Waits until the process behind `pidfd` has exited, at most `budget`.
+fn exited_within(pidfd: &OwnedFd, budget: Duration) {
+    use nix::poll::{PollFd, PollFlags, PollTimeout, poll};
     let mut fds = [PollFd::new(pidfd.as_fd(), PollFlags::POLLIN)];
-    matches!(poll(&mut fds, timeout), Ok(n) if n > 0)
+    let timeout = PollTimeout::from(u16::try_from(budget.as_millis()).unwrap_or(u16::MAX));
+    let _ = poll(&mut fds, timeout);
 }
