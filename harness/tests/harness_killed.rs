@@ -111,8 +111,17 @@ fn scratch_folders(tmp: &Path) -> Vec<PathBuf> {
         .collect()
 }
 
-#[test]
-fn nothing_of_a_harness_killed_with_sigkill_outlives_it() {
+/// A harness killed mid-suite: its temp folder, pid and start time.
+struct Killed {
+    tmp: tempfile::TempDir,
+    pid: i32,
+    start: u64,
+}
+
+/// Starts `conform run <extra>` on `acp/` against the EOF-ignoring subject, kills it with
+/// SIGKILL once runs are in flight, and asserts nothing of it runs 2 s later and no report
+/// file was left.
+fn kill_mid_suite(extra: &[&str]) -> Killed {
     let tmp = tempfile::tempdir().unwrap();
     let subject_dir = tempfile::tempdir().unwrap();
     let subject = subject_script(subject_dir.path());
@@ -125,6 +134,7 @@ fn nothing_of_a_harness_killed_with_sigkill_outlives_it() {
         .env("TMPDIR", tmp.path())
         .env("INSTA_UPDATE", "no")
         .args(["run", "--filter", "acp/", "-j", "4", "--subject", &subject])
+        .args(extra)
         .arg("--json")
         .arg(&report)
         .stdin(Stdio::null())
@@ -133,6 +143,7 @@ fn nothing_of_a_harness_killed_with_sigkill_outlives_it() {
         .spawn()
         .unwrap();
     let pid = harness.id() as i32;
+    let start = stat(pid).unwrap().1;
 
     // Blocks until the subject writes its line: a run is in flight.
     let mut line = String::new();
@@ -202,27 +213,70 @@ fn nothing_of_a_harness_killed_with_sigkill_outlives_it() {
         !report.exists(),
         "a report file was left by a harness that never wrote one"
     );
+    Killed { tmp, pid, start }
+}
 
+/// Runs a small suite with `TMPDIR` at `tmp` and `extra` options; asserts it passes.
+fn next_run(tmp: &Path, extra: &[&str]) -> String {
+    let next = Command::new(conform_bin())
+        .current_dir(workspace())
+        .env("TMPDIR", tmp)
+        .env("INSTA_UPDATE", "no")
+        .args(["run", "--filter", "acp/settle/launcher-chain"])
+        .args(extra)
+        .output()
+        .unwrap();
+    let out = String::from_utf8_lossy(&next.stdout).into_owned();
+    assert_eq!(next.status.code(), Some(0), "{out}");
+    out
+}
+
+#[test]
+fn nothing_of_a_harness_killed_with_sigkill_outlives_it() {
+    let Killed { tmp, .. } = kill_mid_suite(&[]);
     // The dead harness's scratch folder is there until the next harness starts.
     let stale = scratch_folders(tmp.path());
     assert_eq!(stale.len(), 1, "{stale:?}");
-    let next = Command::new(conform_bin())
-        .current_dir(workspace())
-        .env("TMPDIR", tmp.path())
-        .env("INSTA_UPDATE", "no")
-        .args(["run", "--filter", "acp/settle/launcher-chain"])
-        .output()
-        .unwrap();
-    assert_eq!(
-        next.status.code(),
-        Some(0),
-        "{}",
-        String::from_utf8_lossy(&next.stdout)
-    );
+    next_run(tmp.path(), &[]);
     assert!(
         !stale[0].exists(),
         "the next harness left the dead one's folder {}",
         stale[0].display()
     );
     assert!(scratch_folders(tmp.path()).is_empty());
+}
+
+/// This process's cgroup v2 folder (a child inherits it): the unified mount joined with the
+/// `0::` path.
+fn own_cgroup() -> Option<PathBuf> {
+    let mounts = std::fs::read_to_string("/proc/self/mountinfo").ok()?;
+    let mount = mounts.lines().find_map(|l| {
+        let (before, after) = l.split_once(" - ")?;
+        (after.split_whitespace().next()? == "cgroup2").then(|| before.split_whitespace().nth(4))?
+    })?;
+    let own = std::fs::read_to_string("/proc/self/cgroup").ok()?;
+    let path = own.lines().find_map(|l| l.strip_prefix("0::"))?;
+    Some(Path::new(mount).join(path.trim_start_matches('/')))
+}
+
+#[test]
+fn a_cgroup_suite_killed_with_sigkill_leaves_no_cgroup_past_the_next_start() {
+    let probe = tempfile::tempdir().unwrap();
+    if !next_run(probe.path(), &["--cgroup"]).contains("cgroup mode: on") {
+        eprintln!("skipped: no cgroup mode on this machine");
+        return;
+    }
+    let Killed { tmp, pid, start } = kill_mid_suite(&["--cgroup"]);
+    let suite = own_cgroup().unwrap().join(format!("conform-{pid}.{start}"));
+    assert!(
+        suite.is_dir(),
+        "the killed suite's cgroup {} is there",
+        suite.display()
+    );
+    next_run(tmp.path(), &["--cgroup"]);
+    assert!(
+        !suite.exists(),
+        "the next harness left the dead one's cgroup {}",
+        suite.display()
+    );
 }

@@ -1,5 +1,6 @@
 //! The suite's scratch folder (side socket, runs' files), and what a harness that died left of
-//! its own: a harness killed with SIGKILL cannot remove its folder, so the next one does.
+//! its own: a harness killed with SIGKILL cannot remove its folder, so the next one does (the
+//! same naming serves the suite's cgroup, [`crate::proc::cgroup`]).
 //!
 //! A folder is named `conform-<pid>.<start time>-<random>` after the harness that made it, and
 //! that harness holds an exclusive `flock` on it for as long as it lives (the kernel drops the
@@ -32,8 +33,7 @@ impl Scratch {
         let dir = tempfile::Builder::new()
             .prefix(&format!("{PREFIX}{}-", owner_tag()))
             .tempdir_in(&tmp)?;
-        let lock = Flock::lock(File::open(dir.path())?, FlockArg::LockExclusiveNonblock)
-            .map_err(|(_, errno)| std::io::Error::from(errno))?;
+        let lock = lock(dir.path())?;
         Ok(Scratch { dir, _lock: lock })
     }
 
@@ -42,23 +42,37 @@ impl Scratch {
     }
 }
 
-/// `<pid>.<start time>` of this process.
-fn owner_tag() -> String {
+/// An exclusive lock on `dir`, held while the returned value lives (and no longer than this
+/// process: the kernel drops it however the process dies).
+pub fn lock(dir: &Path) -> std::io::Result<Flock<File>> {
+    Flock::lock(File::open(dir)?, FlockArg::LockExclusiveNonblock)
+        .map_err(|(_, errno)| std::io::Error::from(errno))
+}
+
+/// `<pid>.<start time>` of this process: what a folder it owns is named after.
+pub fn owner_tag() -> String {
     let me = std::process::id() as i32;
     let start = pids::stat(me).map_or(0, |s| s.start_time);
     format!("{me}.{start}")
 }
 
-/// The owner a folder's name records: `conform-<pid>.<start>-…`.
+/// The owner a folder's name records: `conform-<pid>.<start>`, maybe followed by `-…`.
 fn owner_of(name: &str) -> Option<(i32, u64)> {
-    let (tag, _) = name.strip_prefix(PREFIX)?.split_once('-')?;
+    let rest = name.strip_prefix(PREFIX)?;
+    let tag = rest.split_once('-').map_or(rest, |(tag, _)| tag);
     let (pid, start) = tag.split_once('.')?;
     Some((pid.parse().ok()?, start.parse().ok()?))
 }
 
 /// Removes every folder in `tmp` whose owning harness is gone; returns them.
 pub fn remove_stale(tmp: &Path) -> Vec<PathBuf> {
-    let Ok(entries) = std::fs::read_dir(tmp) else {
+    remove_stale_in(tmp, |dir| std::fs::remove_dir_all(dir).is_ok())
+}
+
+/// Calls `remove` on every folder in `parent` named after a harness that is gone (holding the
+/// folder's lock meanwhile); returns those it removed.
+pub fn remove_stale_in(parent: &Path, remove: impl Fn(&Path) -> bool) -> Vec<PathBuf> {
+    let Ok(entries) = std::fs::read_dir(parent) else {
         return vec![];
     };
     entries
@@ -69,19 +83,8 @@ pub fn remove_stale(tmp: &Path) -> Vec<PathBuf> {
                 .is_some_and(|(pid, start)| !pids::alive(pid, start))
         })
         .map(|e| e.path())
-        .filter(|dir| remove_if_unlocked(dir))
+        .filter(|dir| lock(dir).is_ok_and(|_held| remove(dir)))
         .collect()
-}
-
-/// Removes `dir` if no live process holds its lock (holding it while the folder goes).
-fn remove_if_unlocked(dir: &Path) -> bool {
-    let Ok(file) = File::open(dir) else {
-        return false;
-    };
-    let Ok(_lock) = Flock::lock(file, FlockArg::LockExclusiveNonblock) else {
-        return false;
-    };
-    std::fs::remove_dir_all(dir).is_ok()
 }
 
 #[cfg(test)]
@@ -102,12 +105,17 @@ mod tests {
         let me = std::process::id();
         let dead = tmp.path().join(format!("{PREFIX}{me}.1-dead"));
         std::fs::create_dir_all(dead.join("runs")).unwrap();
+        // A dead owner's folder without a random part (as a suite cgroup is named).
+        let bare = tmp.path().join(format!("{PREFIX}{me}.2"));
+        std::fs::create_dir(&bare).unwrap();
         // Not a harness's folder at all.
         let other = tmp.path().join(format!("{PREFIX}notes"));
         std::fs::create_dir(&other).unwrap();
 
-        assert_eq!(remove_stale(tmp.path()), vec![dead.clone()]);
-        assert!(live.is_dir() && unlocked.is_dir() && other.is_dir() && !dead.exists());
+        let mut removed = remove_stale(tmp.path());
+        removed.sort();
+        assert_eq!(removed, vec![dead.clone(), bare.clone()]);
+        assert!(live.is_dir() && unlocked.is_dir() && other.is_dir());
     }
 
     #[test]
