@@ -59,9 +59,15 @@ pub fn keep(harness: i32, command: &[String]) -> i32 {
         eprintln!("conform keep: cannot become a subreaper: {e}");
         return CANNOT_RUN;
     }
-    let Some(watch) = watch_harness(harness) else {
+    let watch = match watch_harness(harness) {
+        Ok(Some(watch)) => watch,
         // The harness died before the keeper could watch it: start nothing.
-        return HARNESS_GONE;
+        Ok(None) => return HARNESS_GONE,
+        // Said on stderr, which the harness shows with the failed hello.
+        Err(e) => {
+            eprintln!("conform keep: cannot watch the harness (pidfd_open, Linux 5.3): {e}");
+            return CANNOT_RUN;
+        }
     };
     let subject = match spawn_subject(program, args) {
         Ok(pid) => pid,
@@ -84,9 +90,13 @@ pub fn keep(harness: i32, command: &[String]) -> i32 {
 
 /// A pidfd for the harness, if it is still this process's parent (if it is not, it has died
 /// and the pid may already be another process's).
-fn watch_harness(harness: i32) -> Option<OwnedFd> {
-    let fd = pids::pidfd_open(harness).ok()?;
-    (nix::unistd::getppid().as_raw() == harness).then_some(fd)
+fn watch_harness(harness: i32) -> std::io::Result<Option<OwnedFd>> {
+    let fd = match pids::pidfd_open(harness) {
+        Ok(fd) => fd,
+        Err(e) if e.raw_os_error() == Some(nix::libc::ESRCH) => return Ok(None),
+        Err(e) => return Err(e),
+    };
+    Ok((nix::unistd::getppid().as_raw() == harness).then_some(fd))
 }
 
 /// Starts the subject with this keeper's stdio, in its process group, and with a death signal:
