@@ -79,6 +79,14 @@ pub enum Command {
         #[arg(last = true, required = true)]
         command: Vec<String>,
     },
+    /// Run the subject below a keeper that ends its tree when the harness dies (used by the
+    /// harness for every subject it starts).
+    #[command(hide = true)]
+    Keep {
+        harness: i32,
+        #[arg(last = true, required = true)]
+        command: Vec<String>,
+    },
     /// Run the reference subject (the default `--subject`).
     #[command(name = "reference", hide = true, disable_help_flag = true)]
     Reference {

@@ -12,6 +12,13 @@ pub enum InputError {
         path: PathBuf,
         source: std::io::Error,
     },
+    #[error("{path}: {size} bytes, over the limit of {limit} bytes for {what}")]
+    TooLarge {
+        path: PathBuf,
+        size: u64,
+        limit: u64,
+        what: &'static str,
+    },
     #[error("{path}:{line}:{column}: {message}")]
     Invalid {
         path: PathBuf,
@@ -40,6 +47,37 @@ impl InputError {
             message,
         }
     }
+}
+
+/// The text of `path`, refused unread past `limit` bytes: a person's file is small, and one
+/// that is not must cost neither the memory nor the time of parsing it.
+pub fn read_bounded(path: &Path, limit: u64, what: &'static str) -> Result<String, InputError> {
+    use std::io::Read;
+    let file = std::fs::File::open(path).map_err(|e| InputError::io(path, e))?;
+    let too_large = |size| InputError::TooLarge {
+        path: path.to_owned(),
+        size,
+        limit,
+        what,
+    };
+    // The size a file says it has, and what reading it gives (a FIFO says 0), both bounded.
+    let said = file.metadata().map_err(|e| InputError::io(path, e))?.len();
+    if said > limit {
+        return Err(too_large(said));
+    }
+    let mut bytes = Vec::new();
+    file.take(limit + 1)
+        .read_to_end(&mut bytes)
+        .map_err(|e| InputError::io(path, e))?;
+    if bytes.len() as u64 > limit {
+        return Err(too_large(bytes.len() as u64));
+    }
+    String::from_utf8(bytes).map_err(|e| {
+        InputError::io(
+            path,
+            std::io::Error::new(std::io::ErrorKind::InvalidData, e.utf8_error()),
+        )
+    })
 }
 
 /// 1-based line and column (in characters) of a byte offset.

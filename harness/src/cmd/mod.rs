@@ -57,6 +57,9 @@ pub fn exec(cli: Cli) -> Result<ExitCode, Error> {
         Command::PeerProxy { args } => Ok(conform_fakes::peer::main_with_args(args)),
         Command::MockModel { args } => Ok(conform_fakes::model::main_with_args(args)),
         Command::Reference { args } => Ok(code(conform_reference::main_with_args(args))),
+        Command::Keep { harness, command } => {
+            Ok(code(crate::proc::keeper::keep(harness, &command)))
+        }
         Command::CgroupExec { dir, command } => {
             Ok(code(crate::proc::cgroup::join_and_exec(&dir, &command)))
         }

@@ -3,6 +3,7 @@
 
 use std::fs::File;
 use std::io::Write;
+use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 
 use crate::cmd::Error;
@@ -21,38 +22,45 @@ pub fn out(text: &str) -> Result<(), Error> {
     }
 }
 
-/// A report file opened before the run, so that an unwritable path is found before anything
-/// runs. It is only truncated when the report is written; if the run ends without a report,
-/// a file the open created is removed again (on drop).
+/// A report file checked before the run, so that an unwritable path is found before anything
+/// runs, and written whole or not at all: to a temporary file beside it, renamed over the path
+/// once complete. Nothing is created at the path before then, so a harness killed mid-suite
+/// (SIGKILL runs no cleanup) leaves no empty or partial report. A path that is not a regular
+/// file (`/dev/stdout`, a FIFO) cannot be renamed over: it is opened at once and written in
+/// place.
 pub struct ReportFile {
     path: PathBuf,
-    file: Option<File>,
-    created: bool,
+    target: Target,
+}
+
+enum Target {
+    /// A regular file (or none yet): written by rename.
+    Replace,
+    /// Not a regular file: written in place.
+    InPlace(File),
 }
 
 impl ReportFile {
     pub fn open(path: &Path) -> Result<Self, Error> {
-        let existed = path.symlink_metadata().is_ok();
-        match File::options()
-            .write(true)
-            .create(true)
-            .truncate(false)
-            .open(path)
-        {
-            Ok(file) => Ok(Self {
-                path: path.to_owned(),
-                file: Some(file),
-                created: !existed,
-            }),
-            Err(source) => Err(Error::Write {
-                path: path.to_owned(),
-                source,
-            }),
-        }
+        let fail = |source| Error::Write {
+            path: path.to_owned(),
+            source,
+        };
+        let special = std::fs::metadata(path).is_ok_and(|m| !m.is_file());
+        let target = if special {
+            Target::InPlace(File::options().write(true).open(path).map_err(fail)?)
+        } else {
+            // Proves the folder takes the temporary file; it is removed again at once.
+            temporary_beside(&real_path(path)).map_err(fail)?;
+            Target::Replace
+        };
+        Ok(Self {
+            path: path.to_owned(),
+            target,
+        })
     }
 
-    /// Opens each path given (`None` stays `None`); one that cannot be opened discards the
-    /// ones opened before it.
+    /// Opens each path given (`None` stays `None`).
     pub fn open_all<const N: usize>(
         paths: [Option<&Path>; N],
     ) -> Result<[Option<ReportFile>; N], Error> {
@@ -63,13 +71,11 @@ impl ReportFile {
         Ok(files)
     }
 
-    pub fn write(mut self, contents: &[u8]) -> Result<(), Error> {
-        let mut file = self.file.take().expect("written once");
-        // Not for `/dev/stdout` or a pipe, which cannot be truncated.
-        let regular = file.metadata().is_ok_and(|m| m.is_file());
-        let written = (if regular { file.set_len(0) } else { Ok(()) })
-            .and_then(|()| file.write_all(contents))
-            .and_then(|()| file.flush());
+    pub fn write(self, contents: &[u8]) -> Result<(), Error> {
+        let written = match self.target {
+            Target::InPlace(mut file) => file.write_all(contents).and_then(|()| file.flush()),
+            Target::Replace => replace(&real_path(&self.path), contents),
+        };
         written.map_err(|source| Error::Write {
             path: self.path.clone(),
             source,
@@ -77,11 +83,93 @@ impl ReportFile {
     }
 }
 
-impl Drop for ReportFile {
-    /// A report never written leaves no file the open created.
-    fn drop(&mut self) {
-        if self.file.is_some() && self.created {
-            let _ = std::fs::remove_file(&self.path);
-        }
+/// Where a report at `path` really goes: through a symlink to its target (a rename would
+/// replace the link itself).
+fn real_path(path: &Path) -> PathBuf {
+    let link = path
+        .symlink_metadata()
+        .is_ok_and(|m| m.file_type().is_symlink());
+    match link.then(|| std::fs::canonicalize(path)) {
+        Some(Ok(target)) => target,
+        _ => path.to_owned(),
+    }
+}
+
+/// A new temporary file in `path`'s folder, named after it.
+fn temporary_beside(path: &Path) -> std::io::Result<tempfile::NamedTempFile> {
+    let dir = match path.parent() {
+        Some(d) if !d.as_os_str().is_empty() => d,
+        _ => Path::new("."),
+    };
+    let name = path.file_name().unwrap_or_default().to_string_lossy();
+    // A report replacing a file keeps its mode; a new one gets what a plain create would
+    // (0666 less the umask, which the kernel applies), not a temporary file's 0600.
+    let mode = std::fs::metadata(path).map_or(0o666, |m| m.permissions().mode() & 0o7777);
+    tempfile::Builder::new()
+        .prefix(&format!(".{name}."))
+        .suffix(".partial")
+        .permissions(std::fs::Permissions::from_mode(mode))
+        .tempfile_in(dir)
+}
+
+/// Writes `contents` to a temporary file beside `path`, then renames it over `path`.
+fn replace(path: &Path, contents: &[u8]) -> std::io::Result<()> {
+    let mut file = temporary_beside(path)?;
+    file.write_all(contents)?;
+    file.flush()?;
+    file.persist(path).map_err(|e| e.error)?;
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_report_appears_only_whole_and_leaves_no_temporary_file() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("report.json");
+        let file = ReportFile::open(&path).unwrap();
+        assert!(
+            !path.exists(),
+            "nothing at the path before the report is written"
+        );
+        file.write(b"{}").unwrap();
+        assert_eq!(std::fs::read(&path).unwrap(), b"{}");
+        let names: Vec<_> = std::fs::read_dir(dir.path()).unwrap().flatten().collect();
+        assert_eq!(names.len(), 1, "no temporary file is left");
+    }
+
+    #[test]
+    fn an_old_report_stays_until_the_new_one_is_whole() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("report.json");
+        std::fs::write(&path, "old").unwrap();
+        let file = ReportFile::open(&path).unwrap();
+        assert_eq!(std::fs::read_to_string(&path).unwrap(), "old");
+        file.write(b"new").unwrap();
+        assert_eq!(std::fs::read_to_string(&path).unwrap(), "new");
+    }
+
+    #[test]
+    fn a_report_gets_the_mode_a_plain_create_would() {
+        use std::os::unix::fs::PermissionsExt;
+        let dir = tempfile::tempdir().unwrap();
+        let plain = dir.path().join("plain");
+        File::create(&plain).unwrap();
+        let path = dir.path().join("report.json");
+        ReportFile::open(&path).unwrap().write(b"{}").unwrap();
+        let mode = |p: &Path| std::fs::metadata(p).unwrap().permissions().mode() & 0o777;
+        assert_eq!(mode(&path), mode(&plain));
+        // A report replacing a file keeps that file's mode.
+        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o640)).unwrap();
+        ReportFile::open(&path).unwrap().write(b"{}").unwrap();
+        assert_eq!(mode(&path), 0o640);
+    }
+
+    #[test]
+    fn an_unwritable_folder_is_found_at_open() {
+        let missing = Path::new("/nonexistent-conform-folder/report.json");
+        assert!(ReportFile::open(missing).is_err());
     }
 }

@@ -18,6 +18,9 @@ pub const EXEC_FAILED: i32 = 125;
 #[derive(Debug)]
 pub struct Base {
     dir: PathBuf,
+    /// Held while the suite runs, so a later harness can tell when this one is gone
+    /// ([`crate::proc::scratch`]).
+    _lock: Option<nix::fcntl::Flock<std::fs::File>>,
 }
 
 /// Why the mode could not be had on this machine, in one line.
@@ -34,10 +37,14 @@ impl Base {
             Some(p) => p.to_owned(),
             None => own_cgroup()?,
         };
-        let dir = parent.join(format!("conform-{}", std::process::id()));
+        // What a harness killed with SIGKILL left here: its runtimes were ended by the keeper
+        // of its subject, and its (empty) cgroups stayed.
+        crate::proc::scratch::remove_stale_in(&parent, remove_stale);
+        let dir = parent.join(format!("conform-{}", crate::proc::scratch::owner_tag()));
         std::fs::create_dir(&dir)
             .map_err(|e| Unavailable(format!("cannot create {}: {e}", dir.display())))?;
-        let base = Base { dir };
+        let lock = crate::proc::scratch::lock(&dir).ok();
+        let base = Base { dir, _lock: lock };
         if !base.dir.join("cgroup.kill").exists() {
             return Err(Unavailable(format!(
                 "{} has no cgroup.kill (Linux 5.14 or later is needed)",
@@ -177,6 +184,15 @@ impl RunGroup {
 
 /// Removes a cgroup and the ones below it, deepest first (a cgroup directory is removed with
 /// rmdir, its files with it).
+/// Ends what is left in a dead harness's suite cgroup and removes it (true if it is gone).
+fn remove_stale(dir: &Path) -> bool {
+    let kill = dir.join("cgroup.kill");
+    if kill.exists() {
+        let _ = std::fs::write(kill, "1");
+    }
+    remove_tree(dir).is_ok()
+}
+
 fn remove_tree(dir: &Path) -> io::Result<()> {
     if let Ok(entries) = std::fs::read_dir(dir) {
         for e in entries.flatten() {

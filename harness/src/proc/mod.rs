@@ -3,12 +3,14 @@
 
 pub mod cgroup;
 pub mod interrupt;
+pub mod keeper;
 pub mod load;
 pub mod peers;
 pub mod pids;
 pub mod pool;
 pub mod router;
 pub mod run_id;
+pub mod scratch;
 pub mod settle;
 pub mod side;
 pub mod side_gate;

@@ -173,6 +173,16 @@ pub fn peak_rss_kib(pid: i32) -> Option<u64> {
         .ok()
 }
 
+/// The oldest living child of `pid` (its children as `/proc` lists them).
+pub fn first_child(pid: i32) -> Option<i32> {
+    let list = std::fs::read_to_string(format!("/proc/{pid}/task/{pid}/children")).ok()?;
+    list.split_whitespace()
+        .filter_map(|c| c.parse().ok())
+        .filter_map(|c| Some((stat(c)?.start_time, c)))
+        .min()
+        .map(|(_, c)| c)
+}
+
 /// This process's own peak resident set (KiB).
 pub fn own_peak_rss_kib() -> Option<u64> {
     let usage = nix::sys::resource::getrusage(nix::sys::resource::UsageWho::RUSAGE_SELF).ok()?;

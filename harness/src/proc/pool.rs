@@ -33,6 +33,9 @@ struct State {
 
 pub struct SubjectPool {
     argv: Vec<String>,
+    /// The `conform` executable: each subject is started below its keeper
+    /// ([`crate::proc::keeper`]).
+    exe: String,
     router: Arc<Router>,
     transcripts: Arc<Transcripts>,
     hello_timeout: Duration,
@@ -44,12 +47,14 @@ pub struct SubjectPool {
 impl SubjectPool {
     pub fn new(
         argv: Vec<String>,
+        exe: String,
         router: Arc<Router>,
         transcripts: Arc<Transcripts>,
         hello_timeout: Duration,
     ) -> Self {
         SubjectPool {
             argv,
+            exe,
             router,
             transcripts,
             hello_timeout,
@@ -80,7 +85,7 @@ impl SubjectPool {
                 return Ok(s.clone());
             }
             match Subject::start(
-                &self.argv,
+                &crate::proc::keeper::wrap(&self.exe, &self.argv),
                 self.router.clone(),
                 self.transcripts.clone(),
                 self.hello_timeout,

@@ -439,12 +439,18 @@ pub fn claim(
                 None => (State::Gone, None, false),
                 Some(st) if st.state == 'Z' || st.state == 'X' => {
                     let parent = st.ppid;
-                    let in_subject = table
-                        .all
-                        .get(&parent)
-                        .is_some_and(|p| p.pgrp == subject_pgid);
+                    // The subject's group is led by its keeper, which reaps what comes to it
+                    // as the harness would: that duty is the harness's, not the subject's.
+                    let keeper = parent == subject_pgid;
+                    let in_subject = !keeper
+                        && table
+                            .all
+                            .get(&parent)
+                            .is_some_and(|p| p.pgrp == subject_pgid);
                     let who = if parent == me {
                         "the harness".to_owned()
+                    } else if keeper {
+                        "the harness (the subject's keeper)".to_owned()
                     } else if in_subject {
                         format!("the subject (pid {parent})")
                     } else if let Some(p) = by_pid.get(&parent) {

@@ -111,13 +111,14 @@ impl Subject {
         self.pgid
     }
 
-    /// The subject's peak resident set so far (`VmHWM`, KiB), while it runs: the process the
-    /// harness started (its group's leader).
+    /// The subject's peak resident set so far (`VmHWM`, KiB), while it runs: the keeper's
+    /// first child (the keeper leads the group; [`crate::proc::keeper`]).
     pub fn peak_rss_kib(&self) -> Option<u64> {
-        crate::proc::pids::peak_rss_kib(self.pgid)
+        crate::proc::pids::peak_rss_kib(crate::proc::pids::first_child(self.pgid)?)
     }
 
-    /// Spawns the subject in its own process group and exchanges `hello` (waiting at most
+    /// Spawns the subject (`argv`: its keeper's command line) in its own process group and
+    /// exchanges `hello` (waiting at most
     /// `hello_timeout`). On any failure the subject's process group is killed and reaped.
     pub async fn start(
         argv: &[String],

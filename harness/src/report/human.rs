@@ -6,6 +6,7 @@ use std::fmt::Write as _;
 
 use comfy_table::{Table, presets::UTF8_BORDERS_ONLY};
 
+use crate::report::bound;
 use crate::run::Observed;
 use crate::run::observed::ledger_line;
 use crate::suite::{CaseReport, SuiteReport, Verdict};
@@ -236,7 +237,7 @@ fn advisory_lines(c: &CaseReport) -> String {
             out,
             "  ⚠ advisory [{}] {}",
             f.check,
-            indent(&f.message, "    ")
+            indent(&bound::cut(&f.message, bound::MESSAGE_BYTES), "    ")
         );
         let _ = writeln!(
             out,
@@ -267,14 +268,16 @@ pub(crate) fn case_detail(c: &CaseReport) -> String {
     };
     let _ = writeln!(out, "   runtime: {runtime}");
     for f in &c.findings {
-        let _ = writeln!(out, "  ✗ [{}] {}", f.check, indent(&f.message, "    "));
+        let message = bound::cut(&f.message, bound::MESSAGE_BYTES);
+        let _ = writeln!(out, "  ✗ [{}] {}", f.check, indent(&message, "    "));
         let _ = writeln!(out, "    requirement ({}): {}", f.level.as_str(), f.source);
     }
     out.push_str(&advisory_lines(c));
     if let Some(obs) = &c.obs {
         out.push_str(&transcripts(obs));
     }
-    out
+    // Each part is bounded; so is the block, whatever a run piles up.
+    bound::cut(&out, bound::DETAIL_BYTES)
 }
 
 fn transcripts(obs: &Observed) -> String {
@@ -284,12 +287,13 @@ fn transcripts(obs: &Observed) -> String {
         let _ = writeln!(out, "    {line}");
     }
     let _ = writeln!(out, "  runtime ledger:");
-    for line in obs
+    let ledger: Vec<String> = obs
         .fake
         .iter()
         .map(ledger_line)
         .chain(obs.ledger_text.iter().cloned())
-    {
+        .collect();
+    for line in bound::cut_lines(&ledger, bound::LEDGER_LINES, bound::LEDGER_BYTES) {
         let _ = writeln!(out, "    {line}");
     }
     if obs.wire_lines_dropped > 0 {

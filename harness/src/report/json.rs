@@ -5,6 +5,7 @@ use std::fmt::Write as _;
 
 use serde_json::json;
 
+use crate::report::bound;
 use crate::report::human::{case_detail, indent};
 use crate::run::Observed;
 use crate::suite::{SuiteReport, Verdict};
@@ -58,11 +59,11 @@ pub fn json(report: &SuiteReport) -> serde_json::Value {
             "advisories": c.advisories.iter().map(finding_json).collect::<Vec<_>>(),
             "elapsedMs": c.obs.as_ref().map(|o| o.elapsed.as_millis() as u64),
             // What the snapshot holds (job ids masked): runs compare across reports.
-            "modelVisible": c.obs.as_ref().map(crate::snapshot::render),
+            "modelVisible": c.obs.as_ref().map(|o| bound::cut(&crate::snapshot::render(o), bound::DETAIL_BYTES)),
             "settle": c.obs.as_ref().map(settle_json),
             // The runtime's ledger as the failure report prints it (a passing run keeps it only
             // with --verbose): what a real peer can be replayed against (`ci/claude-sdk`).
-            "ledger": c.obs.as_ref().map(|o| &o.ledger_text),
+            "ledger": c.obs.as_ref().map(|o| bound::cut_lines(&o.ledger_text, bound::LEDGER_LINES, bound::LEDGER_BYTES)),
             "delivery": c.obs.as_ref().filter(|_| c.mode == conform_protocol::subject::Mode::Background).map(|o| json!({
                 "dispatch": o.dispatch_receipt,
                 "completion": o.completion_receipt,
@@ -91,7 +92,7 @@ fn settle_json(o: &Observed) -> serde_json::Value {
 }
 
 fn finding_json(f: &crate::checks::Finding) -> serde_json::Value {
-    json!({"check": f.check, "blame": format!("{:?}", f.blame()).to_lowercase(), "message": f.message,
+    json!({"check": f.check, "blame": format!("{:?}", f.blame()).to_lowercase(), "message": bound::cut(&f.message, bound::MESSAGE_BYTES),
         "level": f.level.as_str(), "source": f.source})
 }
 

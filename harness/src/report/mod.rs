@@ -1,6 +1,7 @@
 //! The reports of a suite: for people (`human`, escaped by `terminal` on the way out), for
 //! machines (`json`, `junit`), a merged one (`merge`), and the known-failure `baseline`.
 
+pub mod bound;
 pub mod human;
 pub mod json;
 pub mod junit;

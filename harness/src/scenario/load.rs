@@ -10,6 +10,16 @@ use toml::Spanned;
 use super::validate::{check_file, check_references};
 use super::{HeldScript, PRELUDE_DIR, Scenario, ScenarioError, ScenarioFile, invalid};
 
+/// The largest scenario or prelude file: the catalog's largest is under 4 KiB. Parsing costs
+/// far more memory than the text (a step is a wide struct), so this bounds what loading costs.
+pub const MAX_FILE_BYTES: u64 = 128 * 1024;
+
+/// The most steps a scenario may have once its preludes are spliced in (includes multiply:
+/// a prelude included many times, including others), and the most bytes they may take as the
+/// JSON the fake reads. The catalog's largest scenarios have a few dozen steps.
+pub const MAX_STEPS: usize = 4096;
+pub const MAX_SCRIPT_BYTES: usize = 1024 * 1024;
+
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
 struct PreludeFile {
@@ -73,10 +83,7 @@ pub(super) fn walk(
 
 /// Loads one scenario file.
 pub fn load(root: &Path, path: &Path) -> Result<Scenario, ScenarioError> {
-    let text = std::fs::read_to_string(path).map_err(|source| ScenarioError::Io {
-        path: path.to_owned(),
-        source,
-    })?;
+    let text = crate::input::read_bounded(path, MAX_FILE_BYTES, "a scenario file")?;
     let file: ScenarioFile = toml::from_str(&text)
         .map_err(|e| invalid(path, &text, e.span(), e.message().to_owned()))?;
     let id = path
@@ -86,8 +93,9 @@ pub fn load(root: &Path, path: &Path) -> Result<Scenario, ScenarioError> {
         .to_string_lossy()
         .replace('\\', "/");
     check_file(path, &text, &file)?;
-    let mut steps = Vec::new();
-    expand(root, path, &text, &file.fake.steps, &mut steps, 0)?;
+    let mut steps = Expanded::default();
+    expand(root, path, &text, &file.fake.steps, &mut steps, 0, None)?;
+    let steps = steps.steps;
     check_references(path, &text, &file, &steps)?;
     if let Some(model) = file.peer.as_ref().and_then(|p| p.model.as_ref())
         && conform_fakes::model::Behaviour::from_name(model).is_none()
@@ -124,13 +132,46 @@ pub fn load(root: &Path, path: &Path) -> Result<Scenario, ScenarioError> {
     })
 }
 
+/// The steps expanded so far, and their size as JSON.
+#[derive(Default)]
+struct Expanded {
+    steps: Vec<Step>,
+    bytes: usize,
+}
+
+impl Expanded {
+    /// Adds a step; says which bound it breaks, if it does.
+    fn push(&mut self, step: Step) -> Result<(), String> {
+        self.bytes += serde_json::to_string(&step).map_or(0, |j| j.len());
+        self.steps.push(step);
+        if self.steps.len() > MAX_STEPS {
+            return Err(format!(
+                "the script has more than {MAX_STEPS} steps with its preludes spliced in (the limit)"
+            ));
+        }
+        if self.bytes > MAX_SCRIPT_BYTES {
+            return Err(format!(
+                "the script is over {MAX_SCRIPT_BYTES} bytes with its preludes spliced in (the limit)"
+            ));
+        }
+        Ok(())
+    }
+}
+
+/// Where in the scenario file an include was written: a bound broken inside a prelude is said
+/// there (the scenario is what is too large, not the prelude).
+type Outer<'a> = Option<(&'a Path, &'a str, std::ops::Range<usize>)>;
+
+/// Splices `steps` into `out`, preludes expanded. A bound broken is said at the scenario's step
+/// that broke it: the step itself, or the include (`outer`) it came from.
 fn expand(
     root: &Path,
     path: &Path,
     text: &str,
     steps: &[Spanned<Step>],
-    out: &mut Vec<Step>,
+    out: &mut Expanded,
     depth: usize,
+    outer: Outer,
 ) -> Result<(), ScenarioError> {
     for step in steps {
         let action = step
@@ -141,7 +182,10 @@ fn expand(
             let mut resolved = step.get_ref().clone();
             conform_protocol::script::resolve_json_literals(&mut resolved)
                 .map_err(|m| invalid(path, text, Some(step.span()), m))?;
-            out.push(resolved);
+            out.push(resolved).map_err(|m| match &outer {
+                Some((p, t, span)) => invalid(p, t, Some(span.clone()), m),
+                None => invalid(path, text, Some(step.span()), m),
+            })?;
             continue;
         }
         let name = step.get_ref().include.as_deref().unwrap_or_default();
@@ -154,12 +198,13 @@ fn expand(
             ));
         }
         let prelude_path = root.join(PRELUDE_DIR).join(format!("{name}.toml"));
-        let prelude_text = std::fs::read_to_string(&prelude_path).map_err(|e| {
+        let prelude_text = crate::input::read_bounded(&prelude_path, MAX_FILE_BYTES, "a prelude")
+            .map_err(|e| {
             invalid(
                 path,
                 text,
                 Some(step.span()),
-                format!("prelude `{name}` ({}): {e}", prelude_path.display()),
+                format!("prelude `{name}`: {e}"),
             )
         })?;
         let prelude: PreludeFile = toml::from_str(&prelude_text).map_err(|e| {
@@ -177,6 +222,7 @@ fn expand(
             &prelude.steps,
             out,
             depth + 1,
+            outer.clone().or(Some((path, text, step.span()))),
         )?;
     }
     Ok(())

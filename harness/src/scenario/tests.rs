@@ -181,3 +181,83 @@ fn a_missing_prelude_is_rejected_at_the_include() {
     let err = load_text(&text).unwrap_err().to_string();
     assert!(err.contains("case.toml:3:1: prelude `nope`"), "{err}");
 }
+
+#[test]
+fn a_scenario_file_over_the_size_bound_is_refused_unparsed_naming_it() {
+    let padding = "# padding\n".repeat(load::MAX_FILE_BYTES as usize / 10 + 1);
+    let err = load_text(&format!("{OK}{padding}"))
+        .unwrap_err()
+        .to_string();
+    assert!(
+        err.contains("case.toml: ")
+            && err.contains(&format!(
+                "bytes, over the limit of {} bytes for a scenario file",
+                load::MAX_FILE_BYTES
+            )),
+        "{err}"
+    );
+}
+
+#[test]
+fn includes_that_expand_past_the_step_bound_are_refused_at_the_include() {
+    // Each include is small; together they splice in more steps than the bound.
+    let per_prelude = load::MAX_STEPS / 3;
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path();
+    std::fs::create_dir_all(root.join("preludes")).unwrap();
+    std::fs::write(
+        root.join("preludes/many.toml"),
+        "[[steps]]\nchunk = \"x\"\n".repeat(per_prelude),
+    )
+    .unwrap();
+    std::fs::create_dir_all(root.join("acp")).unwrap();
+    let path = root.join("acp/case.toml");
+    let includes = "[[fake.steps]]\ninclude = \"many\"\n".repeat(4);
+    std::fs::write(
+        &path,
+        format!(
+            "title = \"t\"\nprovider = \"acp\"\n{includes}[expect]\nstop_reason = \"completed\"\n"
+        ),
+    )
+    .unwrap();
+    let err = load(root, &path).unwrap_err().to_string();
+    // The fourth include (line 9) is the one that breaks it, in the scenario file.
+    assert!(
+        err.contains(&format!(
+            "case.toml:9:1: the script has more than {} steps",
+            load::MAX_STEPS
+        )),
+        "{err}"
+    );
+}
+
+#[test]
+fn a_script_over_the_byte_bound_is_refused_at_its_step() {
+    // Few steps, each large: 16 chunks of 100 KiB from one 100 KiB prelude.
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path();
+    std::fs::create_dir_all(root.join("preludes")).unwrap();
+    std::fs::write(
+        root.join("preludes/big.toml"),
+        format!("[[steps]]\nchunk = \"{}\"\n", "x".repeat(100 * 1024)),
+    )
+    .unwrap();
+    std::fs::create_dir_all(root.join("acp")).unwrap();
+    let path = root.join("acp/case.toml");
+    let includes = "[[fake.steps]]\ninclude = \"big\"\n".repeat(16);
+    std::fs::write(
+        &path,
+        format!(
+            "title = \"t\"\nprovider = \"acp\"\n{includes}[expect]\nstop_reason = \"completed\"\n"
+        ),
+    )
+    .unwrap();
+    let err = load(root, &path).unwrap_err().to_string();
+    assert!(
+        err.contains(&format!(
+            "case.toml:23:1: the script is over {} bytes",
+            load::MAX_SCRIPT_BYTES
+        )),
+        "{err}"
+    );
+}

@@ -64,11 +64,15 @@ pub fn speaks(provider: conform_protocol::vocab::Provider, version: Option<&str>
 }
 
 /// What every run of the suite shares. The scratch folder lives as long as it is held.
-async fn shared(opts: &Options) -> Result<(tempfile::TempDir, Arc<Ctx>, CgroupMode), SuiteError> {
+async fn shared(
+    opts: &Options,
+) -> Result<(crate::proc::scratch::Scratch, Arc<Ctx>, CgroupMode), SuiteError> {
     let settings = &opts.settings;
     // What escapes the subject's process group is reparented here and swept at the end.
     let _ = pids::become_subreaper();
-    let work = tempfile::Builder::new().prefix("conform-").tempdir()?;
+    // Named and locked so that a later harness can tell once this one is dead, and remove
+    // what a SIGKILL left of it (as this one removes what dead harnesses left).
+    let work = crate::proc::scratch::Scratch::create()?;
     let router = Arc::new(Router::default());
     let exe = std::env::current_exe()?.to_string_lossy().into_owned();
     let side = SideServer::bind_in(work.path(), router.clone(), Path::new(&exe))?;
@@ -97,6 +101,7 @@ async fn shared(opts: &Options) -> Result<(tempfile::TempDir, Arc<Ctx>, CgroupMo
     let transcripts = Arc::new(Transcripts::default());
     let pool = SubjectPool::new(
         argv,
+        exe.clone(),
         router.clone(),
         transcripts.clone(),
         settings.hello_timeout,
