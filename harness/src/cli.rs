@@ -121,8 +121,8 @@ pub struct BenchArgs {
     /// Repetitions of the floor and of the simplest run.
     #[arg(long, default_value_t = 50)]
     pub repeat: usize,
-    /// Cases of the redaction property.
-    #[arg(long, default_value_t = 400)]
+    /// Cases of the redaction property (against the reference, then a leaking host).
+    #[arg(long, default_value_t = 2000)]
     pub redaction_cases: usize,
 }
 
@@ -208,6 +208,14 @@ pub struct RedactionArgs {
     /// The seed of the generator: the same seed replays the same cases.
     #[arg(long, default_value_t = 0)]
     pub seed: u64,
+    /// Stop once this many counterexamples are kept [default: go through every case, keeping
+    /// the first per provider × channel].
+    #[arg(long, value_parser = clap::builder::RangedU64ValueParser::<usize>::new().range(1..))]
+    pub max_failures: Option<usize>,
+    /// Start no more cases or shrink rounds after this many seconds; what was found by then is
+    /// reported.
+    #[arg(long, value_name = "SECONDS")]
+    pub time_budget: Option<u64>,
     /// Runs in flight at once; at least 1.
     #[arg(long, short = 'j', default_value_t = 8,
           value_parser = clap::builder::RangedU64ValueParser::<usize>::new().range(1..))]

@@ -19,7 +19,7 @@ fn the_reference_keeps_every_generated_secret_out_of_every_text() {
     let (code, out) = redaction(&["--cases", &cases, "--seed", "7"]);
     assert_eq!(code, Some(0), "{out}");
     assert!(out.contains(&format!("{cases} cases over")), "{out}");
-    assert!(out.contains(" 0 failed, seed 7"), "{out}");
+    assert!(out.contains(" 0 failed (0 kept"), "{out}");
 }
 
 #[test]
@@ -84,4 +84,85 @@ fn each_channel_copied_by_a_seeded_defect_is_caught_with_its_channel_named() {
             "{defect}: {out}"
         );
     }
+}
+
+fn leaking_subject() -> String {
+    let exe = assert_cmd::cargo::cargo_bin("conform");
+    format!("'{}' reference --defect leak-raw-error", exe.display())
+}
+
+#[test]
+fn the_search_stops_at_the_first_counterexamples_or_its_time_budget() {
+    let subject = leaking_subject();
+    let (code, out) = redaction(&[
+        "--cases",
+        "2000",
+        "--max-failures",
+        "1",
+        "--subject",
+        &subject,
+    ]);
+    assert_eq!(code, Some(1), "{out}");
+    assert!(
+        out.contains("stopped after 250 of 2000 cases: 1 counterexample(s) found"),
+        "{out}"
+    );
+    assert_eq!(
+        out.matches("\n✗ ").count() + usize::from(out.starts_with("✗ ")),
+        1,
+        "{out}"
+    );
+    // A budget spent at once still runs one batch: a search that ran nothing proves nothing.
+    let (code, out) = redaction(&[
+        "--cases",
+        "2000",
+        "--time-budget",
+        "0",
+        "--subject",
+        &subject,
+    ]);
+    assert_eq!(code, Some(1), "{out}");
+    assert!(
+        out.contains("stopped after 250 of 2000 cases: the time budget of 0 s ran out"),
+        "{out}"
+    );
+}
+
+#[test]
+fn a_signal_ends_the_search_with_what_it_found() {
+    use std::io::BufRead;
+    let mut child = std::process::Command::new(assert_cmd::cargo::cargo_bin("conform"))
+        .current_dir(common::workspace())
+        .args([
+            "redaction",
+            "--cases",
+            "100000",
+            "--subject",
+            &leaking_subject(),
+        ])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    // Its progress says when a counterexample is kept: then it is stopped.
+    let stderr = std::io::BufReader::new(child.stderr.take().unwrap());
+    for line in stderr.lines() {
+        let line = line.unwrap();
+        if line.contains(" kept") && !line.ends_with(" 0 kept") {
+            break;
+        }
+    }
+    nix::sys::signal::kill(
+        nix::unistd::Pid::from_raw(child.id() as i32),
+        nix::sys::signal::Signal::SIGTERM,
+    )
+    .unwrap();
+    let out = child.wait_with_output().unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(128 + 15), "{text}");
+    assert!(
+        text.contains("✗ ") && text.contains("[contract.redaction]"),
+        "{text}"
+    );
+    assert!(text.contains("interrupted by SIGTERM"), "{text}");
 }

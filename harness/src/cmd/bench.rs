@@ -182,7 +182,7 @@ pub async fn run(plan: &Plan, mut progress: impl FnMut(&str)) -> Result<String, 
     }
     catalog_rows(&catalog, fake_rss_idle, &mut rows);
     progress("the redaction property");
-    rows.push(the_redaction_property(&exe, plan)?);
+    rows.extend(the_redaction_property(&exe, plan)?);
     Ok(render(rows, &catalog))
 }
 
@@ -348,25 +348,47 @@ fn catalog_rows(catalog: &[CatalogRun], fake_rss_idle: Option<u64>, rows: &mut V
     }
 }
 
-/// The redaction property's speed (cases per second).
-fn the_redaction_property(exe: &str, plan: &Plan) -> Result<Row, BenchError> {
-    let t = Instant::now();
-    let cases_arg = plan.redaction_cases.to_string();
-    let out = Command::new(exe)
-        .args(["redaction", "--cases", &cases_arg, "--seed", "1"])
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .status()?;
-    let secs = t.elapsed().as_secs_f64();
-    Ok((
-        format!("redaction property ({} cases, -j 8)", plan.redaction_cases),
-        format!("{:.0} cases/s", plan.redaction_cases as f64 / secs),
-        if out.success() {
-            "all passed".into()
+/// The redaction property's speed (cases per second): against the reference, and against a
+/// host that leaks (`leak-raw-error`: most cases fail, the first per provider × channel is
+/// kept and shrunk).
+fn the_redaction_property(exe: &str, plan: &Plan) -> Result<Vec<Row>, BenchError> {
+    let leaking = format!("'{exe}' reference --defect leak-raw-error");
+    let mut rows = Vec::new();
+    for (what, subject, target) in [
+        ("the reference", None, "target: 2000 cases ≤ 20 s, idle"),
+        (
+            "a leaking host",
+            Some(leaking.as_str()),
+            "target: 2000 cases ≤ 120 s",
+        ),
+    ] {
+        let t = Instant::now();
+        let cases_arg = plan.redaction_cases.to_string();
+        let mut cmd = Command::new(exe);
+        cmd.args(["redaction", "--cases", &cases_arg, "--seed", "1"]);
+        if let Some(s) = subject {
+            cmd.args(["--subject", s]);
+        }
+        let out = cmd.stdout(Stdio::null()).stderr(Stdio::null()).status()?;
+        let secs = t.elapsed().as_secs_f64();
+        let verdict = if out.success() {
+            "all passed".to_owned()
         } else {
             format!("exit {:?}", out.code())
-        },
-    ))
+        };
+        rows.push((
+            format!(
+                "redaction property, {what} ({} cases, -j 8)",
+                plan.redaction_cases
+            ),
+            format!(
+                "{secs:.1} s ({:.0} cases/s)",
+                plan.redaction_cases as f64 / secs
+            ),
+            format!("{verdict}; {target}"),
+        ));
+    }
+    Ok(rows)
 }
 
 /// The table, then what sets the wall time at -j 2: the longest cases (their share of all

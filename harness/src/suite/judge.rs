@@ -278,9 +278,16 @@ mod tests {
         let late = || Finding::new(Check::TimingResult, "late");
         for strictness in [Strictness::All, Strictness::Protocol, Strictness::Records] {
             let (failing, advisories) = admitted(vec![late().load_suspect()], strictness);
-            assert!(failing.is_empty() && advisories.len() == 1, "{strictness:?}");
+            assert!(
+                failing.is_empty() && advisories.len() == 1,
+                "{strictness:?}"
+            );
         }
         let (failing, _) = admitted(vec![late()], Strictness::All);
-        assert_eq!(failing.len(), 1, "the same finding on an idle machine fails");
+        assert_eq!(
+            failing.len(),
+            1,
+            "the same finding on an idle machine fails"
+        );
     }
 }

@@ -10,22 +10,17 @@
 //! Secrets come from proptest strategies, seeded, so a run can be replayed; a failing case is
 //! narrowed to the one channel that matters and its secret shrunk.
 
-use std::sync::Arc;
-
 use conform_protocol::script::Step;
-use conform_protocol::subject::Mode;
-use proptest::strategy::{Strategy, ValueTree};
-use proptest::test_runner::{Config, RngAlgorithm, TestRng, TestRunner};
+use proptest::strategy::Strategy;
 
-use crate::checks::{Check, Finding};
+use crate::checks::Check;
 use crate::scenario::Scenario;
-use crate::suite::{self, Options, SuiteError};
+use crate::suite::Options;
 
-use std::io::IsTerminal;
 use std::process::ExitCode;
 
 use crate::cmd::output::out;
-use crate::cmd::{Error as CmdError, block_on, verdict};
+use crate::cmd::{Error as CmdError, verdict};
 use crate::settings::default_dir;
 
 /// Kinds of secret material, each a proptest strategy (a random token, a credential, a path,
@@ -182,228 +177,9 @@ fn rename_string(step: &mut Step, old: &str, new: &str) {
     }
 }
 
-/// What `conform redaction` was asked.
-pub struct Plan {
-    pub cases: usize,
-    pub seed: u64,
-}
+mod search;
 
-/// One failing case, narrowed and shrunk.
-#[derive(Debug)]
-pub struct Counterexample {
-    pub scenario: String,
-    pub mode: Mode,
-    pub channel: &'static str,
-    pub secret: String,
-    pub findings: Vec<Finding>,
-}
-
-pub struct Outcome {
-    pub cases: usize,
-    pub scenarios: usize,
-    pub failures: Vec<Counterexample>,
-}
-
-/// A deterministic source of secrets: case `i`'s `k`-th secret depends only on the seed.
-struct Secrets {
-    runner: TestRunner,
-}
-
-impl Secrets {
-    fn new(seed: u64) -> Secrets {
-        let mut bytes = [0u8; 32];
-        bytes[..8].copy_from_slice(&seed.to_le_bytes());
-        Secrets {
-            runner: TestRunner::new_with_rng(
-                Config::default(),
-                TestRng::from_seed(RngAlgorithm::ChaCha, &bytes),
-            ),
-        }
-    }
-
-    fn tree(&mut self) -> impl ValueTree<Value = String> + use<> {
-        secret_body()
-            .new_tree(&mut self.runner)
-            .expect("the secret strategy always generates")
-    }
-}
-
-/// Whether a finding fails the property: any but timing (how long a run took says nothing
-/// about what it showed, and thousands of runs in flight load the machine).
-fn counts(f: &Finding) -> bool {
-    f.check.family() != "timing"
-}
-
-/// A secret unique to its case and channel: a generated body and a nonce no fixed text holds.
-fn unique(body: &str, case: usize, k: usize) -> String {
-    format!("{body}·q{case:x}k{k:x}z")
-}
-
-/// Runs `plan.cases` variants over the selected scenarios (round robin, both modes) against
-/// the subject in `opts`, and narrows each failure to a channel and a shrunk secret.
-pub async fn run(opts: &Options, plan: &Plan) -> Result<Outcome, SuiteError> {
-    let bases: Vec<Arc<Scenario>> = suite::select(&opts.scenarios, &opts.filters)?
-        .into_iter()
-        // Peer cases run a real runtime, and a scenario pinned to a product version needs it.
-        // An isolation group's member runs only beside the others (its channels are the
-        // standalone cases' channels).
-        .filter(|s| {
-            s.file.peer.is_none() && s.file.product_version.is_none() && s.file.group.is_none()
-        })
-        .map(Arc::new)
-        .collect();
-    let mut slots: Vec<(Arc<Scenario>, Mode)> = bases
-        .iter()
-        .flat_map(|s| s.file.modes.iter().map(move |m| (s.clone(), *m)))
-        .collect();
-    // Every provider and mode early in any run, in an order the seed fixes.
-    let mut order = Secrets::new(plan.seed ^ 0x5eed);
-    let mut keyed: Vec<(u64, (Arc<Scenario>, Mode))> = slots
-        .drain(..)
-        .map(|slot| {
-            (
-                proptest::prelude::any::<u64>()
-                    .new_tree(&mut order.runner)
-                    .map_or(0, |t| t.current()),
-                slot,
-            )
-        })
-        .collect();
-    keyed.sort_by_key(|(k, _)| *k);
-    slots.extend(keyed.into_iter().map(|(_, slot)| slot));
-    if slots.is_empty() {
-        return Err(SuiteError::NothingSelected);
-    }
-    let mut secrets = Secrets::new(plan.seed);
-    let mut variants = Vec::with_capacity(plan.cases);
-    for case in 0..plan.cases {
-        let (base, mode) = &slots[case % slots.len()];
-        let mut k = 0;
-        let mut trees = Vec::new();
-        let (mut v, planted) = inject(base, &mut |_, _| {
-            let tree = secrets.tree();
-            let s = unique(&tree.current(), case, k);
-            trees.push(tree);
-            k += 1;
-            s
-        });
-        v.file.modes = vec![*mode];
-        variants.push((Arc::new(v), planted, trees, base.clone(), *mode, case));
-    }
-    let report = suite::run_scenarios(opts, variants.iter().map(|v| v.0.clone()).collect()).await?;
-    let mut failures = Vec::new();
-    for ((_, planted, trees, base, mode, case), c) in variants.into_iter().zip(&report.cases) {
-        if !c.findings.iter().any(counts) {
-            continue;
-        }
-        failures.push(narrow(opts, &base, mode, case, planted, trees, c.findings.clone()).await);
-    }
-    Ok(Outcome {
-        cases: plan.cases,
-        scenarios: bases.len(),
-        failures,
-    })
-}
-
-/// Finds the one channel whose secret makes the case fail (the others get a plain filler),
-/// then shrinks that secret while the case still fails. Each step is a run of its own.
-async fn narrow(
-    opts: &Options,
-    base: &Arc<Scenario>,
-    mode: Mode,
-    case: usize,
-    planted: Vec<Planted>,
-    mut trees: Vec<impl ValueTree<Value = String>>,
-    findings: Vec<Finding>,
-) -> Counterexample {
-    // The variant with only channel `only` carrying `secret`; the others as in `base`.
-    let variant = |only: usize, secret: &str| {
-        let mut k = 0;
-        let (mut v, _) = inject(base, &mut |_, original| {
-            let s = if k == only {
-                secret.to_owned()
-            } else {
-                original.to_owned()
-            };
-            k += 1;
-            s
-        });
-        v.file.modes = vec![mode];
-        Arc::new(v)
-    };
-    // A scenario that fails as written (a provider the catalog already catches) still names
-    // the channel: the one whose secret a redaction finding names. One that passes as written
-    // fails through a channel whenever that channel's secret makes any check fail.
-    let base_fails = match suite::run_scenarios(opts, vec![variant(usize::MAX, "")]).await {
-        Ok(r) => r
-            .cases
-            .first()
-            .is_some_and(|c| c.findings.iter().any(counts)),
-        Err(_) => true,
-    };
-    let fails = |report: &suite::SuiteReport, secret: &str| {
-        report.cases.first().map(|c| {
-            let named = |f: &Finding| {
-                f.check == Check::ContractRedaction
-                    && escaped_forms(secret)
-                        .iter()
-                        .any(|form| f.message.contains(&format!("{form:?}")))
-            };
-            let failed = if base_fails {
-                c.findings.iter().any(named)
-            } else {
-                c.findings.iter().any(counts)
-            };
-            (failed, c.findings.clone())
-        })
-    };
-    let mut best = Counterexample {
-        scenario: base.id.clone(),
-        mode,
-        channel: planted.first().map_or("task", |p| p.channel),
-        secret: planted
-            .first()
-            .map(|p| p.secret.clone())
-            .unwrap_or_default(),
-        findings,
-    };
-    for (k, p) in planted.iter().enumerate() {
-        let Ok(r) = suite::run_scenarios(opts, vec![variant(k, &p.secret)]).await else {
-            continue;
-        };
-        if let Some((true, f)) = fails(&r, &p.secret) {
-            best.channel = p.channel;
-            best.secret = p.secret.clone();
-            best.findings = f;
-            // Shrink this channel's secret (a bounded number of runs).
-            let tree = &mut trees[k];
-            for _ in 0..12 {
-                if !tree.simplify() {
-                    break;
-                }
-                let candidate = unique(&tree.current(), case, k);
-                let Ok(r) = suite::run_scenarios(opts, vec![variant(k, &candidate)]).await else {
-                    break;
-                };
-                match fails(&r, &candidate) {
-                    Some((true, f)) => {
-                        best.secret = candidate;
-                        best.findings = f;
-                    }
-                    _ => {
-                        if !tree.complicate() {
-                            break;
-                        }
-                    }
-                }
-            }
-            return best;
-        }
-    }
-    // No single channel alone: the combination is the counterexample.
-    best.channel = "several channels together";
-    best
-}
+pub use search::{Counterexample, Outcome, Plan, run};
 
 /// The report: one line per failing case with its channel, secret and first finding.
 pub fn render(outcome: &Outcome, plan: &Plan, elapsed: std::time::Duration) -> String {
@@ -435,10 +211,17 @@ pub fn render(outcome: &Outcome, plan: &Plan, elapsed: std::time::Duration) -> S
         }
     }
     let secs = elapsed.as_secs_f64().max(0.001);
+    if let Some(why) = &outcome.stopped {
+        out.push_str(&format!(
+            "\nstopped after {} of {} cases: {why}",
+            outcome.cases, plan.cases
+        ));
+    }
     out.push_str(&format!(
-        "\n{} cases over {} scenarios, {} failed, seed {} ({:.1} s, {:.0} cases/s); replay: conform redaction --cases {} --seed {}\n",
+        "\n{} cases over {} scenarios, {} failed ({} kept: the first per provider × channel), seed {} ({:.1} s, {:.0} cases/s); replay: conform redaction --cases {} --seed {}\n",
         outcome.cases,
         outcome.scenarios,
+        outcome.failing_cases,
         outcome.failures.len(),
         plan.seed,
         secs,
@@ -451,6 +234,12 @@ pub fn render(outcome: &Outcome, plan: &Plan, elapsed: std::time::Duration) -> S
 
 /// `conform redaction`: the redaction property against a subject.
 pub fn exec(args: crate::cli::RedactionArgs) -> Result<ExitCode, CmdError> {
+    let runtime = tokio::runtime::Runtime::new().map_err(CmdError::Runtime)?;
+    // From here on a signal ends the search in order, with what it found.
+    let interrupt = {
+        let _in_runtime = runtime.enter();
+        crate::proc::interrupt::listen().map_err(CmdError::Signals)?
+    };
     let opts = Options {
         filters: args.select.filter,
         settings: crate::settings::Settings {
@@ -458,9 +247,11 @@ pub fn exec(args: crate::cli::RedactionArgs) -> Result<ExitCode, CmdError> {
             jobs: args.jobs,
             ..Default::default()
         },
-        progress: std::io::stderr().is_terminal(),
+        // The search says how far it got after each batch instead.
+        progress: false,
         // Generated variants must match the stored snapshots as they are.
         pending_snapshots: false,
+        interrupt,
         ..Options::new(
             args.select
                 .scenarios
@@ -471,10 +262,16 @@ pub fn exec(args: crate::cli::RedactionArgs) -> Result<ExitCode, CmdError> {
     let plan = Plan {
         cases: args.cases,
         seed: args.seed,
+        max_failures: args.max_failures,
+        time_budget: args.time_budget.map(std::time::Duration::from_secs),
+        progress: true,
     };
     let started = std::time::Instant::now();
-    let outcome = block_on(run(&opts, &plan))??;
+    let outcome = runtime.block_on(run(&opts, &plan))?;
     out(&render(&outcome, &plan, started.elapsed()))?;
+    if let Some(signo) = outcome.signal {
+        return Ok(ExitCode::from((128 + signo) as u8));
+    }
     Ok(verdict(outcome.failures.is_empty()))
 }
 
