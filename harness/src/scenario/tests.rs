@@ -198,21 +198,15 @@ fn a_scenario_file_over_the_size_bound_is_refused_unparsed_naming_it() {
     );
 }
 
-#[test]
-fn includes_that_expand_past_the_step_bound_are_refused_at_the_include() {
-    // Each include is small; together they splice in more steps than the bound.
-    let per_prelude = load::MAX_STEPS / 3;
+/// The loading error of a scenario that includes the prelude `body` `times` times.
+fn error_including(body: &str, times: usize) -> String {
     let dir = tempfile::tempdir().unwrap();
     let root = dir.path();
     std::fs::create_dir_all(root.join("preludes")).unwrap();
-    std::fs::write(
-        root.join("preludes/many.toml"),
-        "[[steps]]\nchunk = \"x\"\n".repeat(per_prelude),
-    )
-    .unwrap();
+    std::fs::write(root.join("preludes/p.toml"), body).unwrap();
     std::fs::create_dir_all(root.join("acp")).unwrap();
     let path = root.join("acp/case.toml");
-    let includes = "[[fake.steps]]\ninclude = \"many\"\n".repeat(4);
+    let includes = "[[fake.steps]]\ninclude = \"p\"\n".repeat(times);
     std::fs::write(
         &path,
         format!(
@@ -220,44 +214,31 @@ fn includes_that_expand_past_the_step_bound_are_refused_at_the_include() {
         ),
     )
     .unwrap();
-    let err = load(root, &path).unwrap_err().to_string();
+    load(root, &path).unwrap_err().to_string()
+}
+
+#[test]
+fn includes_that_expand_past_the_step_bound_are_refused_at_the_include() {
+    // Each include is small; together they splice in more steps than the bound.
+    let err = error_including(&"[[steps]]\nchunk = \"x\"\n".repeat(load::MAX_STEPS / 3), 4);
     // The fourth include (line 9) is the one that breaks it, in the scenario file.
-    assert!(
-        err.contains(&format!(
-            "case.toml:9:1: the script has more than {} steps",
-            load::MAX_STEPS
-        )),
-        "{err}"
+    let at = format!(
+        "case.toml:9:1: the script has more than {} steps",
+        load::MAX_STEPS
     );
+    assert!(err.contains(&at), "{err}");
 }
 
 #[test]
 fn a_script_over_the_byte_bound_is_refused_at_its_step() {
     // Few steps, each large: 16 chunks of 100 KiB from one 100 KiB prelude.
-    let dir = tempfile::tempdir().unwrap();
-    let root = dir.path();
-    std::fs::create_dir_all(root.join("preludes")).unwrap();
-    std::fs::write(
-        root.join("preludes/big.toml"),
-        format!("[[steps]]\nchunk = \"{}\"\n", "x".repeat(100 * 1024)),
-    )
-    .unwrap();
-    std::fs::create_dir_all(root.join("acp")).unwrap();
-    let path = root.join("acp/case.toml");
-    let includes = "[[fake.steps]]\ninclude = \"big\"\n".repeat(16);
-    std::fs::write(
-        &path,
-        format!(
-            "title = \"t\"\nprovider = \"acp\"\n{includes}[expect]\nstop_reason = \"completed\"\n"
-        ),
-    )
-    .unwrap();
-    let err = load(root, &path).unwrap_err().to_string();
-    assert!(
-        err.contains(&format!(
-            "case.toml:23:1: the script is over {} bytes",
-            load::MAX_SCRIPT_BYTES
-        )),
-        "{err}"
+    let err = error_including(
+        &format!("[[steps]]\nchunk = \"{}\"\n", "x".repeat(100 * 1024)),
+        16,
     );
+    let at = format!(
+        "case.toml:23:1: the script is over {} bytes",
+        load::MAX_SCRIPT_BYTES
+    );
+    assert!(err.contains(&at), "{err}");
 }
