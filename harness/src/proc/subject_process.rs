@@ -163,22 +163,7 @@ impl Subject {
             stderr_log.clone(),
             stderr_done,
         ));
-        let broken = {
-            let (router, runs, stderr) = (router_for_writer, runs.clone(), stderr_log.clone());
-            move |e: std::io::Error| {
-                // It cannot be told anything more: every run it serves ends now, as its
-                // failure, and the group goes so the pool starts a fresh one for the next.
-                let detail = format!(
-                    "the subject stopped reading its stdin (writing to it failed: {e}); stderr tail:\n{}",
-                    stderr.tail()
-                );
-                for run in runs.lock().unwrap().iter() {
-                    let detail = detail.clone();
-                    router.send(run, RunEvent::SubjectGone { detail });
-                }
-                kill_group(pgid);
-            }
-        };
+        let broken = stdin_broken(router_for_writer, runs.clone(), stderr_log.clone(), pgid);
         let subject = Subject {
             writer: Mutex::new(Some(spawn_writer(stdin, broken))),
             caps: Capabilities {
@@ -309,6 +294,28 @@ async fn read_by_subject(stdin: &ChildStdin) {
     let until = tokio::time::Instant::now() + READ_BOUND;
     while unread() && tokio::time::Instant::now() < until {
         tokio::time::sleep(Duration::from_millis(1)).await;
+    }
+}
+
+/// What a failed write to the subject's stdin does: it cannot be told anything more, so every
+/// run it serves ends now, as its failure, and the group goes so the pool starts a fresh one
+/// for the next.
+fn stdin_broken(
+    router: Arc<Router>,
+    runs: Arc<Mutex<std::collections::HashSet<RunId>>>,
+    stderr: StderrLog,
+    pgid: i32,
+) -> impl FnOnce(std::io::Error) + Send + 'static {
+    move |e| {
+        let detail = format!(
+            "the subject stopped reading its stdin (writing to it failed: {e}); stderr tail:\n{}",
+            stderr.tail()
+        );
+        for run in runs.lock().unwrap().iter() {
+            let detail = detail.clone();
+            router.send(run, RunEvent::SubjectGone { detail });
+        }
+        kill_group(pgid);
     }
 }
 
