@@ -345,7 +345,10 @@ fn lend_stdout(shared: &Mutex<Shared>, router: &Router, fake: &FakeLine) {
         .ledger
         .get(&fake.run)
         .and_then(|ps| ps.iter().find(|p| p.pid == fake.pid).cloned());
-    let Some(pidfd) = registered.as_ref().and_then(|p| p.pidfd.as_ref()) else {
+    let Some((process, pidfd)) = registered
+        .as_ref()
+        .and_then(|p| Some((p, p.pidfd.as_ref()?)))
+    else {
         return;
     };
     match hold_stdout(pidfd) {
@@ -354,8 +357,9 @@ fn lend_stdout(shared: &Mutex<Shared>, router: &Router, fake: &FakeLine) {
             s.held.entry(fake.run.clone()).or_default().push(fd);
         }
         // The runtime ended before the line was read (a subject that crashed, a loaded
-        // machine): what the run shows of that is the run's own.
-        Err(e) if e.raw_os_error() == Some(nix::libc::ESRCH) => {}
+        // machine): ESRCH, or EBADF from a zombie whose files are gone. What the run shows of
+        // that is the run's own, never a refusal or a fault.
+        Err(_) if !pids::alive(process.pid, process.start_time) => {}
         Err(e) => router.send(
             &fake.run,
             RunEvent::NotApplicable {
@@ -423,9 +427,31 @@ mod tests {
         drop(ours);
         child.kill().unwrap();
         child.wait().unwrap();
-        // A runtime already gone has nothing to hold: ESRCH, which the caller lets pass.
-        let gone = hold_stdout(&pidfd).unwrap_err();
-        assert_eq!(gone.raw_os_error(), Some(nix::libc::ESRCH), "{gone}");
+        // A runtime already gone has nothing to hold, and the caller lets that pass.
+        assert!(hold_stdout(&pidfd).is_err());
+        assert!(!pids::alive(child.id() as i32, 0), "reaped: gone");
+    }
+
+    #[test]
+    fn a_zombie_has_no_stdout_to_hold_and_counts_as_gone() {
+        let (mut child, pidfd) = child_with_stdout(Stdio::piped());
+        let pid = child.id() as i32;
+        let start = pids::stat(pid).unwrap().start_time;
+        nix::sys::signal::kill(
+            nix::unistd::Pid::from_raw(pid),
+            nix::sys::signal::Signal::SIGKILL,
+        )
+        .unwrap();
+        // Exited, not yet reaped: its files are gone, and it is not alive.
+        use std::os::fd::AsFd;
+        let mut ready = [nix::poll::PollFd::new(
+            pidfd.as_fd(),
+            nix::poll::PollFlags::POLLIN,
+        )];
+        nix::poll::poll(&mut ready, nix::poll::PollTimeout::NONE).unwrap();
+        assert!(hold_stdout(&pidfd).is_err());
+        assert!(!pids::alive(pid, start));
+        child.wait().unwrap();
     }
 
     #[test]
