@@ -7,6 +7,7 @@ mod catalog;
 mod contract;
 mod delivery;
 mod expect;
+pub mod forms;
 mod health;
 pub mod isolation;
 mod presentation;
