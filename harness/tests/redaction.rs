@@ -85,3 +85,54 @@ fn each_channel_copied_by_a_seeded_defect_is_caught_with_its_channel_named() {
         );
     }
 }
+
+#[test]
+fn a_secret_leaked_in_each_form_is_caught() {
+    // `leak-encoded` writes the error message in another form each run, in turn: JSON-escaped,
+    // percent-encoded, in base64, in base64url, with zero-width spaces, split between the
+    // diagnostic and the output, cut to 24 characters. One run after another (`-j 1`), seven
+    // cases take every form once; each must fail, with its channel named.
+    let exe = assert_cmd::cargo::cargo_bin("conform");
+    let subject = format!("'{}' reference --defect leak-encoded", exe.display());
+    let scenario = "acp/stage/prompt-error-response";
+    let (code, out) = redaction(&[
+        "--cases",
+        "7",
+        "--seed",
+        "11",
+        "-j",
+        "1",
+        "--filter",
+        scenario,
+        "--subject",
+        &subject,
+    ]);
+    assert_eq!(code, Some(1), "{out}");
+    assert!(out.contains("7 cases over 1 scenarios, 7 failed"), "{out}");
+    assert_eq!(
+        out.matches("channel `json-rpc error message`").count(),
+        7,
+        "{out}"
+    );
+}
+
+#[test]
+fn the_hosts_own_token_percent_encoded_is_caught() {
+    // A value the runtime never wrote: the harness's parent credential in the subject's
+    // environment, leaked percent-encoded by `leak-parent-token`.
+    let exe = assert_cmd::cargo::cargo_bin("conform");
+    let subject = format!("'{}' reference --defect leak-parent-token", exe.display());
+    let (code, out, _) = common::run(&[
+        "--filter",
+        "acp/stop/max-turn-requests",
+        "--subject",
+        &subject,
+    ]);
+    assert_eq!(code, Some(1), "{out}");
+    assert!(
+        out.contains(
+            "untrusted text \"parent-token-never-for-a-child\" in its percent-encoded form"
+        ),
+        "{out}"
+    );
+}

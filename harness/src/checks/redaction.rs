@@ -34,6 +34,14 @@ const FIXED_PHRASES: &[&str] = &[
     "(no new output)",
     "Subagent failure (provider: ",
     "Product subagent failure (product: ",
+    // The job status line the host composes from closed values (`[status: failed, error;
+    // diagnostic: …]`): a string that is part of it — `[status: failed` — is the host's word.
+    "[status: running]",
+    "[status: completed]",
+    "[status: killed]",
+    "[status: failed, ",
+    "; diagnostic: ",
+    "dispose failed: ",
 ];
 
 pub fn judge(scenario: &Scenario, obs: &Observed, f: &mut Vec<Finding>) {
@@ -59,6 +67,46 @@ pub fn judge(scenario: &Scenario, obs: &Observed, f: &mut Vec<Finding>) {
             ));
         }
     }
+}
+
+/// Why the rendered texts of a run of `scenario` must not be stored as its snapshot: the first
+/// known secret they hold (an untrusted string of the scenario, a secret-like value its runtime
+/// is handed), in which form and in which text. `None`: they may be stored. `--accept` asks
+/// before writing; the render holds what the redaction check reads and more (the start
+/// rejection's error name).
+pub fn secret_in_snapshot(scenario: &Scenario, rendered: &str) -> Option<String> {
+    let expected = expected_texts(scenario);
+    let shown_by_contract = |s: &str| {
+        expected.iter().any(|e| e.contains(s)) || FIXED_PHRASES.iter().any(|p| p.contains(s))
+    };
+    let label = format!("(subagent: {})", scenario.label());
+    let text = rendered.replace(&label, "");
+    let seen = Seen::new(&[("snapshot", text.clone())], &Observed::default());
+    let mut secrets = untrusted_strings(scenario);
+    secrets.extend(runtime_secrets(scenario));
+    secrets.iter().find_map(|secret| {
+        let hit = seen.leak(secret, &shown_by_contract)?;
+        Some(format!(
+            "{} ({})",
+            hit.describe(secret),
+            block_of(&text, &hit.piece)
+        ))
+    })
+}
+
+/// The block of a rendered snapshot (`── tool result (isError: true) ──`) that shows `piece`.
+fn block_of(rendered: &str, piece: &str) -> String {
+    let Some(at) = rendered.find(piece) else {
+        return "in a decoded view of the texts".to_owned();
+    };
+    rendered[..at]
+        .lines()
+        .rev()
+        .find(|l| l.starts_with("── ") && l.ends_with(" ──"))
+        .map_or_else(
+            || "before any block".to_owned(),
+            |h| format!("in the block {h}"),
+        )
 }
 
 /// Every string the run must keep from the model: the scenario's untrusted strings, the
@@ -138,8 +186,12 @@ impl Seen {
             unstructured: STRUCTURED_LINE.replace_all(&text, "\u{0}").into_owned(),
             text,
         };
+        let texts: Vec<(&'static str, String)> = texts
+            .iter()
+            .map(|(what, t)| (*what, STATUS_HEAD.replace_all(t, "\u{0}").into_owned()))
+            .collect();
         let mut views = Vec::new();
-        for (what, text) in texts {
+        for (what, text) in &texts {
             for (form, t) in forms::views(text) {
                 views.push(view(what, form, t));
             }
@@ -263,6 +315,15 @@ fn needles(secret: &str) -> Vec<(Form, String, bool)> {
     }
     out
 }
+
+/// The head of the job status line the host composes from closed values (`[status: failed,
+/// error; diagnostic: `): never part of a leak, whatever an untrusted string shares with it.
+static STATUS_HEAD: std::sync::LazyLock<regex::Regex> = std::sync::LazyLock::new(|| {
+    regex::Regex::new(
+        r"\[status: (?:running|completed|killed|failed)(?:, (?:error|aborted|max-tokens|refusal)(?:; diagnostic: )?)?\]?",
+    )
+    .expect("a valid pattern")
+});
 
 /// The shape of every fixed line the contract composes from closed values — `Subagent failure
 /// (provider: ACP; stage: prompt; …)`, `ACP unattended decision (policy: allow; …)`: capitalised
@@ -475,6 +536,145 @@ mod tests {
                 &fixed
             ),
             None
+        );
+    }
+
+    #[test]
+    fn the_hosts_status_line_is_never_a_leak() {
+        // A string that is part of the host's own status line proves nothing when a failed
+        // job's notice shows it (the one false alarm the reference raised).
+        let fixed = |s: &str| FIXED_PHRASES.iter().any(|p| p.contains(s));
+        let notice = "background job subagent-1 finished [status: failed, error; diagnostic: Subagent failure (provider: ACP; stage: prompt; category: unknown)]. Read its output with job_output.";
+        assert_eq!(leak("[status: failed", notice, &fixed), None);
+        assert_eq!(leak("[status: failed, error", notice, &fixed), None);
+    }
+
+    #[test]
+    fn what_the_runtime_is_handed_is_a_secret_when_it_looks_like_one() {
+        let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../scenarios");
+        let mut s =
+            crate::scenario::load(&root, &root.join("acp/stop/max-turn-requests.toml")).unwrap();
+        for (k, v) in [
+            (
+                "DATABASE_URL",
+                "postgres://app:hunter2pw@db.internal:5432/app",
+            ),
+            ("GITHUB_TOKEN", "ghp_0123456789abcdef"),
+            ("UPSTREAM", "sk-live-0123456789"),
+            ("PASSED_TO_CHILD", "yes"),
+            ("EDITOR_THEME", "solarized-dark"),
+        ] {
+            s.file.subject.env.insert(k.into(), v.into());
+        }
+        let got = runtime_secrets(&s);
+        for want in [
+            "hunter2pw",
+            "postgres://app:hunter2pw@db.internal:5432/app",
+            "ghp_0123456789abcdef",
+            "sk-live-0123456789",
+            // The harness's own parent token, in every subject's environment.
+            "parent-token-never-for-a-child",
+        ] {
+            assert!(got.contains(&want.to_owned()), "{want} in {got:?}");
+        }
+        for not in ["yes", "solarized-dark", "inherited"] {
+            assert!(!got.contains(&not.to_owned()), "{not} in {got:?}");
+        }
+        // Shown percent-encoded in a diagnostic, the password is found.
+        let obs = Observed {
+            result: Some(crate::run::observed::RunResult {
+                stop_reason: "error".into(),
+                output: vec![],
+                diagnostic: Some(
+                    "Subagent failure (provider: ACP) dsn=postgres%3A%2F%2Fapp%3Ahunter2pw%40db"
+                        .into(),
+                ),
+            }),
+            ..Observed::default()
+        };
+        let mut f = Vec::new();
+        judge(&s, &obs, &mut f);
+        assert!(
+            f.iter()
+                .any(|f| f.message.contains("untrusted text \"hunter2pw\"")),
+            "{f:?}"
+        );
+        assert!(
+            f.iter().any(|f| f.message.contains(
+                "\"postgres://app:hunter2pw@db.internal:5432/app\" in its percent-encoded form"
+            )),
+            "{f:?}"
+        );
+    }
+
+    #[test]
+    fn accept_refuses_a_snapshot_holding_a_secret_and_says_where() {
+        let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../scenarios");
+        let s =
+            crate::scenario::load(&root, &root.join("acp/stop/max-turn-requests.toml")).unwrap();
+        let dir = tempfile::tempdir().unwrap();
+        let leaked = "── tool result (isError: true) ──\nError: subagent run failed\nDiagnostic: x cGFyZW50LXRva2VuLW5ldmVyLWZvci1hLWNoaWxk\n";
+        let err = crate::snapshot::check(
+            dir.path(),
+            &s,
+            conform_protocol::subject::Mode::Foreground,
+            leaked,
+            true,
+            false,
+        )
+        .err()
+        .expect("refused")
+        .to_string();
+        assert!(err.contains("--accept refused"), "{err}");
+        assert!(err.contains("base64"), "{err}");
+        assert!(err.contains("parent-token-never-for-a-child"), "{err}");
+        assert!(
+            err.contains("in the block ── tool result (isError: true) ──"),
+            "{err}"
+        );
+        assert_eq!(
+            std::fs::read_dir(dir.path()).unwrap().count(),
+            0,
+            "nothing written"
+        );
+        // Clean texts are stored.
+        let clean = "── tool result (isError: true) ──\nError: subagent run failed\n";
+        assert!(
+            crate::snapshot::check(
+                dir.path(),
+                &s,
+                conform_protocol::subject::Mode::Foreground,
+                clean,
+                true,
+                false
+            )
+            .is_ok()
+        );
+    }
+
+    #[test]
+    fn a_codex_error_notification_and_written_params_are_untrusted() {
+        let codex = untrusted_of("codex/redaction/untrusted-channels");
+        for s in [
+            "Reconnecting... SECRET-retry",
+            "stream disconnected: SECRET-details",
+        ] {
+            assert!(codex.contains(&s.to_owned()), "{s} in {codex:?}");
+        }
+        // A guardian warning written as it is; an API error dressed as an assistant message.
+        let guardian = untrusted_of("codex/approval/auto-review-denied");
+        assert!(
+            guardian
+                .iter()
+                .any(|s| s.contains("SECRET-guardian-rationale")),
+            "{guardian:?}"
+        );
+        let claude = untrusted_of("claude-code/success/is-error-success");
+        assert!(
+            claude.contains(
+                &"Failed to authenticate. API Error: 401 SECRET-upstream message".to_owned()
+            ),
+            "{claude:?}"
         );
     }
 
