@@ -1,6 +1,6 @@
 //! The redaction property (`conform redaction`): for generated secrets written into every
-//! untrusted channel of a scenario, no model-visible text shows a secret (whole, by line, cut,
-//! or JSON- or URL-escaped), and every model-visible text equals the scenario's stored
+//! untrusted channel of a scenario, no model-visible text shows a secret (in any form
+//! `contract.redaction` matches: `checks::forms`), and every model-visible text equals the scenario's stored
 //! snapshot — the contract's text must not depend on untrusted content at all.
 //!
 //! A variant of a scenario rewrites its free-text channels: the task, stderr lines, JSON-RPC
