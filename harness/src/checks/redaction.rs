@@ -94,7 +94,7 @@ pub fn secret_in_snapshot(scenario: &Scenario, rendered: &str) -> Option<String>
     })
 }
 
-/// The block of a rendered snapshot (`── tool result (isError: true) ──`) that shows `piece`.
+/// The block of a rendered snapshot (`── tool result (isError: true) ──`) showing `piece`.
 fn block_of(rendered: &str, piece: &str) -> String {
     let Some(at) = rendered.find(piece) else {
         return "in a decoded view of the texts".to_owned();

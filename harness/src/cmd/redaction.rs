@@ -1,7 +1,7 @@
 //! The redaction property (`conform redaction`): for generated secrets written into every
 //! untrusted channel of a scenario, no model-visible text shows a secret (in any form
-//! `contract.redaction` matches: `checks::forms`), and every model-visible text equals the scenario's stored
-//! snapshot — the contract's text must not depend on untrusted content at all.
+//! `contract.redaction` matches: `checks::forms`), and every model-visible text equals the
+//! scenario's stored snapshot — the contract's text must not depend on untrusted content at all.
 //!
 //! A variant of a scenario rewrites its free-text channels: the task, stderr lines, JSON-RPC
 //! error messages and data, and each protocol's own channels (ids included) as its codec names them
