@@ -71,9 +71,9 @@ pub fn judge(scenario: &Scenario, obs: &Observed, f: &mut Vec<Finding>) {
 
 /// Why the rendered texts of a run of `scenario` must not be stored as its snapshot: the first
 /// known secret they hold (an untrusted string of the scenario, a secret-like value its runtime
-/// is handed), in which form and in which text. `None`: they may be stored. `--accept` asks
-/// before writing; the render holds what the redaction check reads and more (the start
-/// rejection's error name).
+/// is handed), in which form and in which text. `None`: they may be stored. The suite asks
+/// before `--accept` writes (or a pending `.snap.new` is left); the render holds what the
+/// redaction check reads and more (the start rejection's error name).
 pub fn secret_in_snapshot(scenario: &Scenario, rendered: &str) -> Option<String> {
     let expected = expected_texts(scenario);
     let shown_by_contract = |s: &str| {
@@ -107,6 +107,26 @@ fn block_of(rendered: &str, piece: &str) -> String {
             || "before any block".to_owned(),
             |h| format!("in the block {h}"),
         )
+}
+
+/// Kinds of secret material, each a proptest strategy (a random token, a credential, a path,
+/// multi-byte and combining text, right-to-left and zero-width characters, text dressed as a
+/// diagnostic line, text with a line break, text long enough to cross the 4096-byte bound,
+/// characters JSON, URLs and shells escape, terminal colour escapes).
+pub fn secret_material() -> impl proptest::strategy::Strategy<Value = String> {
+    proptest::prop_oneof![
+        "[A-Za-z0-9]{1,12}",
+        "(sk|ghp|xoxb|AKIA)-[A-Za-z0-9]{8,40}",
+        "/(home|srv|Users)/[a-z]{2,8}/\\.(ssh|aws|config)/[a-z0-9_]{2,12}",
+        "[\u{4e00}-\u{9fa5}]{1,6}",
+        "[a-z]{1,4}[\u{0300}-\u{036f}]{1,3}[a-z]{0,4}",
+        "[\u{0590}-\u{05ff}\u{200b}-\u{200f}\u{202a}-\u{202e}a-z]{2,10}",
+        "Subagent failure \\(provider: (ACP|DSH SDK); stage: [a-z-]{3,12}; category: [a-z-]{3,12}\\)",
+        "[a-z ]{3,20}\r?\n[A-Za-z: ]{3,20}",
+        "[a-z0-9]{5000,6000}",
+        "[\"\\\\%&<>'`$ ]{1,3}[a-z]{2,8}[\"\\\\%&<>'`$ ]{1,3}",
+        "\u{1b}\\[[0-9]{1,2}m[a-z]{2,8}\u{1b}\\[0m",
+    ]
 }
 
 /// Every string the run must keep from the model: the scenario's untrusted strings, the
@@ -608,48 +628,21 @@ mod tests {
     }
 
     #[test]
-    fn accept_refuses_a_snapshot_holding_a_secret_and_says_where() {
+    fn a_snapshot_holding_a_secret_is_refused_with_its_form_and_block() {
         let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../scenarios");
         let s =
             crate::scenario::load(&root, &root.join("acp/stop/max-turn-requests.toml")).unwrap();
-        let dir = tempfile::tempdir().unwrap();
+        // The harness's parent token, base64 inside a diagnostic.
         let leaked = "── tool result (isError: true) ──\nError: subagent run failed\nDiagnostic: x cGFyZW50LXRva2VuLW5ldmVyLWZvci1hLWNoaWxk\n";
-        let err = crate::snapshot::check(
-            dir.path(),
-            &s,
-            conform_protocol::subject::Mode::Foreground,
-            leaked,
-            true,
-            false,
-        )
-        .err()
-        .expect("refused")
-        .to_string();
-        assert!(err.contains("--accept refused"), "{err}");
-        assert!(err.contains("base64"), "{err}");
-        assert!(err.contains("parent-token-never-for-a-child"), "{err}");
+        let why = secret_in_snapshot(&s, leaked).expect("refused");
+        assert!(why.contains("base64"), "{why}");
+        assert!(why.contains("parent-token-never-for-a-child"), "{why}");
         assert!(
-            err.contains("in the block ── tool result (isError: true) ──"),
-            "{err}"
+            why.contains("in the block ── tool result (isError: true) ──"),
+            "{why}"
         );
-        assert_eq!(
-            std::fs::read_dir(dir.path()).unwrap().count(),
-            0,
-            "nothing written"
-        );
-        // Clean texts are stored.
         let clean = "── tool result (isError: true) ──\nError: subagent run failed\n";
-        assert!(
-            crate::snapshot::check(
-                dir.path(),
-                &s,
-                conform_protocol::subject::Mode::Foreground,
-                clean,
-                true,
-                false
-            )
-            .is_ok()
-        );
+        assert_eq!(secret_in_snapshot(&s, clean), None);
     }
 
     #[test]
@@ -802,7 +795,7 @@ mod property {
     /// handed: a database URL with its password, a parent token.
     fn secret() -> impl Strategy<Value = String> {
         prop_oneof![
-            8 => crate::cmd::redaction::secret_body(),
+            8 => secret_material(),
             1 => "postgres://app:[A-Za-z0-9]{8,16}@db\\.internal:5432/app",
             1 => "parent-token-[a-z0-9]{8,16}",
         ]
