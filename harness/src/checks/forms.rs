@@ -195,7 +195,7 @@ pub fn views(text: &str) -> Vec<(Form, String)> {
     out
 }
 
-/// Every window of [`WINDOW_CHARS`] characters of `text`, with its character offset.
+/// Every window of [`WINDOW_CHARS`] characters of `text`, in order.
 pub fn windows(text: &str) -> impl Iterator<Item = &str> {
     let bounds: Vec<usize> = text
         .char_indices()

@@ -186,6 +186,50 @@ struct View {
     unstructured: String,
 }
 
+impl View {
+    /// `text` in each of its views ([`forms::views`]).
+    fn all(what: &'static str, text: &str) -> Vec<View> {
+        forms::views(text)
+            .into_iter()
+            .map(|(form, text)| View {
+                what,
+                form,
+                unstructured: STRUCTURED_LINE.replace_all(&text, "\u{0}").into_owned(),
+                text,
+            })
+            .collect()
+    }
+}
+
+/// The texts across field boundaries: all of them joined as the model reads them, and the
+/// result's diagnostic and output end to end, in either order (a secret split between them).
+fn joined_texts(texts: &[(&'static str, String)], obs: &Observed) -> Vec<String> {
+    let all: Vec<&str> = texts.iter().map(|(_, t)| t.as_str()).collect();
+    let mut out = vec![all.join("\n")];
+    if let Some(r) = &obs.result
+        && let Some(d) = &r.diagnostic
+    {
+        let output = r.output_text();
+        out.push(format!("{d}{output}"));
+        out.push(format!("{output}{d}"));
+    }
+    out
+}
+
+/// All texts joined with the presentation's phrases, whitespace and format characters
+/// removed, normalised: what is left when the separators between fields are gone.
+fn compacted(texts: &[(&'static str, String)]) -> String {
+    let mut all = texts
+        .iter()
+        .map(|(_, t)| t.as_str())
+        .collect::<Vec<_>>()
+        .join("\n");
+    for p in FIXED_PHRASES {
+        all = all.replace(p, "\n");
+    }
+    forms::normalized(&forms::compact(&all))
+}
+
 /// The model-visible texts of a run, read in every view ([`forms::views`]), each alone and
 /// together as the model sees them.
 struct Seen {
@@ -200,47 +244,23 @@ struct Seen {
 
 impl Seen {
     fn new(texts: &[(&'static str, String)], obs: &Observed) -> Seen {
-        let view = |what, form, text: String| View {
-            what,
-            form,
-            unstructured: STRUCTURED_LINE.replace_all(&text, "\u{0}").into_owned(),
-            text,
-        };
+        // The head of the host's status line is its own word, in every view.
         let texts: Vec<(&'static str, String)> = texts
             .iter()
             .map(|(what, t)| (*what, STATUS_HEAD.replace_all(t, "\u{0}").into_owned()))
             .collect();
         let mut views = Vec::new();
         for (what, text) in &texts {
-            for (form, t) in forms::views(text) {
-                views.push(view(what, form, t));
-            }
-        }
-        let all: Vec<&str> = texts.iter().map(|(_, t)| t.as_str()).collect();
-        let mut joined_texts = vec![all.join("\n")];
-        // A secret split across the result's two fields: the diagnostic and the output, in
-        // either order.
-        if let Some(r) = &obs.result
-            && let Some(d) = &r.diagnostic
-        {
-            let out = r.output_text();
-            joined_texts.push(format!("{d}{out}"));
-            joined_texts.push(format!("{out}{d}"));
+            views.extend(View::all(what, text));
         }
         let mut joined = Vec::new();
-        for text in joined_texts {
-            for (form, t) in forms::views(&text) {
-                joined.push(view("model-visible texts together", form, t));
-            }
-        }
-        let mut compact = all.join("\n");
-        for p in FIXED_PHRASES {
-            compact = compact.replace(p, "\n");
+        for text in joined_texts(&texts, obs) {
+            joined.extend(View::all("model-visible texts together", &text));
         }
         Seen {
             views,
             joined,
-            compact: forms::normalized(&forms::compact(&compact)),
+            compact: compacted(&texts),
             index: std::cell::OnceCell::new(),
         }
     }
@@ -267,56 +287,77 @@ impl Seen {
     /// of its lines, across texts, or a window of any of its forms (a leak the bound cut).
     fn leak(&self, secret: &str, shown_by_contract: &impl Fn(&str) -> bool) -> Option<Hit> {
         let needles = needles(secret);
-        let hit = |v: &View, form: Form, piece: &str, whole: bool| Hit {
-            what: v.what,
-            // A needle in its own form names that; a raw needle names the view's.
-            form: if form == Form::Raw { v.form } else { form },
-            piece: piece.to_owned(),
-            whole,
-        };
+        self.whole(&needles, shown_by_contract)
+            .or_else(|| self.without_separators(&needles, shown_by_contract))
+            .or_else(|| self.windowed(&needles, shown_by_contract))
+    }
+
+    /// A form of the secret (or of one of its lines) whole in a text, else across texts.
+    fn whole(&self, needles: &[Needle], shown: &impl Fn(&str) -> bool) -> Option<Hit> {
         for views in [&self.views, &self.joined] {
-            for (form, needle, whole) in &needles {
-                if shown_by_contract(needle) {
+            for (form, needle, whole) in needles {
+                if shown(needle) {
                     continue;
                 }
                 if let Some(v) = views.iter().find(|v| v.text.contains(needle.as_str())) {
-                    return Some(hit(v, *form, needle, *whole));
+                    return Some(Hit::in_view(v, *form, needle, *whole));
                 }
             }
         }
-        for (form, needle, _) in &needles {
+        None
+    }
+
+    /// A form of the secret once the separators between the texts are gone.
+    fn without_separators(&self, needles: &[Needle], shown: &impl Fn(&str) -> bool) -> Option<Hit> {
+        needles.iter().find_map(|(form, needle, _)| {
             let c = forms::normalized(&forms::compact(needle));
-            if c.chars().count() >= MIN_COMPACT_CHARS
-                && self.compact.contains(&c)
-                && !shown_by_contract(needle)
-            {
-                return Some(Hit {
+            (c.chars().count() >= MIN_COMPACT_CHARS && self.compact.contains(&c) && !shown(needle))
+                .then_some(Hit {
                     what: "model-visible texts with the separators between them removed",
                     form: *form,
                     piece: c,
                     whole: true,
-                });
-            }
-        }
+                })
+        })
+    }
+
+    /// A window of a form of the secret: a leak the bound cut.
+    fn windowed(&self, needles: &[Needle], shown: &impl Fn(&str) -> bool) -> Option<Hit> {
         let holds = |i: usize, w: &str| self.view(i).unstructured.contains(w);
         needles.iter().find_map(|(form, needle, _)| {
             self.index()
-                .find(needle, shown_by_contract, &holds)
-                .map(|(w, i)| hit(self.view(i), *form, w, false))
+                .find(needle, shown, &holds)
+                .map(|(w, i)| Hit::in_view(self.view(i), *form, w, false))
         })
+    }
+}
+
+/// A form of a secret to look for, and whether it is the whole secret (not one of its lines).
+type Needle = (Form, String, bool);
+
+impl Hit {
+    /// `piece` found in view `v`: a needle in its own form names that; a raw needle names the
+    /// view's (a percent-decoded or normalised text).
+    fn in_view(v: &View, form: Form, piece: &str, whole: bool) -> Hit {
+        Hit {
+            what: v.what,
+            form: if form == Form::Raw { v.form } else { form },
+            piece: piece.to_owned(),
+            whole,
+        }
     }
 }
 
 /// What a leak of `secret` may look like: each of its forms whole, then each line of it (a CR
 /// or LF inside a secret may be where a provider splits it). Encoded forms shorter than the
 /// secret's own floor are left out (a short encoding meets other text by chance).
-fn needles(secret: &str) -> Vec<(Form, String, bool)> {
+fn needles(secret: &str) -> Vec<Needle> {
     let floor = secret
         .chars()
         .count()
         .min(MIN_DERIVED_CHARS)
         .min(forms::normalized(secret).chars().count());
-    let mut out: Vec<(Form, String, bool)> = forms::encoded(secret)
+    let mut out: Vec<Needle> = forms::encoded(secret)
         .into_iter()
         .filter(|(form, t)| *form == Form::Raw || t.chars().count() >= floor)
         .map(|(form, t)| (form, t, true))
