@@ -14,7 +14,11 @@ const SENTINEL: &str = "FREE-TEXT-NO-ONE-COLLECTS";
 
 /// Fields that are the run's output by design, whatever else the frame says (the codec
 /// exempts them unconditionally): method, pointer.
-const OUTPUT: &[(&str, &str)] = &[("item/agentMessage/delta", "/delta")];
+const OUTPUT: &[(&str, &str)] = &[
+    ("item/agentMessage/delta", "/delta"),
+    ("assistant", "/message/content/0/text"),
+    ("stream_event", "/event/delta/text"),
+];
 
 /// How deep into a params schema fields are enumerated (recursive item types end here).
 const MAX_DEPTH: usize = 9;
@@ -177,6 +181,26 @@ fn every_dsh_sdk_notification_field_is_collected() {
             .unwrap();
         let params = &rule["then"]["properties"]["params"];
         missing.extend(uncollected(Provider::DshSdk, method, &root, params));
+    }
+    assert!(
+        missing.is_empty(),
+        "free text no one collects:\n{}",
+        missing.join("\n")
+    );
+}
+
+#[test]
+fn every_claude_code_message_field_is_collected() {
+    let root = load(include_str!("../schemas/claude-code/0.3.220.schema.json"));
+    let mut missing = Vec::new();
+    for (kind, def) in [
+        ("assistant", "SDKAssistantMessage"),
+        ("user", "SDKUserMessage"),
+        ("stream_event", "SDKPartialAssistantMessage"),
+        ("system", "SDKSystemMessage"),
+    ] {
+        let message = serde_json::json!({ "$ref": format!("#/definitions/{def}") });
+        missing.extend(uncollected(Provider::ClaudeCode, kind, &root, &message));
     }
     assert!(
         missing.is_empty(),

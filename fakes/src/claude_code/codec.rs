@@ -481,7 +481,11 @@ impl Codec for ClaudeCodeCodec {
         // API error dressed as an assistant message is the upstream's text, not output.
         let api_error = params.get("is_api_error_message") == Some(&Value::Bool(true))
             || params.get("error").is_some_and(|e| !e.is_null());
-        let text_block = pointer.starts_with("/message/content/") && pointer.ends_with("/text");
+        // Only a top-level block's own text: what a block nests (a server tool's result) is not.
+        let text_block = pointer
+            .strip_prefix("/message/content/")
+            .and_then(|rest| rest.strip_suffix("/text"))
+            .is_some_and(|n| n.chars().all(|c| c.is_ascii_digit()));
         crate::codec::closed_member(pointer)
             || (method == "assistant" && text_block && !api_error)
             || (method == "stream_event" && pointer == "/event/delta/text")
