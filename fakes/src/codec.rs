@@ -149,6 +149,28 @@ pub trait Codec: Send {
     /// channels (stderr, raw lines, error payloads, reply payloads) are the harness's.
     fn untrusted_text(&self, _step: &Step, _out: &mut Vec<String>) {}
 
+    /// The untrusted text of a notification or request a script writes as it is (`notify` or
+    /// `request` with `params`): every string of its params — error texts, warnings, tool
+    /// payloads, ids — but the assistant output the records let the model see and the closed
+    /// vocabulary a diagnostic names, as each protocol knows them ([`Codec::is_shown_param`]).
+    fn untrusted_params(&self, method: &str, params: &Value, out: &mut Vec<String>) {
+        let mut leaves = Vec::new();
+        string_leaves_at(params, &mut String::new(), &mut leaves);
+        out.extend(
+            leaves
+                .into_iter()
+                .filter(|(pointer, s)| !self.is_shown_param(method, params, pointer, s))
+                .map(|(_, s)| s),
+        );
+    }
+
+    /// Whether the string at `pointer` in a written frame's params is shown by design: the
+    /// run's assistant output, or a closed value a diagnostic may name. Default: a member
+    /// every protocol uses for a closed value ([`closed_member`]).
+    fn is_shown_param(&self, _method: &str, _params: &Value, pointer: &str, _s: &str) -> bool {
+        closed_member(pointer)
+    }
+
     /// Visits every free-text channel of a sugar step of this protocol, mutably, with the
     /// channel's name: the places where a runtime writes untrusted text that can change
     /// without changing what the step means (the redaction property writes secrets there).
@@ -309,6 +331,40 @@ pub fn string_leaves(v: &Value, out: &mut Vec<String>) {
         Value::String(s) => out.push(s.clone()),
         Value::Array(a) => a.iter().for_each(|x| string_leaves(x, out)),
         Value::Object(o) => o.values().for_each(|x| string_leaves(x, out)),
+        _ => {}
+    }
+}
+
+/// Whether a member at `pointer` holds a closed value in every protocol (a discriminator, a
+/// status, a role): never free text.
+pub fn closed_member(pointer: &str) -> bool {
+    let key = pointer.rsplit('/').next().unwrap_or_default();
+    matches!(
+        key,
+        "type" | "subtype" | "kind" | "status" | "phase" | "role" | "source" | "sessionUpdate"
+    )
+}
+
+/// Every string inside a JSON value with its JSON pointer (object keys excluded).
+pub fn string_leaves_at(v: &Value, at: &mut String, out: &mut Vec<(String, String)>) {
+    let len = at.len();
+    match v {
+        Value::String(s) => out.push((at.clone(), s.clone())),
+        Value::Array(a) => {
+            for (i, x) in a.iter().enumerate() {
+                at.push_str(&format!("/{i}"));
+                string_leaves_at(x, at, out);
+                at.truncate(len);
+            }
+        }
+        Value::Object(o) => {
+            for (k, x) in o {
+                at.push('/');
+                at.push_str(&k.replace('~', "~0").replace('/', "~1"));
+                string_leaves_at(x, at, out);
+                at.truncate(len);
+            }
+        }
         _ => {}
     }
 }

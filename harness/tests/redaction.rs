@@ -86,6 +86,61 @@ fn each_channel_copied_by_a_seeded_defect_is_caught_with_its_channel_named() {
     }
 }
 
+#[test]
+fn a_secret_leaked_in_each_form_is_caught() {
+    // `leak-encoded` writes the error message in another form each run, in turn: JSON-escaped,
+    // percent-encoded, in base64, in base64url, with zero-width spaces, split between the
+    // diagnostic and the output, cut to 24 characters. One run after another (`-j 1`), seven
+    // cases take every form once; each must fail, with its channel named.
+    let exe = assert_cmd::cargo::cargo_bin("conform");
+    let subject = format!("'{}' reference --defect leak-encoded", exe.display());
+    let scenario = "acp/stage/prompt-error-response";
+    let (code, out) = redaction(&[
+        "--cases",
+        "7",
+        "--seed",
+        "11",
+        "-j",
+        "1",
+        "--filter",
+        scenario,
+        "--subject",
+        &subject,
+    ]);
+    assert_eq!(code, Some(1), "{out}");
+    // Every case failed, each laid by its finding at the channel the defect copies (one is
+    // kept as the counterexample: the first per provider × channel).
+    assert!(
+        out.contains("7 cases over 1 scenarios, 7 failed (1 kept"),
+        "{out}"
+    );
+    assert!(
+        out.contains("failing cases by channel: `json-rpc error message` 7"),
+        "{out}"
+    );
+}
+
+#[test]
+fn the_hosts_own_token_percent_encoded_is_caught() {
+    // A value the runtime never wrote: the harness's parent credential in the subject's
+    // environment, leaked percent-encoded by `leak-parent-token`.
+    let exe = assert_cmd::cargo::cargo_bin("conform");
+    let subject = format!("'{}' reference --defect leak-parent-token", exe.display());
+    let (code, out, _) = common::run(&[
+        "--filter",
+        "acp/stop/max-turn-requests",
+        "--subject",
+        &subject,
+    ]);
+    assert_eq!(code, Some(1), "{out}");
+    assert!(
+        out.contains(
+            "untrusted text \"parent-token-never-for-a-child\" in its percent-encoded form"
+        ),
+        "{out}"
+    );
+}
+
 fn leaking_subject() -> String {
     let exe = assert_cmd::cargo::cargo_bin("conform");
     format!("'{}' reference --defect leak-raw-error", exe.display())
@@ -145,19 +200,22 @@ fn a_signal_ends_the_search_with_what_it_found() {
         .spawn()
         .unwrap();
     // Its progress says when a counterexample is kept: then it is stopped.
-    let stderr = std::io::BufReader::new(child.stderr.take().unwrap());
-    for line in stderr.lines() {
+    let mut stderr = std::io::BufReader::new(child.stderr.take().unwrap()).lines();
+    for line in stderr.by_ref() {
         let line = line.unwrap();
         if line.contains(" kept") && !line.ends_with(" 0 kept") {
             break;
         }
     }
+    // The rest is read to the end, as a terminal would.
+    let drained = std::thread::spawn(move || stderr.count());
     nix::sys::signal::kill(
         nix::unistd::Pid::from_raw(child.id() as i32),
         nix::sys::signal::Signal::SIGTERM,
     )
     .unwrap();
     let out = child.wait_with_output().unwrap();
+    drained.join().unwrap();
     let text = String::from_utf8_lossy(&out.stdout);
     assert_eq!(out.status.code(), Some(128 + 15), "{text}");
     assert!(

@@ -421,7 +421,7 @@ impl AcpRun {
         );
         let step = race(prompt, cancel).await;
         // Settle the facts at this point: later chunks and permissions do not count.
-        let (output, permission, title) = {
+        let (mut output, permission, title) = {
             let mut st = self.state.lock().expect("run state");
             st.settled = true;
             let permission = if self.defects.permission_fact_per_provider {
@@ -484,6 +484,12 @@ impl AcpRun {
                     && let Some(data) = data
                 {
                     d = format!("{d} {data}");
+                }
+                // Seeded defect: the error message leaked in another form each run.
+                if self.defects.leak_encoded {
+                    let (leaked, tail) = crate::leak::leak_encoded(&d, &message);
+                    d = leaked;
+                    output.push_str(&tail);
                 }
                 ("error", Some(d))
             }

@@ -218,6 +218,15 @@ defects! {
     error_data_in_diagnostic = "error-data-in-diagnostic":
         "ACP: copy a `session/prompt` error response's `data` into the diagnostic",
         catches ["contract.redaction", "expect.diagnostic"];
+    leak_encoded = "leak-encoded":
+        "ACP: append a `session/prompt` error response's message to the diagnostic in another \
+         form each run (JSON-escaped, percent-encoded, in base64, in base64url, with zero-width \
+         spaces, split between the diagnostic and the output, cut to 24 characters)",
+        catches ["contract.redaction", "expect.diagnostic"];
+    leak_parent_token = "leak-parent-token":
+        "Append the host's own parent credential (`CONFORM_PARENT_API_TOKEN`), percent-encoded \
+         in a retry URL, to every diagnostic",
+        catches ["contract.redaction", "expect.diagnostic"];
     title_in_permission_line = "title-in-permission-line":
         "ACP: name the tool call's title in the permission line",
         catches ["contract.redaction", "expect.diagnostic"];

@@ -10,6 +10,7 @@ mod driver;
 mod dsh_sdk;
 mod host;
 mod jsonrpc;
+mod leak;
 mod process;
 mod product;
 mod provider;

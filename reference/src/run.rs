@@ -454,6 +454,11 @@ fn apply_result_defects(defects: &Defects, r: &mut SubagentResult) {
         shared.push_str(d);
         *d = shared.clone();
     }
+    if defects.leak_parent_token
+        && let Some(d) = r.diagnostic.as_mut()
+    {
+        *d = crate::leak::leak_parent_token(d);
+    }
     if defects.diagnostic_on_success && r.stop_reason == "completed" {
         r.diagnostic =
             Some("Subagent failure (provider: reference; stage: prompt; category: unknown)".into());

@@ -200,6 +200,16 @@ impl Codec for AcpCodec {
         }
     }
 
+    fn is_shown_param(&self, method: &str, params: &Value, pointer: &str, _s: &str) -> bool {
+        // An agent message chunk's text is the run's output.
+        let chunk = params
+            .pointer("/update/sessionUpdate")
+            .and_then(Value::as_str)
+            == Some("agent_message_chunk");
+        crate::codec::closed_member(pointer)
+            || (method == "session/update" && chunk && pointer == "/update/content/text")
+    }
+
     fn free_text(&self, step: &mut Step, visit: &mut dyn FnMut(&'static str, &mut String)) {
         // The session id the agent chose (every later frame names it).
         if let Some(r) = &mut step.reply

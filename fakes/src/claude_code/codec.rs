@@ -476,6 +476,21 @@ impl Codec for ClaudeCodeCodec {
         }
     }
 
+    fn is_shown_param(&self, method: &str, params: &Value, pointer: &str, _s: &str) -> bool {
+        // An assistant message's text blocks and streamed text deltas are model output; an
+        // API error dressed as an assistant message is the upstream's text, not output.
+        let api_error = params.get("is_api_error_message") == Some(&Value::Bool(true))
+            || params.get("error").is_some_and(|e| !e.is_null());
+        // Only a top-level block's own text: what a block nests (a server tool's result) is not.
+        let text_block = pointer
+            .strip_prefix("/message/content/")
+            .and_then(|rest| rest.strip_suffix("/text"))
+            .is_some_and(|n| n.chars().all(|c| c.is_ascii_digit()));
+        crate::codec::closed_member(pointer)
+            || (method == "assistant" && text_block && !api_error)
+            || (method == "stream_event" && pointer == "/event/delta/text")
+    }
+
     fn free_text(&self, step: &mut Step, visit: &mut dyn FnMut(&'static str, &mut String)) {
         if let Some(over) = &mut step.result {
             if let Some(errors) = over.get_mut("errors") {

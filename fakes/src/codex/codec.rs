@@ -526,6 +526,23 @@ impl Codec for CodexCodec {
         }
     }
 
+    fn is_shown_param(&self, method: &str, params: &Value, pointer: &str, s: &str) -> bool {
+        // The answer streams as agent-message deltas and items (commentary is not the answer);
+        // an error-info code a pinned version defines is the vocabulary a diagnostic names.
+        let item = |p: &str| params.pointer(p).and_then(Value::as_str);
+        let answer_item =
+            item("/item/type") == Some("agentMessage") && item("/item/phase") != Some("commentary");
+        let known = conform_protocol::codex::KNOWN
+            .iter()
+            .any(|v| v.has_string(s));
+        crate::codec::closed_member(pointer)
+            || known
+            || (method == "item/agentMessage/delta" && pointer == "/delta")
+            || (matches!(method, "item/started" | "item/completed")
+                && answer_item
+                && pointer == "/item/text")
+    }
+
     fn free_text(&self, step: &mut Step, visit: &mut dyn FnMut(&'static str, &mut String)) {
         // The thread and turn ids the app-server chose (every later frame names them).
         if let Some(r) = &mut step.reply {
@@ -541,6 +558,23 @@ impl Codec for CodexCodec {
                 ("/error/additionalDetails", "codex turn error details"),
             ] {
                 if let Some(s) = string_at(t, pointer) {
+                    visit(channel, s);
+                }
+            }
+        }
+        // The `error` notification (a retry the app-server reports mid-turn): its message and
+        // details are the upstream's text, like a failed turn's.
+        if step.notify.as_deref() == Some("error")
+            && let Some(params) = &mut step.params
+        {
+            for (pointer, channel) in [
+                ("/error/message", "codex error notification message"),
+                (
+                    "/error/additionalDetails",
+                    "codex error notification details",
+                ),
+            ] {
+                if let Some(s) = string_at(params, pointer) {
                     visit(channel, s);
                 }
             }

@@ -339,6 +339,17 @@ impl Codec for DshSdkCodec {
         }
     }
 
+    fn is_shown_param(&self, method: &str, params: &Value, pointer: &str, _s: &str) -> bool {
+        // The text of an assistant message, chunk or attempt is output the records keep.
+        let kind = params.pointer("/event/type").and_then(Value::as_str);
+        let assistant = matches!(
+            kind,
+            Some(event::ASSISTANT_MESSAGE | event::ASSISTANT_ATTEMPT | event::ASSISTANT_CHUNK)
+        );
+        crate::codec::closed_member(pointer)
+            || (method == "session.event" && assistant && pointer.ends_with("/text"))
+    }
+
     fn free_text(&self, step: &mut Step, visit: &mut dyn FnMut(&'static str, &mut String)) {
         // Failure messages, wherever a raw event or a turn end carries one.
         fn messages(

@@ -7,6 +7,7 @@ mod catalog;
 mod contract;
 mod delivery;
 mod expect;
+pub mod forms;
 mod health;
 pub mod isolation;
 mod presentation;
@@ -20,7 +21,9 @@ pub use contract::MAX_DIAGNOSTIC_BYTES;
 pub use delivery::timeline;
 pub use expect::{teardown_rung, upstream_mapping};
 pub use presentation::job_status;
-pub use redaction::{model_visible, untrusted_strings};
+pub use redaction::{
+    model_visible, runtime_secrets, secret_in_snapshot, secret_material, untrusted_strings,
+};
 pub use subject::judge_late;
 
 use conform_protocol::subject::Mode;

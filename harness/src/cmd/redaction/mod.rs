@@ -1,7 +1,7 @@
 //! The redaction property (`conform redaction`): for generated secrets written into every
-//! untrusted channel of a scenario, no model-visible text shows a secret (whole, by line, cut,
-//! or JSON- or URL-escaped), and every model-visible text equals the scenario's stored
-//! snapshot — the contract's text must not depend on untrusted content at all.
+//! untrusted channel of a scenario, no model-visible text shows a secret (in any form
+//! `contract.redaction` matches: `checks::forms`), and every model-visible text equals the
+//! scenario's stored snapshot — the contract's text must not depend on untrusted content at all.
 //!
 //! A variant of a scenario rewrites its free-text channels: the task, stderr lines, JSON-RPC
 //! error messages and data, and each protocol's own channels (ids included) as its codec names them
@@ -23,24 +23,10 @@ use crate::cmd::output::out;
 use crate::cmd::{Error as CmdError, verdict};
 use crate::settings::default_dir;
 
-/// Kinds of secret material, each a proptest strategy (a random token, a credential, a path,
-/// multi-byte and combining text, right-to-left and zero-width characters, text dressed as a
-/// diagnostic line, text with a line break, text long enough to cross the 4096-byte bound,
-/// characters JSON, URLs and shells escape, terminal colour escapes).
+/// Kinds of secret material, each a proptest strategy ([`crate::checks::secret_material`]:
+/// the check's own property generates the same).
 pub fn secret_body() -> impl Strategy<Value = String> {
-    proptest::prop_oneof![
-        "[A-Za-z0-9]{1,12}",
-        "(sk|ghp|xoxb|AKIA)-[A-Za-z0-9]{8,40}",
-        "/(home|srv|Users)/[a-z]{2,8}/\\.(ssh|aws|config)/[a-z0-9_]{2,12}",
-        "[\u{4e00}-\u{9fa5}]{1,6}",
-        "[a-z]{1,4}[\u{0300}-\u{036f}]{1,3}[a-z]{0,4}",
-        "[\u{0590}-\u{05ff}\u{200b}-\u{200f}\u{202a}-\u{202e}a-z]{2,10}",
-        "Subagent failure \\(provider: (ACP|DSH SDK); stage: [a-z-]{3,12}; category: [a-z-]{3,12}\\)",
-        "[a-z ]{3,20}\r?\n[A-Za-z: ]{3,20}",
-        "[a-z0-9]{5000,6000}",
-        "[\"\\\\%&<>'`$ ]{1,3}[a-z]{2,8}[\"\\\\%&<>'`$ ]{1,3}",
-        "\u{1b}\\[[0-9]{1,2}m[a-z]{2,8}\u{1b}\\[0m",
-    ]
+    crate::checks::secret_material()
 }
 
 /// The environment variable a variant passes the runtime, holding a secret it echoes.
@@ -211,6 +197,20 @@ pub fn render(outcome: &Outcome, plan: &Plan, elapsed: std::time::Duration) -> S
         }
     }
     let secs = elapsed.as_secs_f64().max(0.001);
+    if !outcome.by_channel.is_empty() {
+        let counts: Vec<String> = outcome
+            .by_channel
+            .iter()
+            .map(|(c, n)| match c {
+                Some(c) => format!("`{c}` {n}"),
+                None => format!("(named by no finding) {n}"),
+            })
+            .collect();
+        out.push_str(&format!(
+            "\nfailing cases by channel: {}",
+            counts.join(", ")
+        ));
+    }
     if let Some(why) = &outcome.stopped {
         out.push_str(&format!(
             "\nstopped after {} of {} cases: {why}",

@@ -55,6 +55,8 @@ pub struct Outcome {
     pub scenarios: usize,
     /// Cases that failed, whether or not they were kept.
     pub failing_cases: usize,
+    /// Failing cases by the channel a finding named (`None`: no finding named a secret).
+    pub by_channel: std::collections::BTreeMap<Option<&'static str>, usize>,
     /// The first counterexample per provider × channel, shrunk.
     pub failures: Vec<Counterexample>,
     /// Why the search ended before every case ran, if it did.
@@ -198,6 +200,7 @@ pub async fn run(opts: &Options, plan: &Plan) -> Result<Outcome, SuiteError> {
     let mut kept: Vec<Kept> = Vec::new();
     let mut keys: BTreeSet<(Provider, &'static str)> = BTreeSet::new();
     let (mut done, mut failing_cases, mut stopped) = (0, 0, None);
+    let mut by_channel = std::collections::BTreeMap::new();
     while done < plan.cases {
         // A budget lets the first batch run: a search that ran nothing proves nothing.
         if let Some(why) = stop
@@ -221,6 +224,12 @@ pub async fn run(opts: &Options, plan: &Plan) -> Result<Outcome, SuiteError> {
             .map(|(case, c)| (case, c.findings.clone()))
             .collect();
         failing_cases += failing.len();
+        for (case, findings) in &failing {
+            let k = named_channel(&case.planted, findings);
+            *by_channel
+                .entry(k.map(|k| case.planted[k].channel))
+                .or_default() += 1;
+        }
         let fresh = attribute(opts, failing, &keys).await;
         for k in fresh {
             if keys.insert((k.case.base.file.provider, k.best.channel)) {
@@ -228,7 +237,10 @@ pub async fn run(opts: &Options, plan: &Plan) -> Result<Outcome, SuiteError> {
             }
         }
         if plan.progress {
-            eprintln!(
+            // A closed stderr (a CI step that stopped reading) must not end the search.
+            use std::io::Write;
+            let _ = writeln!(
+                std::io::stderr(),
                 "[{:>4} s] {done}/{} cases, {failing_cases} failing, {} kept",
                 stop.started.elapsed().as_secs(),
                 plan.cases,
@@ -251,6 +263,7 @@ pub async fn run(opts: &Options, plan: &Plan) -> Result<Outcome, SuiteError> {
         cases: done,
         scenarios,
         failing_cases,
+        by_channel,
         failures: kept.into_iter().map(|k| k.best).collect(),
         stopped: stopped.map(|(why, _)| why),
         signal,

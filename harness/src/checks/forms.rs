@@ -1,0 +1,324 @@
+//! The forms a secret takes on its way into a text, and the views of a text that undo them.
+//!
+//! A provider rarely leaks a secret byte for byte: it serialises an error payload (JSON
+//! escapes), builds a URL (percent-encoding), packs a blob (base64), normalises or sanitises
+//! text (NFKC, format characters dropped), or its bound cuts the leak short. Each form is
+//! matched here, so `contract.redaction` and `--accept` see what a leak looks like, not only
+//! what the secret looked like.
+//!
+//! Two directions, whichever is exact: a secret is *encoded* into the forms a text may hold
+//! (JSON, base64 — a text cannot be decoded without knowing where the encoded part starts),
+//! and a text is *decoded* into the views a secret may show in (percent-decoding undoes every
+//! escape set and either hex case; normalisation undoes compatibility forms and invisible
+//! characters).
+
+use std::collections::HashMap;
+
+use base64::Engine as _;
+use base64::engine::general_purpose::{STANDARD_NO_PAD, URL_SAFE_NO_PAD};
+use unicode_normalization::UnicodeNormalization as _;
+
+/// How a secret was written where it was found.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum Form {
+    Raw,
+    Json,
+    Percent,
+    Base64,
+    Base64Url,
+    Normalized,
+}
+
+impl Form {
+    /// Every form, the plainest first (a hit is reported in the plainest form it shows in).
+    pub const ALL: [Form; 6] = [
+        Form::Raw,
+        Form::Json,
+        Form::Percent,
+        Form::Base64,
+        Form::Base64Url,
+        Form::Normalized,
+    ];
+
+    /// How a report names it.
+    pub fn name(self) -> &'static str {
+        match self {
+            Form::Raw => "raw",
+            Form::Json => "JSON-escaped",
+            Form::Percent => "percent-encoded",
+            Form::Base64 => "base64",
+            Form::Base64Url => "base64url",
+            Form::Normalized => "Unicode-normalised (NFKC, format characters removed)",
+        }
+    }
+}
+
+impl std::fmt::Display for Form {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// A leak cut short still shows a window this long (in characters) of a secret's form: every
+/// window is looked for, so any 24-character fragment is found.
+pub const WINDOW_CHARS: usize = 24;
+
+/// The needles of a secret: the texts a leak of it would contain, each with its form.
+pub fn encoded(secret: &str) -> Vec<(Form, String)> {
+    let mut out = vec![(Form::Raw, secret.to_owned())];
+    out.extend(json_forms(secret).into_iter().map(|j| (Form::Json, j)));
+    out.push((Form::Percent, percent(secret)));
+    for (form, engine) in [
+        (Form::Base64, &STANDARD_NO_PAD),
+        (Form::Base64Url, &URL_SAFE_NO_PAD),
+    ] {
+        out.extend(base64_forms(secret, engine).into_iter().map(|b| (form, b)));
+    }
+    out.push((Form::Normalized, normalized(secret)));
+    out.retain(|(_, t)| !t.is_empty());
+    let mut seen = std::collections::HashSet::new();
+    out.retain(|(_, t)| seen.insert(t.clone()));
+    out
+}
+
+/// A secret inside a JSON string: serde_json's escapes, and the ASCII-only escapes other
+/// serialisers write (`\u00e9`, surrogate pairs).
+fn json_forms(secret: &str) -> Vec<String> {
+    let quoted = serde_json::to_string(secret).unwrap_or_default();
+    let plain = quoted
+        .strip_prefix('"')
+        .and_then(|q| q.strip_suffix('"'))
+        .unwrap_or_default()
+        .to_owned();
+    // Serialisers differ in the case of their hex digits (Python lower, others upper).
+    let ascii = |upper: bool| -> String {
+        plain
+            .chars()
+            .map(|c| {
+                if c.is_ascii() {
+                    return c.to_string();
+                }
+                let mut units = [0u16; 2];
+                c.encode_utf16(&mut units)
+                    .iter()
+                    .map(|u| {
+                        if upper {
+                            format!("\\u{u:04X}")
+                        } else {
+                            format!("\\u{u:04x}")
+                        }
+                    })
+                    .collect()
+            })
+            .collect()
+    };
+    vec![plain.clone(), ascii(false), ascii(true)]
+}
+
+/// The secret as a URL component (RFC 3986 unreserved characters kept). Texts are also
+/// percent-decoded before matching ([`views`]), which catches every other escape set.
+pub fn percent(secret: &str) -> String {
+    const COMPONENT: &percent_encoding::AsciiSet = &percent_encoding::NON_ALPHANUMERIC
+        .remove(b'-')
+        .remove(b'_')
+        .remove(b'.')
+        .remove(b'~');
+    percent_encoding::utf8_percent_encode(secret, COMPONENT).to_string()
+}
+
+/// The secret's base64 wherever it starts in the encoded blob: at each of the three byte
+/// offsets, the characters that depend only on the secret's own bytes (the caller decides how
+/// short a core is still worth matching).
+fn base64_forms(secret: &str, engine: &base64::engine::GeneralPurpose) -> Vec<String> {
+    let bytes = secret.as_bytes();
+    let mut out = Vec::new();
+    for offset in 0..3usize {
+        let mut padded = vec![0u8; offset];
+        padded.extend_from_slice(bytes);
+        let text = engine.encode(&padded);
+        // Characters mixing the offset's bytes with the secret's, and the last one when the
+        // secret ends inside a group (what follows it fills that character).
+        let skip = [0, 2, 3][offset];
+        let drop_last = usize::from(padded.len() % 3 != 0);
+        let Some(core) = text.get(skip..text.len().saturating_sub(drop_last)) else {
+            continue;
+        };
+        if !core.is_empty() {
+            out.push(core.to_owned());
+        }
+    }
+    out
+}
+
+/// NFKC with format characters removed: what survives a sanitiser, a copy through a rich
+/// text field, or a provider that normalises.
+pub fn normalized(text: &str) -> String {
+    // Format characters go first: one between a letter and its combining mark would keep
+    // NFKC from composing them.
+    let visible: String = text.chars().filter(|c| !is_format(*c)).collect();
+    visible.nfkc().filter(|c| !is_format(*c)).collect()
+}
+
+/// Invisible characters a text can carry or lose without changing what a reader sees: soft
+/// hyphen, zero-width and joiner characters, direction marks and isolates, word joiner and
+/// invisible operators, the byte-order mark, variation selectors, and the rest of Unicode's
+/// format (Cf) characters that occur in text.
+pub fn is_format(c: char) -> bool {
+    matches!(c,
+        '\u{00AD}' | '\u{034F}' | '\u{061C}' | '\u{180E}'
+        | '\u{200B}'..='\u{200F}'
+        | '\u{202A}'..='\u{202E}'
+        | '\u{2060}'..='\u{2064}'
+        | '\u{2066}'..='\u{206F}'
+        | '\u{FE00}'..='\u{FE0F}'
+        | '\u{FEFF}'
+        | '\u{E0001}' | '\u{E0020}'..='\u{E007F}')
+}
+
+/// What a text may be read as besides itself: percent-decoded (and form-decoded, `+` for a
+/// space) when it holds escapes, and normalised. Each view carries the form it undoes.
+pub fn views(text: &str) -> Vec<(Form, String)> {
+    let mut out = vec![(Form::Raw, text.to_owned())];
+    if text.contains('%') {
+        let decoded = percent_encoding::percent_decode_str(text).decode_utf8_lossy();
+        out.push((Form::Percent, decoded.into_owned()));
+        if text.contains('+') {
+            let form = text.replace('+', " ");
+            let decoded = percent_encoding::percent_decode_str(&form).decode_utf8_lossy();
+            out.push((Form::Percent, decoded.into_owned()));
+        }
+    }
+    let n = normalized(text);
+    if n != text {
+        out.push((Form::Normalized, n));
+    }
+    out
+}
+
+/// Every window of [`WINDOW_CHARS`] characters of `text`, in order.
+pub fn windows(text: &str) -> impl Iterator<Item = &str> {
+    let bounds: Vec<usize> = text
+        .char_indices()
+        .map(|(i, _)| i)
+        .chain([text.len()])
+        .collect();
+    (0..bounds.len().saturating_sub(WINDOW_CHARS))
+        .map(move |i| &text[bounds[i]..bounds[i + WINDOW_CHARS]])
+}
+
+/// The windows of a set of texts, for matching many needles at once: a window's hash → the
+/// first text holding a window with that hash (a hit is confirmed against that text, so the
+/// index owns nothing of the texts).
+#[derive(Default)]
+pub struct WindowIndex {
+    map: HashMap<u64, Vec<usize>, fnv::FnvBuildHasher>,
+}
+
+fn hash(window: &str) -> u64 {
+    use std::hash::Hasher as _;
+    let mut h = fnv::FnvHasher::default();
+    h.write(window.as_bytes());
+    h.finish()
+}
+
+impl WindowIndex {
+    pub fn add(&mut self, text: &str, index: usize) {
+        for w in windows(text) {
+            let at = self.map.entry(hash(w)).or_default();
+            if at.last() != Some(&index) {
+                at.push(index);
+            }
+        }
+    }
+
+    /// The first window of `needle` some text holds (and which text, by `holds`), skipping
+    /// those `skip` says prove nothing.
+    pub fn find<'n>(
+        &self,
+        needle: &'n str,
+        skip: &impl Fn(&str) -> bool,
+        holds: &impl Fn(usize, &str) -> bool,
+    ) -> Option<(&'n str, usize)> {
+        windows(needle).find_map(|w| {
+            let at = self.map.get(&hash(w))?;
+            let i = at.iter().copied().find(|i| holds(*i, w))?;
+            (!skip(w)).then_some((w, i))
+        })
+    }
+}
+
+/// `text` with every whitespace and format character removed: a secret split across two
+/// fields shows whole once the separators between them are gone.
+pub fn compact(text: &str) -> String {
+    text.chars()
+        .filter(|c| !c.is_whitespace() && !is_format(*c))
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn has(forms: &[(Form, String)], form: Form, text: &str) -> bool {
+        forms.iter().any(|(f, t)| *f == form && t == text)
+    }
+
+    #[test]
+    fn a_secret_is_encoded_in_every_form_a_text_may_hold() {
+        let f = encoded("pa\"ss é");
+        assert!(has(&f, Form::Json, "pa\\\"ss é"), "{f:?}");
+        assert!(has(&f, Form::Json, "pa\\\"ss \\u00e9"), "{f:?}");
+        assert!(has(&f, Form::Percent, "pa%22ss%20%C3%A9"), "{f:?}");
+        let f = encoded("sk-live-4f9a8b7c6d5e");
+        let blob = STANDARD_NO_PAD.encode("user:sk-live-4f9a8b7c6d5e@host");
+        assert!(
+            f.iter()
+                .any(|(form, t)| *form == Form::Base64 && blob.contains(t.as_str())),
+            "{blob} {f:?}"
+        );
+        // Where the two alphabets agree, one needle serves both.
+        let url = URL_SAFE_NO_PAD.encode("??>sk-live-4f9a8b7c6d5e");
+        assert!(
+            f.iter()
+                .any(|(form, t)| matches!(form, Form::Base64 | Form::Base64Url)
+                    && url.contains(t.as_str())),
+            "{url} {f:?}"
+        );
+        let f = encoded("key>>>?>>>?");
+        assert!(has(&f, Form::Base64Url, "a2V5Pj4-Pz4-Pj"), "{f:?}");
+    }
+
+    #[test]
+    fn a_text_is_read_decoded_and_normalised() {
+        let v = views("token=sk%2dlive%2Fx+y");
+        assert!(
+            v.iter()
+                .any(|(f, t)| *f == Form::Percent && t == "token=sk-live/x+y")
+        );
+        assert!(
+            v.iter()
+                .any(|(f, t)| *f == Form::Percent && t == "token=sk-live/x y")
+        );
+        // Fullwidth letters and a zero-width space come back to the plain secret.
+        let v = views("ｓｋ-li\u{200B}ve");
+        assert!(
+            v.iter()
+                .any(|(f, t)| *f == Form::Normalized && t == "sk-live")
+        );
+    }
+
+    #[test]
+    fn every_window_of_a_text_is_indexed() {
+        let text = "x".repeat(3) + "abcdefghijklmnopqrstuvwxyz" + "yyy";
+        let mut index = WindowIndex::default();
+        index.add(&text, 7);
+        let never = |_: &str| false;
+        let holds = |i: usize, w: &str| i == 7 && text.contains(w);
+        assert_eq!(
+            index.find("0123abcdefghijklmnopqrstuvwx9", &never, &holds),
+            Some(("abcdefghijklmnopqrstuvwx", 7))
+        );
+        assert_eq!(index.find("abcdefghijklmnopqrstuvw", &never, &holds), None);
+        assert_eq!(compact("a b\n\u{200D}c"), "abc");
+    }
+}
