@@ -8,8 +8,9 @@
 //! dispose grace the provider is configured with (the scenario's `disposeGraceMs` /
 //! `disposeEofGraceMs`, else the records' defaults of 3000 / 6000 ms), and never under
 //! [`MIN_BOUND_MS`] so a loaded CI machine is not judged. A provider that waits out a grace
-//! needlessly is late by a whole grace, twice the bound. On a machine starved of CPU for most
-//! of the run the clock proves nothing: such a finding is load-suspect, an advisory.
+//! needlessly is late by a whole grace, twice the bound. Lateness the harness's and the
+//! subject's own threads spent waiting for a CPU (their run-queue delay) is the machine's: a
+//! finding it explains is load-suspect, an advisory.
 
 use conform_protocol::side::FakeEvent;
 use serde_json::Value;
@@ -72,11 +73,12 @@ pub fn judge(scenario: &Scenario, obs: &Observed) -> Vec<Finding> {
                      half the shortest dispose grace); nothing was left to wait for"
                 ),
             );
-            if obs.load_suspect() {
-                let share = obs.cpu_stall_share.unwrap_or(0.0) * 100.0;
+            // As late as the threads that had to report it waited for a CPU: the machine's.
+            let waited = obs.cpu_waited.unwrap_or_default().as_millis() as u64;
+            if waited >= late - bound {
                 Finding {
                     message: format!(
-                        "{} — load-suspect: the machine's CPU was stalled {share:.0}% of the run",
+                        "{} — load-suspect: the harness's and the subject's threads waited {waited} ms for a CPU during the run",
                         finding.message
                     ),
                     ..finding.load_suspect()

@@ -9,19 +9,31 @@ use std::time::{Duration, Instant};
 /// could run did not.
 pub const STARVED: f64 = 0.5;
 
-/// A point in time to measure the machine's starvation from.
+/// A point in time to measure the machine's starvation from, and how long the harness's and
+/// the subject's own threads had waited for a CPU by then.
 #[derive(Clone, Debug)]
 pub struct Mark {
     at: Instant,
     stalled: Option<Duration>,
+    subject_group: i32,
+    waited: Duration,
 }
 
 impl Mark {
-    pub fn now() -> Mark {
+    /// A mark for a run served by the subject whose process group is `subject_group`.
+    pub fn now(subject_group: i32) -> Mark {
         Mark {
             at: Instant::now(),
             stalled: cpu_stalled_total(),
+            subject_group,
+            waited: waited(subject_group),
         }
+    }
+
+    /// How long the harness's and the subject's threads waited for a CPU since the mark (the
+    /// kernel's run-queue delay): time a report could come late by that neither chose.
+    pub fn waited(&self) -> Duration {
+        waited(self.subject_group).saturating_sub(self.waited)
     }
 
     /// The share of the time since the mark that something waited for a CPU (0 to 1);
@@ -35,6 +47,33 @@ impl Mark {
             _ => load_average_share(),
         }
     }
+}
+
+/// Run-queue delay so far of every thread of the harness and of the subject's process group
+/// (`/proc/<pid>/task/<tid>/schedstat`, second field, ns).
+fn waited(subject_group: i32) -> Duration {
+    let mut processes = vec![std::process::id() as i32];
+    if subject_group > 0 {
+        processes.extend(
+            crate::proc::pids::all()
+                .into_iter()
+                .filter(|(_, st)| st.pgrp == subject_group)
+                .map(|(pid, _)| pid),
+        );
+    }
+    let ns: u64 = processes.into_iter().map(threads_waited_ns).sum();
+    Duration::from_nanos(ns)
+}
+
+fn threads_waited_ns(pid: i32) -> u64 {
+    let Ok(tasks) = std::fs::read_dir(format!("/proc/{pid}/task")) else {
+        return 0;
+    };
+    tasks
+        .flatten()
+        .filter_map(|t| std::fs::read_to_string(t.path().join("schedstat")).ok())
+        .filter_map(|s| s.split_whitespace().nth(1)?.parse::<u64>().ok())
+        .sum()
 }
 
 /// `some total=<µs>` of `/proc/pressure/cpu`.
@@ -72,8 +111,32 @@ mod tests {
     }
 
     #[test]
+    fn threads_that_wait_for_a_cpu_are_counted() {
+        // Two busy threads per core for a while: each waits its turn on the run queue.
+        let mark = Mark::now(0);
+        let cpus = std::thread::available_parallelism().map_or(2, |n| n.get());
+        let busy: Vec<_> = (0..cpus * 2)
+            .map(|_| {
+                std::thread::spawn(|| {
+                    let t = Instant::now();
+                    while t.elapsed() < Duration::from_millis(300) {}
+                })
+            })
+            .collect();
+        // Counted while the threads live (a thread that ended takes its count with it): this
+        // thread competes for a while too, then looks.
+        let t = Instant::now();
+        while t.elapsed() < Duration::from_millis(150) {}
+        let while_busy = mark.waited();
+        for b in busy {
+            b.join().unwrap();
+        }
+        assert!(while_busy > Duration::ZERO);
+    }
+
+    #[test]
     fn a_share_is_a_share() {
-        let mark = Mark::now();
+        let mark = Mark::now(0);
         let busy = Instant::now();
         while busy.elapsed() < Duration::from_millis(20) {}
         if let Some(share) = mark.stall_share() {

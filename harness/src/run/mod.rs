@@ -151,6 +151,7 @@ impl<'a> Run<'a> {
             run: id.clone(),
         };
         let tree = Tracker::new(mark, obs.subject_pgid, cgroup);
+        let subject_group = obs.subject_pgid;
         let deadline = scenario
             .file
             .deadline_ms
@@ -185,7 +186,7 @@ impl<'a> Run<'a> {
             tree,
             deadline,
             expected_in,
-            load: load::Mark::now(),
+            load: load::Mark::now(subject_group),
         };
         run.send(&start);
         Ok(run)
@@ -389,6 +390,7 @@ impl<'a> Run<'a> {
         let started = self.rec.started();
         let mut obs = self.rec.into_observed();
         obs.cpu_stall_share = self.load.stall_share();
+        obs.cpu_waited = Some(self.load.waited());
         if obs.timed_out.is_some() || obs.subject_gone.is_some() || !obs.subject_invalid.is_empty()
         {
             obs.stderr_tail = self.subject.stderr_of(&self.id, started);

@@ -71,6 +71,9 @@ pub struct Observed {
     /// The share of the run's time something on the machine waited for a CPU
     /// ([`crate::proc::load`]); at or over [`crate::proc::load::STARVED`], timing is suspect.
     pub cpu_stall_share: Option<f64>,
+    /// How long the harness's and the subject's threads waited for a CPU during the run:
+    /// lateness up to that much is the machine's, not the subject's.
+    pub cpu_waited: Option<Duration>,
     /// The suite was interrupted by this signal while the run was in flight.
     pub interrupted: Option<i32>,
     /// Processes of this run still alive when they should have been gone (then killed).
@@ -304,13 +307,6 @@ impl Recorder {
 }
 
 impl Observed {
-    /// Whether the machine was starved of CPU for most of the run: its timing judges the
-    /// machine as much as the subject.
-    pub fn load_suspect(&self) -> bool {
-        self.cpu_stall_share
-            .is_some_and(|s| s >= crate::proc::load::STARVED)
-    }
-
     /// How the run's deadline stood, for a finding that it passed.
     pub fn deadline_note(&self) -> String {
         if self.deadline_put_off.is_zero() {
