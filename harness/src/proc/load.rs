@@ -3,6 +3,8 @@
 //! waited for a CPU), else the load average against the CPUs there are. A run whose subject
 //! had a fraction of the clock cannot be judged by the clock alone.
 
+use std::collections::HashMap;
+use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
 /// The stall share from which a machine counts as starved: most of the time, something that
@@ -54,15 +56,32 @@ impl Mark {
 fn waited(subject_group: i32) -> Duration {
     let mut processes = vec![std::process::id() as i32];
     if subject_group > 0 {
-        processes.extend(
-            crate::proc::pids::all()
-                .into_iter()
-                .filter(|(_, st)| st.pgrp == subject_group)
-                .map(|(pid, _)| pid),
-        );
+        processes.extend(group_members(subject_group));
     }
     let ns: u64 = processes.into_iter().map(threads_waited_ns).sum();
     Duration::from_nanos(ns)
+}
+
+/// The processes of a subject's group: the keeper, the subject and whatever it runs in its own
+/// group. Read from `/proc` at most once a second per group — every run marks twice, and the
+/// members of a subject's group hardly ever change.
+fn group_members(group: i32) -> Vec<i32> {
+    type Cache = HashMap<i32, (Instant, Vec<i32>)>;
+    static CACHE: Mutex<Option<Cache>> = Mutex::new(None);
+    let mut cache = CACHE.lock().unwrap_or_else(|e| e.into_inner());
+    let cache = cache.get_or_insert_with(HashMap::new);
+    if let Some((at, members)) = cache.get(&group)
+        && at.elapsed() < Duration::from_secs(1)
+    {
+        return members.clone();
+    }
+    let members: Vec<i32> = crate::proc::pids::all()
+        .into_iter()
+        .filter(|(_, st)| st.pgrp == group)
+        .map(|(pid, _)| pid)
+        .collect();
+    cache.insert(group, (Instant::now(), members.clone()));
+    members
 }
 
 fn threads_waited_ns(pid: i32) -> u64 {
