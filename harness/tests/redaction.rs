@@ -224,3 +224,46 @@ fn a_signal_ends_the_search_with_what_it_found() {
     );
     assert!(text.contains("interrupted by SIGTERM"), "{text}");
 }
+
+#[test]
+fn accept_refuses_to_record_a_leak() {
+    // `--accept` against a host that leaks the parent token: the texts are not recorded, and
+    // the stored snapshots stay as they were.
+    let snapshots = tempfile::tempdir().unwrap();
+    for mode in ["foreground", "background"] {
+        let name = format!("acp__stop__max-turn-requests@{mode}.snap");
+        std::fs::copy(
+            common::workspace().join("snapshots").join(&name),
+            snapshots.path().join(&name),
+        )
+        .unwrap();
+    }
+    let before = std::fs::read_dir(snapshots.path()).unwrap().count();
+    let exe = assert_cmd::cargo::cargo_bin("conform");
+    let subject = format!("'{}' reference --defect leak-parent-token", exe.display());
+    let dir = snapshots.path().to_str().unwrap();
+    let (code, out, _) = common::run(&[
+        "--filter",
+        "acp/stop/max-turn-requests",
+        "--subject",
+        &subject,
+        "--snapshots",
+        dir,
+        "--accept",
+    ]);
+    assert_eq!(code, Some(1), "{out}");
+    assert!(out.contains("not recorded"), "{out}");
+    for mode in ["foreground", "background"] {
+        let name = format!("acp__stop__max-turn-requests@{mode}.snap");
+        assert_eq!(
+            std::fs::read(snapshots.path().join(&name)).unwrap(),
+            std::fs::read(common::workspace().join("snapshots").join(&name)).unwrap(),
+            "{name} was rewritten"
+        );
+    }
+    assert_eq!(
+        std::fs::read_dir(snapshots.path()).unwrap().count(),
+        before,
+        "nothing new written"
+    );
+}
