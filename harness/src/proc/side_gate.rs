@@ -232,14 +232,22 @@ mod tests {
         }
     }
 
-    /// `sleep 30` as a child of this test: it descends from us, its binary is `sleep`.
+    /// `sleep 30` as a child of this test: it descends from us, its binary is `sleep`. Once
+    /// its command line reads back: the kernel shows it empty for a moment around the exec (a
+    /// fake registers from inside itself, long after).
     fn sleeper(args: &[&str]) -> std::process::Child {
         let sleep = which("sleep");
-        Command::new(sleep)
+        let child = Command::new(sleep)
             .args(args)
             .stdin(Stdio::null())
             .spawn()
-            .unwrap()
+            .unwrap();
+        let pid = child.id() as i32;
+        let started = std::time::Instant::now();
+        while pids::arguments(pid).is_empty() && started.elapsed().as_secs() < 10 {
+            std::thread::yield_now();
+        }
+        child
     }
 
     fn which(name: &str) -> std::path::PathBuf {

@@ -102,7 +102,7 @@ pub struct Judging {
 
 /// One case's record against the checks and its snapshot, then `--strictness`.
 pub fn judge(s: &Arc<Scenario>, mode: Mode, obs: Observed, how: &Judging) -> CaseReport {
-    let (snapshots, accept, pending) = (how.snapshots.as_path(), how.accept, how.pending);
+    let accept = how.accept;
     if let Some(signo) = obs.interrupted {
         // Its processes were killed; what it did so far proves nothing either way.
         return interrupted(s.clone(), mode, signo);
@@ -143,47 +143,9 @@ pub fn judge(s: &Arc<Scenario>, mode: Mode, obs: Observed, how: &Judging) -> Cas
         snapshot_note = Some("not recorded: the texts leak untrusted text".to_owned());
     }
     if ran_to_end && !harness_fault && !leaked {
-        let actual = snapshot::render(&obs);
-        // Nor a secret in any form it takes: the render holds more than the redaction check
-        // reads (the start rejection's error name). A refused text is compared, never written.
-        // Asked only when something may be written (`--accept`, or a pending `.snap.new`).
-        let refused = (accept || pending)
-            .then(|| checks::secret_in_snapshot(s, &actual))
-            .flatten();
-        if let Some(why) = refused.as_ref().filter(|_| accept) {
-            snapshot_note = Some(format!("not recorded: --accept refused: {why}"));
-        }
-        let (accept, pending) = match refused {
-            Some(_) => (false, false),
-            None => (accept, pending),
-        };
-        match snapshot::check(snapshots, s, mode, &actual, accept, pending) {
-            Ok(Outcome::Matches) => {}
-            Ok(Outcome::Accepted) => {
-                let shown = snapshot::visible(&actual);
-                snapshot_note = Some(format!("accepted new snapshot:\n{shown}"));
-            }
-            Ok(Outcome::Missing { new, note }) => findings.push(Finding::new(
-                Check::Snapshot,
-                format!(
-                    "no stored snapshot{} (read them, then `cargo insta review` or `conform run --accept`):\n{}{}",
-                    pending_note(new.as_deref()),
-                    snapshot::visible(&actual),
-                    note.map(|n| format!("\n{n}")).unwrap_or_default()
-                ),
-            )),
-            Ok(Outcome::Differs { diff, new }) => findings.push(Finding::new(
-                Check::Snapshot,
-                format!(
-                    "the model-visible texts differ from the snapshot{}:\n{diff}",
-                    pending_note(new.as_deref())
-                ),
-            )),
-            Err(e) => findings.push(Finding::new(
-                Check::HarnessSnapshot,
-                format!("could not read or write the snapshot: {e}"),
-            )),
-        }
+        let (finding, note) = compare_snapshot(s, mode, &obs, how);
+        findings.extend(finding);
+        snapshot_note = note.or(snapshot_note);
     }
     checks::as_the_scenario_says(s, &mut findings);
     let (findings, advisories) = admitted(findings, how.strictness);
@@ -274,6 +236,61 @@ pub fn admitted(findings: Vec<Finding>, strictness: Strictness) -> (Vec<Finding>
     findings
         .into_iter()
         .partition(|f| admits(f.level) && !f.load_suspect)
+}
+
+/// The run's texts against the stored snapshot (written by `--accept` or left pending, unless
+/// they hold a known secret in any form): a finding if they differ, and a note for the report.
+fn compare_snapshot(
+    s: &Arc<Scenario>,
+    mode: Mode,
+    obs: &Observed,
+    how: &Judging,
+) -> (Option<Finding>, Option<String>) {
+    let (snapshots, accept, pending) = (how.snapshots.as_path(), how.accept, how.pending);
+    let actual = snapshot::render(obs);
+    // Nor a secret in any form it takes: the render holds more than the redaction check reads
+    // (the start rejection's error name). A refused text is compared, never written. Asked
+    // only when something may be written (`--accept`, or a pending `.snap.new`).
+    let refused = (accept || pending)
+        .then(|| checks::secret_in_snapshot(s, &actual))
+        .flatten();
+    let mut note = refused
+        .as_ref()
+        .filter(|_| accept)
+        .map(|why| format!("not recorded: --accept refused: {why}"));
+    let (accept, pending) = match refused {
+        Some(_) => (false, false),
+        None => (accept, pending),
+    };
+    let finding = match snapshot::check(snapshots, s, mode, &actual, accept, pending) {
+        Ok(Outcome::Matches) => None,
+        Ok(Outcome::Accepted) => {
+            let shown = snapshot::visible(&actual);
+            note = Some(format!("accepted new snapshot:\n{shown}"));
+            None
+        }
+        Ok(Outcome::Missing { new, note: why }) => Some(Finding::new(
+            Check::Snapshot,
+            format!(
+                "no stored snapshot{} (read them, then `cargo insta review` or `conform run --accept`):\n{}{}",
+                pending_note(new.as_deref()),
+                snapshot::visible(&actual),
+                why.map(|n| format!("\n{n}")).unwrap_or_default()
+            ),
+        )),
+        Ok(Outcome::Differs { diff, new }) => Some(Finding::new(
+            Check::Snapshot,
+            format!(
+                "the model-visible texts differ from the snapshot{}:\n{diff}",
+                pending_note(new.as_deref())
+            ),
+        )),
+        Err(e) => Some(Finding::new(
+            Check::HarnessSnapshot,
+            format!("could not read or write the snapshot: {e}"),
+        )),
+    };
+    (finding, note)
 }
 
 fn pending_note(new: Option<&std::path::Path>) -> String {
