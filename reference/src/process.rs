@@ -127,18 +127,9 @@ fn reap_orphans() -> Vec<(i32, u64)> {
 async fn any_exit(procs: &[(i32, u64)]) {
     let mut waits = tokio::task::JoinSet::new();
     for &(pid, start_time) in procs {
-        // SAFETY: pidfd_open takes a pid and flags and returns a new fd or -1.
-        let fd = unsafe { libc::syscall(libc::SYS_pidfd_open, pid, 0) };
-        if fd < 0 {
+        let Some(fd) = pidfd_of(pid, start_time) else {
             return;
-        }
-        // SAFETY: the fd was just returned by pidfd_open and is owned by nothing else.
-        let fd =
-            unsafe { <std::os::fd::OwnedFd as std::os::fd::FromRawFd>::from_raw_fd(fd as i32) };
-        // Opened after the scan: the pid must still name the process the scan saw.
-        if start_time_of(pid) != Some(start_time) {
-            return;
-        }
+        };
         // SAFETY: the AsyncFd owns the pidfd, so it stays open while registered and is
         // deregistered before it is closed.
         let Ok(afd) = (unsafe {
@@ -151,6 +142,38 @@ async fn any_exit(procs: &[(i32, u64)]) {
         });
     }
     let _ = waits.join_next().await;
+}
+
+/// A pidfd of the process `pid` names now, if that is still the one seen at `start_time`: opened
+/// first, then checked, so a pid reused after the check cannot be behind it.
+fn pidfd_of(pid: i32, start_time: u64) -> Option<std::os::fd::OwnedFd> {
+    // SAFETY: pidfd_open takes a pid and flags and returns a new fd or -1.
+    let fd = unsafe { libc::syscall(libc::SYS_pidfd_open, pid, 0) };
+    if fd < 0 {
+        return None;
+    }
+    // SAFETY: the fd was just returned by pidfd_open and is owned by nothing else.
+    let fd = unsafe { <std::os::fd::OwnedFd as std::os::fd::FromRawFd>::from_raw_fd(fd as i32) };
+    (start_time_of(pid) == Some(start_time)).then_some(fd)
+}
+
+/// Sends `signal` to the process seen at (`pid`, `start_time`) — never to a later process that
+/// took the pid (on a busy machine with a small pid space, a pid comes round again in seconds).
+fn signal_same(pid: i32, start_time: u64, signal: Signal) {
+    use std::os::fd::AsRawFd;
+    let Some(fd) = pidfd_of(pid, start_time) else {
+        return;
+    };
+    // SAFETY: a valid pidfd, a signal number, no siginfo, no flags. ESRCH (gone) is fine.
+    unsafe {
+        libc::syscall(
+            libc::SYS_pidfd_send_signal,
+            fd.as_raw_fd(),
+            signal as i32,
+            std::ptr::null::<libc::siginfo_t>(),
+            0,
+        );
+    }
 }
 
 fn start_time_of(pid: i32) -> Option<u64> {
@@ -411,8 +434,8 @@ impl ManagedChild {
             // ESRCH (already gone) is fine.
             let _ = killpg(Pid::from_raw(self.pgid), signal);
         }
-        for (pid, _) in owned {
-            let _ = nix::sys::signal::kill(Pid::from_raw(pid), signal);
+        for (pid, start_time) in owned {
+            signal_same(pid, start_time, signal);
         }
     }
 
