@@ -186,14 +186,14 @@ fn end_tree_and_exit(code: i32) -> ! {
         let live: Vec<OwnedFd> = pids::descendants(me)
             .into_iter()
             .filter(|(_, st)| st.state != 'Z')
-            .filter_map(|(pid, _)| pids::pidfd_open(pid).ok())
+            .filter_map(|(pid, st)| pids::pidfd_of(pid, st.start_time))
             .collect();
         if live.is_empty() {
             break;
         }
         live.iter().for_each(pids::kill);
         for fd in &live {
-            exited_within(fd, Duration::from_secs(1));
+            pids::wait_exit_blocking(fd, Some(Duration::from_secs(1)));
         }
     }
     std::process::exit(code)
@@ -210,12 +210,4 @@ fn wait_exited(pidfd: &OwnedFd) -> bool {
             Err(_) => return false,
         }
     }
-}
-
-/// Waits until the process behind `pidfd` has exited, at most `budget`.
-fn exited_within(pidfd: &OwnedFd, budget: Duration) {
-    use nix::poll::{PollFd, PollFlags, PollTimeout, poll};
-    let mut fds = [PollFd::new(pidfd.as_fd(), PollFlags::POLLIN)];
-    let timeout = PollTimeout::from(u16::try_from(budget.as_millis()).unwrap_or(u16::MAX));
-    let _ = poll(&mut fds, timeout);
 }

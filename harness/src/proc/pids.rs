@@ -44,6 +44,37 @@ pub fn pidfd_open(pid: i32) -> io::Result<OwnedFd> {
     )?)
 }
 
+/// A pidfd of what `pid` names now, only if that is still the process seen at `start_time`:
+/// opened first, checked after, so a pid that came round again since a table was read is never
+/// behind it (pid_max can be 32768: a busy suite wraps it in seconds).
+pub fn pidfd_of(pid: i32, start_time: u64) -> Option<OwnedFd> {
+    let fd = pidfd_open(pid).ok()?;
+    alive(pid, start_time).then_some(fd)
+}
+
+/// SIGKILL to `pid` and everything below it, each through a pidfd checked against the start
+/// time the process table showed.
+pub fn kill_tree(pid: i32) {
+    let root = stat(pid).map(|st| (pid, st));
+    for (p, st) in root.into_iter().chain(descendants(pid)) {
+        if let Some(fd) = pidfd_of(p, st.start_time) {
+            kill(&fd);
+        }
+    }
+}
+
+/// Blocks until the process behind `pidfd` exits, at most `budget` (`None`: no bound). True if
+/// it exited — for the places with no runtime to await on.
+pub fn wait_exit_blocking(pidfd: &OwnedFd, budget: Option<Duration>) -> bool {
+    use nix::poll::{PollFd, PollFlags, PollTimeout, poll};
+    use std::os::fd::AsFd;
+    let mut fds = [PollFd::new(pidfd.as_fd(), PollFlags::POLLIN)];
+    let timeout = budget.map_or(PollTimeout::NONE, |b| {
+        PollTimeout::from(u16::try_from(b.as_millis()).unwrap_or(u16::MAX))
+    });
+    poll(&mut fds, timeout).is_ok_and(|n| n > 0)
+}
+
 /// Waits until the process behind `pidfd` exits, at most `budget`. True if it exited.
 pub async fn wait_exit(pidfd: &OwnedFd, budget: Duration) -> bool {
     let Ok(own) = pidfd.try_clone() else {
@@ -119,6 +150,11 @@ pub fn signal_zero(pidfd: &OwnedFd) -> bool {
 
 /// A process's arguments after its executable, exactly as the kernel holds them.
 pub fn arguments(pid: i32) -> Vec<String> {
+    argv(pid).into_iter().skip(1).collect()
+}
+
+/// Its whole command line, one string per argument (empty once it is gone or a zombie).
+fn argv(pid: i32) -> Vec<String> {
     let raw = std::fs::read(format!("/proc/{pid}/cmdline")).unwrap_or_default();
     let mut args: Vec<String> = raw
         .split(|&b| b == 0)
@@ -128,17 +164,12 @@ pub fn arguments(pid: i32) -> Vec<String> {
     if args.last().is_some_and(String::is_empty) {
         args.pop();
     }
-    args.into_iter().skip(1).collect()
+    args
 }
 
 /// A process's command line for a report (its name when the command line is gone).
 pub fn command_line(pid: i32) -> String {
-    let raw = std::fs::read(format!("/proc/{pid}/cmdline")).unwrap_or_default();
-    let text: Vec<String> = raw
-        .split(|&b| b == 0)
-        .filter(|a| !a.is_empty())
-        .map(|a| String::from_utf8_lossy(a).into_owned())
-        .collect();
+    let text = argv(pid);
     if text.is_empty() {
         let comm = std::fs::read_to_string(format!("/proc/{pid}/comm")).unwrap_or_default();
         return format!("[{}]", comm.trim());

@@ -443,12 +443,7 @@ mod tests {
         )
         .unwrap();
         // Exited, not yet reaped: its files are gone, and it is not alive.
-        use std::os::fd::AsFd;
-        let mut ready = [nix::poll::PollFd::new(
-            pidfd.as_fd(),
-            nix::poll::PollFlags::POLLIN,
-        )];
-        nix::poll::poll(&mut ready, nix::poll::PollTimeout::NONE).unwrap();
+        assert!(pids::wait_exit_blocking(&pidfd, None));
         assert!(hold_stdout(&pidfd).is_err());
         assert!(!pids::alive(pid, start));
         child.wait().unwrap();

@@ -281,13 +281,7 @@ impl<'a> Run<'a> {
             Move::KillRuntime { pid } => {
                 // The whole real runtime: a launcher (node's `codex` wrapper) may stand in
                 // front of the process that does the work.
-                let tree = pids::descendants(pid).into_iter().map(|(p, _)| p);
-                for p in std::iter::once(pid).chain(tree) {
-                    let _ = nix::sys::signal::kill(
-                        nix::unistd::Pid::from_raw(p),
-                        nix::sys::signal::Signal::SIGKILL,
-                    );
-                }
+                pids::kill_tree(pid);
             }
             Move::Release { pid, name } => self.ctx.side.release(&self.id, pid, &name),
             Move::Reap { pid } => pids::reap_children_among(&[pid]),
