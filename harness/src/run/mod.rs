@@ -102,6 +102,23 @@ struct Run<'a> {
 /// hangs on a loaded machine still fails, later.
 const MAX_STRETCH: u32 = 10;
 
+/// How much longer a run whose deadline passed after `waited` waits, the machine's CPU having
+/// been stalled `share` of that time: until the unstalled share of its time makes up the
+/// deadline, never past [`MAX_STRETCH`] times it. `None`: the machine was not starved (under
+/// [`load::STARVED`]), or the run has had its deadline's worth, or the stretch is spent.
+fn put_off_by(deadline: Duration, waited: Duration, share: f64) -> Option<Duration> {
+    if share < load::STARVED {
+        return None;
+    }
+    let free = 1.0 - share.min(0.95);
+    let cap = deadline * MAX_STRETCH;
+    let fair = waited.mul_f64(free);
+    if waited >= cap || fair >= deadline {
+        return None;
+    }
+    Some(((deadline - fair).div_f64(free)).min(cap - waited))
+}
+
 impl<'a> Run<'a> {
     /// The run's id and record, a subject to run it in, its cgroup and its `start`, sent.
     /// A run that cannot start is returned as its record (not run, or a harness fault).
@@ -240,21 +257,11 @@ impl<'a> Run<'a> {
     /// deadline (at most [`MAX_STRETCH`] times it). `None`: the deadline stands.
     fn put_off(&mut self, start: tokio::time::Instant) -> Option<tokio::time::Instant> {
         let share = self.load.stall_share()?;
-        if share < load::STARVED {
-            return None;
-        }
-        let free = 1.0 - share.min(0.95);
-        let (now, cap) = (
-            tokio::time::Instant::now(),
-            start + self.deadline * MAX_STRETCH,
-        );
-        let fair = now.duration_since(start).mul_f64(free);
-        if now >= cap || fair >= self.deadline {
-            return None;
-        }
-        let later = (now + (self.deadline - fair).div_f64(free)).min(cap);
-        self.rec.obs_mut().deadline_put_off = later.duration_since(start) - self.deadline;
-        Some(later)
+        let now = tokio::time::Instant::now();
+        let waited = now.duration_since(start);
+        let more = put_off_by(self.deadline, waited, share)?;
+        self.rec.obs_mut().deadline_put_off = waited + more - self.deadline;
+        Some(now + more)
     }
 
     /// Carries out one of the drive's moves.
@@ -418,4 +425,32 @@ fn push_fault(obs: &mut Observed, run: &RunId, detail: String, started: Instant)
         event: FakeEvent::Fault { detail },
     });
     obs.fake_at_ms.push(started.elapsed().as_millis() as u64);
+}
+
+#[cfg(test)]
+mod put_off_tests {
+    use super::*;
+
+    const S: Duration = Duration::from_secs(20);
+
+    #[test]
+    fn an_idle_or_busy_machine_keeps_the_deadline() {
+        assert_eq!(put_off_by(S, S, 0.0), None);
+        assert_eq!(put_off_by(S, S, 0.49), None);
+    }
+
+    #[test]
+    fn a_starved_run_waits_until_its_unstalled_time_makes_up_the_deadline() {
+        // Stalled 75%: 20 s of clock were 5 s of machine; 15 s more at that rate take 60 s.
+        assert_eq!(put_off_by(S, S, 0.75), Some(Duration::from_secs(60)));
+        // After those 80 s the fair time is the deadline: it stands.
+        assert_eq!(put_off_by(S, S * 4, 0.75), None);
+    }
+
+    #[test]
+    fn the_stretch_is_bounded() {
+        // Stalled entirely: counted as 95%, and never past ten deadlines in all.
+        assert_eq!(put_off_by(S, S, 1.0), Some(S * 9));
+        assert_eq!(put_off_by(S, S * 10, 1.0), None);
+    }
 }
