@@ -40,7 +40,7 @@ pub struct Planted {
 }
 
 /// `base` with a secret from `next` in every free-text channel, and the secrets (also
-/// declared as the variant's `secrets`, with their escaped forms, so the redaction check looks
+/// declared as the variant's `secrets`; the redaction check derives their forms and looks
 /// for each). `next` is given the channel and its text in `base`; answering that text leaves
 /// the channel as it was (and plants nothing there). Every other string of the script equal to
 /// a replaced one follows it (the task in the pinned prompt, an id in later requests).
@@ -123,29 +123,10 @@ pub fn inject(
     }
     s.script.set_steps(steps);
     for p in &planted {
-        s.file.secrets.extend(escaped_forms(&p.secret));
+        // The check derives every form a leak takes (`checks::forms`) from the secret itself.
+        s.file.secrets.push(p.secret.clone());
     }
     (s, planted)
-}
-
-/// The secret and the forms a provider might write it in: JSON-escaped, percent-encoded.
-fn escaped_forms(secret: &str) -> Vec<String> {
-    let json = serde_json::to_string(secret).unwrap_or_default();
-    let json = json[1..json.len().saturating_sub(1).max(1)].to_owned();
-    let url: String = secret
-        .bytes()
-        .map(|b| match b {
-            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'_' | b'.' | b'~' => {
-                (b as char).to_string()
-            }
-            _ => format!("%{b:02X}"),
-        })
-        .collect();
-    let mut forms = vec![secret.to_owned(), json, url];
-    forms.sort();
-    forms.dedup();
-    forms.retain(|f| !f.is_empty());
-    forms
 }
 
 /// Replaces every string leaf of the step equal to `old` by `new`.
@@ -312,12 +293,5 @@ mod tests {
                 .contains("SECRET-1-task")
         );
         assert!(v.file.secrets.contains(&"SECRET-1-task".to_owned()));
-    }
-
-    #[test]
-    fn escaped_forms_cover_json_and_urls() {
-        let forms = escaped_forms("a\"b c");
-        assert!(forms.contains(&"a\\\"b c".to_owned()), "{forms:?}");
-        assert!(forms.contains(&"a%22b%20c".to_owned()), "{forms:?}");
     }
 }

@@ -15,7 +15,7 @@ use conform_protocol::vocab::Provider;
 use proptest::strategy::{Strategy, ValueTree};
 use proptest::test_runner::{Config, RngAlgorithm, TestRng, TestRunner};
 
-use super::{Planted, escaped_forms, inject, secret_body};
+use super::{Planted, inject, secret_body};
 use crate::checks::{Check, Finding};
 use crate::proc::interrupt::Interrupted;
 use crate::scenario::Scenario;
@@ -157,10 +157,8 @@ fn named_channel(planted: &[Planted], findings: &[Finding]) -> Option<usize> {
 }
 
 fn names(f: &Finding, secret: &str) -> bool {
-    f.check == Check::ContractRedaction
-        && escaped_forms(secret)
-            .iter()
-            .any(|form| f.message.contains(&format!("{form:?}")))
+    // The check names the secret itself, whatever form it found it in.
+    f.check == Check::ContractRedaction && f.message.contains(&format!("{secret:?}"))
 }
 
 /// When to stop early.
