@@ -186,12 +186,13 @@ impl Gate {
     }
 }
 
-/// The command line is the one issued — with the product's own flags after a trailing `--`
-/// the harness put there for them.
+/// The command line is the one issued — with the product's own flags appended when the
+/// issued line has a `--`: what follows it is the product's argv (a fake's product flags, or
+/// the real program a peer proxy runs), which the fake's or proxy's own options cannot reach.
 fn issued_as(issued: &[String], actual: &[String]) -> bool {
     match actual.strip_prefix(issued) {
         Some([]) => true,
-        Some(_) => issued.last().is_some_and(|a| a == "--"),
+        Some(_) => issued.iter().any(|a| a == "--"),
         None => false,
     }
 }
@@ -338,9 +339,15 @@ mod tests {
     }
 
     #[test]
-    fn product_flags_follow_only_a_trailing_double_dash() {
+    fn product_flags_follow_only_a_double_dash() {
         let s = |v: &[&str]| v.iter().map(|a| a.to_string()).collect::<Vec<_>>();
         assert!(issued_as(&s(&["fake", "--"]), &s(&["fake", "--", "-p"])));
+        // A peer proxy's line names the real program after `--`; the subject adds its flags.
+        let proxy = s(&["peer-proxy", "--run", "r1", "--", "/bin/claude"]);
+        let mut flagged = proxy.clone();
+        flagged.extend(s(&["--output-format", "stream-json"]));
+        assert!(issued_as(&proxy, &flagged));
+        assert!(!issued_as(&proxy, &s(&["peer-proxy", "--run", "r1", "--", "/bin/sh"])));
         assert!(issued_as(&s(&["fake"]), &s(&["fake"])));
         assert!(!issued_as(&s(&["fake"]), &s(&["fake", "--script", "x"])));
         assert!(!issued_as(
