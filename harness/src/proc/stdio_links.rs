@@ -1,23 +1,66 @@
 //! Which of a runtime's stdio links (`pipe:[…]`, `socket:[…]`) are the run's own, and so
 //! evidence that a process holding one belongs to the run ([`crate::proc::settle`]).
+//!
+//! A link is shared — no evidence — when the harness handed it out: what the harness was
+//! itself started with (inherited by every subject it spawns) and each subject's stdin,
+//! stdout and stderr (which a host's runtimes inherit when it spawns them with
+//! `stderr: 'inherit'`). Both are noted when they come to be, so no run reads the harness's
+//! own descriptors (a hundred of them at `-j 8`, several times a run).
+
+use std::collections::BTreeSet;
+use std::os::fd::AsFd;
+use std::sync::{Mutex, OnceLock};
+
+/// Links handed to subjects since the harness started.
+static SUBJECT_STDIO: Mutex<BTreeSet<String>> = Mutex::new(BTreeSet::new());
+/// What the harness held before it spawned any subject.
+static INHERITED: OnceLock<BTreeSet<String>> = OnceLock::new();
+
+/// Notes the harness's own descriptors as shared, once, before the first subject is spawned
+/// (later calls do nothing: by then the harness also holds runs' pipes, which are not shared).
+pub fn note_inherited() {
+    INHERITED.get_or_init(|| links_of(std::process::id() as i32));
+}
+
+/// Notes a subject's stdio pipe (the harness's end: a pipe's two ends are one inode).
+pub fn note_subject_stdio(fd: impl AsFd) {
+    if let Some(link) = link_of(fd) {
+        SUBJECT_STDIO.lock().unwrap().insert(link);
+    }
+}
 
 /// Of a run's runtime stdio (`pipe:[…]`, `socket:[…]`), the links that are the run's own and
-/// so evidence that whoever holds one belongs to the run: not one the harness holds (the
-/// subject's own stdin, stdout and stderr — which a host's runtimes inherit when it spawns
-/// them with `stderr: 'inherit'`), and not one another run's runtime registered with (what the
-/// host hands every runtime it starts). Those are shared, and holding them proves nothing.
+/// so evidence that whoever holds one belongs to the run: not one the harness handed out
+/// (module docs), and not one another run's runtime registered with (what the host hands
+/// every runtime it starts). Those are shared, and holding them proves nothing.
 pub fn specific(stdio: Vec<String>, other_runs: &[String]) -> Vec<String> {
-    let harness = links_of(std::process::id() as i32);
+    let subjects = SUBJECT_STDIO.lock().unwrap();
+    let inherited = INHERITED.get();
     stdio
         .into_iter()
-        .filter(|l| !harness.contains(l) && !other_runs.contains(l))
+        .filter(|l| {
+            !subjects.contains(l)
+                && !inherited.is_some_and(|i| i.contains(l))
+                && !other_runs.contains(l)
+        })
         .collect()
 }
 
+/// The link `/proc/<pid>/fd/<n>` shows for `fd`, if it is a pipe or a socket.
+fn link_of(fd: impl AsFd) -> Option<String> {
+    let st = rustix::fs::fstat(fd).ok()?;
+    let kind = match rustix::fs::FileType::from_raw_mode(st.st_mode) {
+        rustix::fs::FileType::Fifo => "pipe",
+        rustix::fs::FileType::Socket => "socket",
+        _ => return None,
+    };
+    Some(format!("{kind}:[{}]", st.st_ino))
+}
+
 /// Every pipe and socket `pid` holds open.
-fn links_of(pid: i32) -> Vec<String> {
+fn links_of(pid: i32) -> BTreeSet<String> {
     let Ok(fds) = std::fs::read_dir(format!("/proc/{pid}/fd")) else {
-        return Vec::new();
+        return BTreeSet::new();
     };
     fds.flatten()
         .filter_map(|fd| std::fs::read_link(fd.path()).ok())
@@ -30,7 +73,7 @@ fn links_of(pid: i32) -> Vec<String> {
 mod tests {
     use super::*;
 
-    fn link_of(fd: &impl std::os::fd::AsRawFd) -> String {
+    fn proc_link(fd: &impl std::os::fd::AsRawFd) -> String {
         std::fs::read_link(format!("/proc/self/fd/{}", fd.as_raw_fd()))
             .unwrap()
             .to_string_lossy()
@@ -38,21 +81,24 @@ mod tests {
     }
 
     #[test]
-    fn a_link_the_harness_or_another_run_holds_is_no_evidence() {
+    fn a_link_handed_to_a_subject_or_held_by_another_run_is_no_evidence() {
         use std::os::unix::net::UnixStream;
         // A runtime's stdout socket whose other end the host holds: the runtime's end is the
-        // run's own once the harness no longer holds it.
+        // run's own.
         let (_host_end, runtime_end) = UnixStream::pair().unwrap();
-        let runtime = link_of(&runtime_end);
-        // The subject's own stderr, inherited by every runtime: the harness reads it.
+        let runtime = proc_link(&runtime_end);
+        assert_eq!(link_of(&runtime_end).as_deref(), Some(runtime.as_str()));
+        // A subject's stderr, inherited by every runtime: the harness reads it.
         let (shared_read, _shared_write) = std::io::pipe().unwrap();
-        let shared = link_of(&shared_read);
-        drop(runtime_end);
+        let shared = proc_link(&shared_read);
+        let unnoted = vec![shared.clone()];
+        assert_eq!(specific(unnoted, &[]), [shared.clone()], "not noted yet");
+        note_subject_stdio(&shared_read);
         let stdio = vec![runtime.clone(), shared.clone(), "pipe:[424242]".to_owned()];
         assert_eq!(
             specific(stdio.clone(), &[]),
             [runtime.clone(), "pipe:[424242]".to_owned()],
-            "the harness's own pipe is shared"
+            "a subject's stdio is shared"
         );
         assert_eq!(
             specific(stdio, &["pipe:[424242]".to_owned()]),

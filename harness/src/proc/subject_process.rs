@@ -4,6 +4,7 @@
 //! and a line that fails is the subject's failure, reported with the line (escaped, cut).
 //! Writes to its stdin never block a run: they are queued for one writer task.
 
+use std::os::fd::AsFd;
 use std::process::Stdio;
 use std::sync::{Arc, LazyLock, Mutex};
 use std::time::{Duration, Instant};
@@ -127,6 +128,7 @@ impl Subject {
         hello_timeout: Duration,
     ) -> Result<Arc<Subject>, SubjectError> {
         let command = argv.join(" ");
+        crate::proc::stdio_links::note_inherited();
         let mut child = Command::new(&argv[0])
             .args(&argv[1..])
             .stdin(Stdio::piped())
@@ -146,6 +148,9 @@ impl Subject {
         let stdin = child.stdin.take().expect("piped");
         let stdout = child.stdout.take().expect("piped");
         let stderr = child.stderr.take().expect("piped");
+        for fd in [stdin.as_fd(), stdout.as_fd(), stderr.as_fd()] {
+            crate::proc::stdio_links::note_subject_stdio(fd);
+        }
         let stderr_log = StderrLog::default();
         let stderr_done = tokio::spawn(stderr_log.clone().drain(stderr));
         let runs = Arc::new(Mutex::new(std::collections::HashSet::new()));
