@@ -75,7 +75,7 @@ fn group_members(group: i32) -> Vec<i32> {
     {
         return members.clone();
     }
-    let members: Vec<i32> = crate::proc::pids::all()
+    let members: Vec<i32> = crate::proc::own_tree::read()
         .into_iter()
         .filter(|(_, st)| st.pgrp == group)
         .map(|(pid, _)| pid)

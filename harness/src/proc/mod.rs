@@ -5,6 +5,7 @@ pub mod cgroup;
 pub mod interrupt;
 pub mod keeper;
 pub mod load;
+pub mod own_tree;
 pub mod peers;
 pub mod pids;
 pub mod pool;

@@ -126,6 +126,7 @@ pub struct CgroupAtClaim {
     pub pids: Vec<i32>,
 }
 
+/// The harness's own process tree: every process of a run is in it.
 struct Table {
     all: BTreeMap<i32, Stat>,
 }
@@ -133,7 +134,7 @@ struct Table {
 impl Table {
     fn read() -> Table {
         Table {
-            all: pids::all().into_iter().collect(),
+            all: crate::proc::own_tree::read().into_iter().collect(),
         }
     }
 

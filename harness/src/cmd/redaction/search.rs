@@ -199,6 +199,8 @@ pub async fn run(opts: &Options, plan: &Plan) -> Result<Outcome, SuiteError> {
     let mut keys: BTreeSet<(Provider, &'static str)> = BTreeSet::new();
     let (mut done, mut failing_cases, mut stopped) = (0, 0, None);
     let mut by_channel = std::collections::BTreeMap::new();
+    // How long each slot's last case took: the next batch starts its slowest cases first.
+    let mut took: std::collections::HashMap<usize, Duration> = Default::default();
     while done < plan.cases {
         // A budget lets the first batch run: a search that ran nothing proves nothing.
         if let Some(why) = stop
@@ -209,15 +211,22 @@ pub async fn run(opts: &Options, plan: &Plan) -> Result<Outcome, SuiteError> {
             break;
         }
         let n = BATCH.min(plan.cases - done);
-        let batch: Vec<Case> = (done..done + n)
+        let mut batch: Vec<Case> = (done..done + n)
             .map(|number| generate(&slots, number, &mut secrets))
             .collect();
+        longest_first(&mut batch, &took, slots.len());
         let report =
             suite::run_scenarios(opts, batch.iter().map(|c| c.variant.clone()).collect()).await?;
         done += n;
-        let failing: Vec<(Case, Vec<Finding>)> = batch
+        let mut ran: Vec<(Case, &CaseReport)> = batch.into_iter().zip(&report.cases).collect();
+        ran.sort_by_key(|(case, _)| case.number);
+        for (case, c) in &ran {
+            if let Some(o) = &c.obs {
+                took.insert(case.number % slots.len(), o.elapsed);
+            }
+        }
+        let failing: Vec<(Case, Vec<Finding>)> = ran
             .into_iter()
-            .zip(&report.cases)
             .filter(|(_, c)| failed(c))
             .map(|(case, c)| (case, c.findings.clone()))
             .collect();
@@ -324,6 +333,26 @@ fn generate(slots: &[Slot], number: usize, secrets: &mut Secrets) -> Case {
         mode: *mode,
         number,
     }
+}
+
+/// Orders a batch so its slowest cases start first: a batch ends with its last case, and a
+/// case that waits out teardown graces, started last, would keep all but one job idle for a
+/// second or two. The slot's last duration where known, else the graces its scenario sets
+/// (which are there because the scenario waits them out). Only the order of starting changes:
+/// results are taken back in case order.
+fn longest_first(
+    batch: &mut [Case],
+    took: &std::collections::HashMap<usize, Duration>,
+    slots: usize,
+) {
+    let guess = |c: &Case| {
+        took.get(&(c.number % slots)).copied().unwrap_or_else(|| {
+            let s = &c.base.file.subject;
+            let graces = s.dispose_eof_grace_ms.unwrap_or(0) + s.dispose_grace_ms.unwrap_or(0);
+            Duration::from_millis(graces)
+        })
+    };
+    batch.sort_by_key(|c| std::cmp::Reverse(guess(c)));
 }
 
 /// Lays each failing case at a channel: the one whose secret a finding names, else the one
