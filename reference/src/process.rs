@@ -3,7 +3,7 @@
 //! the run's marker), and the teardown ladder over all of it (stdin EOF → SIGTERM → SIGKILL,
 //! each bounded).
 
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 use std::path::Path;
 use std::process::{ExitStatus, Stdio};
 use std::time::Duration;
@@ -78,6 +78,7 @@ pub fn become_reaper(reap_late: bool) {
     if unsafe { libc::prctl(libc::PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) } != 0 {
         return;
     }
+    SUBREAPER.store(true, std::sync::atomic::Ordering::Relaxed);
     if reap_late {
         // Seeded defect `reap-orphans-late`: orphans stay zombies until the subject exits.
         return;
@@ -524,14 +525,34 @@ struct Proc {
     start_time: u64,
 }
 
-/// Every process in `/proc` (empty without `/proc`).
+/// Whether this process is a child subreaper (then every process a run starts stays below it).
+static SUBREAPER: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
+/// Processes seen outside this one's tree, each held by a pidfd until it exits.
+static OUTSIDE: std::sync::Mutex<BTreeMap<i32, std::os::fd::OwnedFd>> =
+    std::sync::Mutex::new(BTreeMap::new());
+
+/// The processes a run of ours may own, from `/proc` (empty without it): every process, or —
+/// once this process is a subreaper — this one and everything below it. A process outside
+/// never comes in (reparenting moves a process up, to the nearest subreaper), so one seen
+/// outside is held by a pidfd and not read again until it exits: most of a machine's processes
+/// are outside, and the table is read several times a run.
 fn table() -> Vec<Proc> {
     let Ok(dir) = std::fs::read_dir("/proc") else {
         return Vec::new();
     };
-    dir.flatten()
+    let subreaper = SUBREAPER.load(std::sync::atomic::Ordering::Relaxed);
+    let mut outside = OUTSIDE.lock().unwrap_or_else(|e| e.into_inner());
+    if subreaper {
+        outside.retain(|_, fd| !exited(fd));
+    }
+    let procs: Vec<Proc> = dir
+        .flatten()
         .filter_map(|entry| {
             let pid: i32 = entry.file_name().to_str()?.parse().ok()?;
+            if outside.contains_key(&pid) {
+                return None;
+            }
             let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
             let (state, ppid, pgrp, start_time) = parse_stat_full(&stat)?;
             Some(Proc {
@@ -542,7 +563,56 @@ fn table() -> Vec<Proc> {
                 start_time,
             })
         })
-        .collect()
+        .collect();
+    if !subreaper {
+        return procs;
+    }
+    let me = std::process::id() as i32;
+    let parent: HashMap<i32, i32> = procs.iter().map(|p| (p.pid, p.ppid)).collect();
+    let mut mine = Vec::new();
+    for p in procs {
+        match side_of(&parent, &outside, p.pid, me) {
+            Some(true) => mine.push(p),
+            Some(false) => {
+                if let Some(fd) = pidfd_of(p.pid, p.start_time) {
+                    outside.insert(p.pid, fd);
+                }
+            }
+            // Its chain breaks at a parent that exited between two reads: looked at again next
+            // time.
+            None => {}
+        }
+    }
+    mine
+}
+
+/// Whether `pid` is `me` or below it (`Some(true)`), certainly outside (its chain of parents
+/// reaches the top, pid 0, or a process known outside), or undecided.
+fn side_of(
+    parent: &HashMap<i32, i32>,
+    outside: &BTreeMap<i32, std::os::fd::OwnedFd>,
+    pid: i32,
+    me: i32,
+) -> Option<bool> {
+    let mut at = pid;
+    for _ in 0..=parent.len() {
+        if at == me {
+            return Some(true);
+        }
+        if at == 0 || outside.contains_key(&at) {
+            return Some(false);
+        }
+        at = *parent.get(&at)?;
+    }
+    None
+}
+
+/// Has the process behind `pidfd` exited (the pidfd is readable)?
+fn exited(pidfd: &std::os::fd::OwnedFd) -> bool {
+    use nix::poll::{PollFd, PollFlags, PollTimeout, poll};
+    use std::os::fd::AsFd;
+    let mut fds = [PollFd::new(pidfd.as_fd(), PollFlags::POLLIN)];
+    poll(&mut fds, PollTimeout::ZERO).is_ok_and(|n| n > 0)
 }
 
 /// Does `pid`'s initial environment hold `RUN_MARKER=marker`?
@@ -558,13 +628,24 @@ fn has_marker(pid: i32, marker: &str) -> bool {
 /// close-on-exec copy is not holding: a child of this process between fork and exec has a copy
 /// of every run's pipe ends (all close-on-exec), and would otherwise be taken for every run's.
 fn holds_any(pid: i32, pipes: &[String]) -> bool {
-    let Ok(fds) = std::fs::read_dir(format!("/proc/{pid}/fd")) else {
+    use nix::fcntl::{OFlag, readlinkat};
+    // One handle on the folder, each link read relative to it: not a walk of `/proc` per fd.
+    let Ok(mut dir) = nix::dir::Dir::open(
+        format!("/proc/{pid}/fd").as_str(),
+        OFlag::O_RDONLY | OFlag::O_DIRECTORY | OFlag::O_CLOEXEC,
+        nix::sys::stat::Mode::empty(),
+    ) else {
         return false;
     };
-    fds.flatten().any(|fd| {
-        std::fs::read_link(fd.path())
+    let fds: Vec<std::ffi::CString> = dir
+        .iter()
+        .flatten()
+        .map(|e| e.file_name().to_owned())
+        .collect();
+    fds.iter().any(|fd| {
+        readlinkat(&dir, fd.as_c_str())
             .is_ok_and(|target| pipes.iter().any(|p| target.as_os_str() == p.as_str()))
-            && !close_on_exec(pid, &fd.file_name().to_string_lossy())
+            && !close_on_exec(pid, &fd.to_string_lossy())
     })
 }
 
@@ -641,6 +722,21 @@ mod tests {
         assert!(!env.contains_key("API_KEY"));
         assert_eq!(env.get("HOME").map(String::as_str), Some("/h"));
         assert_eq!(ignored, vec!["N".to_string()]);
+    }
+
+    #[test]
+    fn a_process_is_ours_outside_or_undecided_by_its_chain_of_parents() {
+        // 1 → 10 → 20 (us) → 30; 40 hangs under 35, known outside; 50's parent is gone.
+        let parent: HashMap<i32, i32> =
+            [(1, 0), (10, 1), (20, 10), (30, 20), (40, 35), (50, 45)].into();
+        let (_r, w) = std::io::pipe().unwrap();
+        let outside: BTreeMap<i32, std::os::fd::OwnedFd> = [(35, w.into())].into();
+        let side = |pid| side_of(&parent, &outside, pid, 20);
+        assert_eq!(side(30), Some(true));
+        assert_eq!(side(20), Some(true));
+        assert_eq!(side(10), Some(false));
+        assert_eq!(side(40), Some(false));
+        assert_eq!(side(50), None);
     }
 
     #[test]

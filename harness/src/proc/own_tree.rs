@@ -141,7 +141,10 @@ mod tests {
         assert!(first.iter().any(|(p, _)| *p == me));
         let parent = pids::stat(me).unwrap().ppid;
         assert!(!first.iter().any(|(p, _)| *p == parent));
-        let mut child = std::process::Command::new("sleep").arg("30").spawn().unwrap();
+        let mut child = std::process::Command::new("sleep")
+            .arg("30")
+            .spawn()
+            .unwrap();
         let second = read();
         let _ = child.kill();
         let _ = child.wait();

@@ -179,6 +179,38 @@ pub fn command_line(pid: i32) -> String {
 
 /// Is `pid`'s descriptor `fd` close-on-exec (`O_CLOEXEC` in `/proc/<pid>/fdinfo/<fd>`), or
 /// already closed?
+/// `pid`'s open descriptors and what each links to (`pipe:[…]`, a path…), read through one
+/// handle on `/proc/<pid>/fd` (a settling scan reads every fd of every process in the tree;
+/// a path per fd would walk `/proc` again for each).
+pub fn fd_links(pid: i32) -> Vec<(String, String)> {
+    use nix::dir::Dir;
+    use nix::fcntl::{OFlag, readlinkat};
+    use nix::sys::stat::Mode;
+    let Ok(mut dir) = Dir::open(
+        format!("/proc/{pid}/fd").as_str(),
+        OFlag::O_RDONLY | OFlag::O_DIRECTORY | OFlag::O_CLOEXEC,
+        Mode::empty(),
+    ) else {
+        return Vec::new();
+    };
+    let names: Vec<std::ffi::CString> = dir
+        .iter()
+        .flatten()
+        .map(|e| e.file_name().to_owned())
+        .filter(|n| n.as_bytes().first().is_some_and(u8::is_ascii_digit))
+        .collect();
+    names
+        .into_iter()
+        .filter_map(|name| {
+            let link = readlinkat(&dir, name.as_c_str()).ok()?;
+            Some((
+                name.to_string_lossy().into_owned(),
+                link.to_string_lossy().into_owned(),
+            ))
+        })
+        .collect()
+}
+
 pub fn close_on_exec(pid: i32, fd: &str) -> bool {
     std::fs::read_to_string(format!("/proc/{pid}/fdinfo/{fd}"))
         .ok()

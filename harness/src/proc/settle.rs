@@ -405,12 +405,9 @@ fn holds_pipe(pid: i32, pipes: &[String]) -> Option<String> {
     if pipes.is_empty() {
         return None;
     }
-    let fds = std::fs::read_dir(format!("/proc/{pid}/fd")).ok()?;
-    fds.flatten().find_map(|fd| {
-        let target = std::fs::read_link(fd.path()).ok()?;
-        let target = target.to_string_lossy();
+    pids::fd_links(pid).into_iter().find_map(|(fd, target)| {
         let pipe = pipes.iter().find(|p| **p == target)?;
-        (!pids::close_on_exec(pid, &fd.file_name().to_string_lossy())).then(|| pipe.clone())
+        (!pids::close_on_exec(pid, &fd)).then(|| pipe.clone())
     })
 }
 

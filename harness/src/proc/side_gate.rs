@@ -347,7 +347,10 @@ mod tests {
         let mut flagged = proxy.clone();
         flagged.extend(s(&["--output-format", "stream-json"]));
         assert!(issued_as(&proxy, &flagged));
-        assert!(!issued_as(&proxy, &s(&["peer-proxy", "--run", "r1", "--", "/bin/sh"])));
+        assert!(!issued_as(
+            &proxy,
+            &s(&["peer-proxy", "--run", "r1", "--", "/bin/sh"])
+        ));
         assert!(issued_as(&s(&["fake"]), &s(&["fake"])));
         assert!(!issued_as(&s(&["fake"]), &s(&["fake", "--script", "x"])));
         assert!(!issued_as(

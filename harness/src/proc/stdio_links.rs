@@ -59,12 +59,9 @@ fn link_of(fd: impl AsFd) -> Option<String> {
 
 /// Every pipe and socket `pid` holds open.
 fn links_of(pid: i32) -> BTreeSet<String> {
-    let Ok(fds) = std::fs::read_dir(format!("/proc/{pid}/fd")) else {
-        return BTreeSet::new();
-    };
-    fds.flatten()
-        .filter_map(|fd| std::fs::read_link(fd.path()).ok())
-        .map(|l| l.to_string_lossy().into_owned())
+    crate::proc::pids::fd_links(pid)
+        .into_iter()
+        .map(|(_, l)| l)
         .filter(|l| l.starts_with("pipe:") || l.starts_with("socket:"))
         .collect()
 }
