@@ -63,10 +63,23 @@ pub trait Codec: Send {
     /// as reports name what a subject was judged against (`Codex app-server 0.147.0`).
     fn speaks(&self, version: Option<&str>) -> String;
 
+    /// The product versions this fake can speak, the default first; empty when it speaks one
+    /// unversioned protocol.
+    fn product_versions(&self) -> &'static [&'static str] {
+        &[]
+    }
+
     /// Takes the script's product version (`None`: the protocol's default) before anything
-    /// runs; an unknown version is a script error. Protocols without versions ignore it.
-    fn set_product_version(&mut self, _version: Option<&str>) -> Result<(), String> {
-        Ok(())
+    /// runs; an unknown version is a script error, naming the known ones.
+    fn set_product_version(&mut self, version: Option<&str>) -> Result<(), String> {
+        match version {
+            Some(v) => Err(format!(
+                "the {} fake has no product versions (it speaks {}), got {v:?}",
+                self.provider(),
+                self.speaks(None)
+            )),
+            None => Ok(()),
+        }
     }
 
     /// Rejects sugar this protocol does not have (checked before the script runs).

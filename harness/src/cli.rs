@@ -157,6 +157,17 @@ pub struct PeersArgs {
     /// The fixtures folder [default: `fakes/peers/` of this workspace].
     #[arg(long, value_name = "DIR")]
     pub fixtures: Option<PathBuf>,
+    /// Only the peer scenarios whose id contains this text (repeatable: any match).
+    #[arg(long, short = 'f', value_name = "TEXT")]
+    pub filter: Vec<String>,
+    /// Per-run deadline in milliseconds for the real runs and the fakes' (unless a scenario
+    /// sets its own); a real run cut off by it is said to be, never read as missing frames.
+    #[arg(long = "deadline-ms", value_name = "DEADLINE_MS",
+          value_parser = clap::value_parser!(u64).range(1..))]
+    pub deadline_ms: Option<u64>,
+    /// Runs in flight at once (default: `conform run`'s).
+    #[arg(long, short = 'j', value_parser = clap::value_parser!(u64).range(1..))]
+    pub jobs: Option<u64>,
 }
 
 #[derive(Debug, Args)]

@@ -124,11 +124,15 @@ fn millis() -> impl clap::builder::TypedValueParser<Value = Duration> {
 }
 
 /// `PROVIDER=VERSION`.
+/// `PROVIDER=VERSION`, for a version the provider's fake can speak: an unknown one is a usage
+/// error before anything runs, naming the known ones.
 fn product_version(s: &str) -> Result<(Provider, String), String> {
-    match s.split_once('=') {
-        Some((p, v)) if !v.is_empty() => Ok((p.parse().map_err(|e| format!("{e}"))?, v.to_owned())),
-        _ => Err(format!("takes PROVIDER=VERSION, got `{s}`")),
-    }
+    let Some((p, v)) = s.split_once('=').filter(|(_, v)| !v.is_empty()) else {
+        return Err(format!("takes PROVIDER=VERSION, got `{s}`"));
+    };
+    let provider: Provider = p.parse().map_err(|e| format!("{e}"))?;
+    conform_fakes::codec::for_provider(provider).set_product_version(Some(v))?;
+    Ok((provider, v.to_owned()))
 }
 
 /// `<name>` in the current folder if it exists, else the one of the workspace conform was
@@ -168,5 +172,15 @@ mod tests {
             Err("takes PROVIDER=VERSION, got `codex=`".to_owned())
         );
         assert!(product_version("nope=1").is_err());
+        assert_eq!(
+            product_version("codex=9.9.9"),
+            Err("unknown Codex product version \"9.9.9\" (known: 0.147.0, 0.169.0)".to_owned())
+        );
+        assert!(product_version("dsh-sdk=0.1.1").is_ok());
+        assert!(
+            product_version("acp=1.9.0")
+                .unwrap_err()
+                .contains("has no product versions")
+        );
     }
 }

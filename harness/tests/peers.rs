@@ -127,3 +127,38 @@ fn append_line(path: &std::path::Path, line: &str) {
     text.push('\n');
     std::fs::write(path, text).unwrap();
 }
+
+#[test]
+fn a_real_run_cut_off_by_its_deadline_is_reported_as_such() {
+    // A "real DSH SDK runtime" that never answers `initialize`: the run is cut off by its
+    // deadline, and the differential says so instead of listing every frame as missing.
+    let fixtures = fixtures_copy();
+    let peers = tempfile::tempdir().unwrap();
+    std::fs::write(
+        peers.path().join("peers.json"),
+        r#"{"dsh-sdk": {"version": "never-answers", "command": ["sleep", "600"]}}"#,
+    )
+    .unwrap();
+    let out = conform()
+        .args(["peers", "diff", "--fixtures"])
+        .arg(fixtures.path())
+        .arg("--peers")
+        .arg(peers.path())
+        .args(["--filter", "peers/dsh-sdk/success", "--deadline-ms", "1500"])
+        .output()
+        .unwrap();
+    let text = stdout(&out);
+    assert_eq!(out.status.code(), Some(1), "{text}");
+    assert!(
+        text.contains(
+            "peers/dsh-sdk/success: the real run did not finish (deadline 1500 ms, it sent no frame); not compared"
+        ),
+        "{text}"
+    );
+    assert!(!text.contains("never does"), "no frame is called missing: {text}");
+    // Nothing was written over the fixtures.
+    assert_eq!(
+        std::fs::read(fixtures.path().join("dsh-sdk/success.jsonl")).unwrap(),
+        std::fs::read(workspace().join("fakes/peers/dsh-sdk/success.jsonl")).unwrap()
+    );
+}

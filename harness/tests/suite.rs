@@ -54,6 +54,17 @@ fn the_codex_catalog_also_passes_with_the_fake_speaking_0_169_0() {
 }
 
 #[test]
+fn an_unknown_product_version_is_a_usage_error_before_anything_runs() {
+    let (code, out, err) = run(&["--product-version", "codex=9.9.9"]);
+    assert_eq!(code, Some(2), "{out}\n{err}");
+    assert!(
+        err.contains("unknown Codex product version \"9.9.9\" (known: 0.147.0, 0.169.0)"),
+        "{err}"
+    );
+    assert!(out.is_empty(), "nothing ran: {out}");
+}
+
+#[test]
 fn the_dsh_sdk_catalog_also_passes_with_the_fake_speaking_0_1_1() {
     // At 0.1.1 the model's text also streams as `assistant/chunk` text-deltas before the
     // message or failed attempt that records it; the reference reads both, and every frame is

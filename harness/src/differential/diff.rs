@@ -21,6 +21,12 @@ pub struct DiffOptions {
     pub peers: Option<std::path::PathBuf>,
     /// Write what was recorded over the fixtures.
     pub update: bool,
+    /// Only the peer scenarios whose id contains one of these (empty: all).
+    pub filters: Vec<String>,
+    /// Per-run deadline unless a scenario sets its own (`None`: `conform run`'s default).
+    pub deadline: Option<std::time::Duration>,
+    /// Runs in flight at once (`None`: `conform run`'s default).
+    pub jobs: Option<usize>,
 }
 
 /// One recorded frame in a fixture: the frame, and the method a response answers.
@@ -73,12 +79,14 @@ fn read_fixture(provider: Provider, path: &Path) -> Result<Vec<(String, Value)>,
     Ok(kinds_of(provider, records))
 }
 
-/// A run's ledger, its scratch folder, when each ledger line arrived (ms) and its deadline (ms).
+/// A run's ledger, its scratch folder, when each ledger line arrived (ms), its deadline (ms)
+/// and whether the deadline cut it off.
 struct Ledger {
     lines: Vec<FakeLine>,
     run_dir: String,
     at_ms: Vec<u64>,
     deadline_ms: u64,
+    cut_off: bool,
 }
 
 /// Runs the scenarios with these exact ids in foreground and returns each one's ledger.
@@ -88,13 +96,16 @@ async fn ledgers(
     peers: Option<std::path::PathBuf>,
     product_versions: BTreeMap<Provider, String>,
 ) -> Result<BTreeMap<String, Ledger>, String> {
+    let defaults = crate::settings::Settings::default();
     let report = crate::suite::run(crate::suite::Options {
         filters: ids.to_vec(),
         settings: crate::settings::Settings {
             product_versions: product_versions.into_iter().collect(),
             allow_skips: true,
             peers,
-            ..Default::default()
+            deadline: opts.deadline.unwrap_or(defaults.deadline),
+            jobs: opts.jobs.unwrap_or(defaults.jobs),
+            ..defaults
         },
         keep_ledgers: true,
         ..crate::suite::Options::new(opts.scenarios.clone(), opts.snapshots.clone())
@@ -107,10 +118,14 @@ async fn ledgers(
             continue;
         }
         if let Some(obs) = c.obs {
-            let deadline_ms = c.scenario.file.deadline_ms.unwrap_or(default_deadline_ms());
+            let deadline_ms = c.scenario.file.deadline_ms.unwrap_or_else(|| {
+                opts.deadline
+                    .map_or(default_deadline_ms(), |d| d.as_millis() as u64)
+            });
             out.insert(
                 c.scenario.id.clone(),
                 Ledger {
+                    cut_off: obs.timed_out.is_some(),
                     lines: obs.fake,
                     run_dir: obs.run_dir,
                     at_ms: obs.fake_at_ms,
@@ -172,17 +187,29 @@ type Wire = Vec<(String, Value)>;
 /// `conform peers diff`: prints the differential; returns the exit code (0: every difference
 /// explained and no explanation stale; 1: not; 2: could not run).
 pub async fn diff(opts: DiffOptions) -> Result<i32, String> {
-    let cases = peer_cases(&opts.scenarios)?;
+    let cases: Vec<PeerCase> = peer_cases(&opts.scenarios)?
+        .into_iter()
+        .filter(|c| opts.filters.is_empty() || opts.filters.iter().any(|f| c.id.contains(f)))
+        .collect();
+    if cases.is_empty() {
+        return Err(format!("no peer scenario matches {:?}", opts.filters));
+    }
     // The real side: recorded now from installed peers, or the committed fixtures.
-    let mut fresh = match &opts.peers {
+    let (mut fresh, cut_off) = match &opts.peers {
         Some(dir) => record(&opts, &cases, dir).await?,
-        None => BTreeMap::new(),
+        None => Default::default(),
     };
     let fakes = run_analogs(&opts, &cases).await?;
     let explained = Explained::load(&opts.fixtures.join("differences.toml"))?;
     let mut used = BTreeSet::new();
     let mut unexplained = 0;
     for case in &cases {
+        if let Some(why) = cut_off.get(&case.id) {
+            // What a cut-off run did not send says nothing about the protocol.
+            println!("\n{}: {why}; not compared", case.id);
+            unexplained += 1;
+            continue;
+        }
         let path = fixture_path(&opts.fixtures, &case.peer, &case.id);
         let real = match fresh
             .remove(&case.id)
@@ -204,7 +231,12 @@ pub async fn diff(opts: DiffOptions) -> Result<i32, String> {
         let fake = kinds_of(case.provider, recorded(&fake.lines));
         unexplained += judge(case, &real, &fake, &explained, &mut used);
     }
-    let stale = stale(&explained, &used);
+    // A selection uses only some explanations: staleness is judged over the whole catalog.
+    let stale = if opts.filters.is_empty() {
+        stale(&explained, &used)
+    } else {
+        0
+    };
     println!(
         "\n{unexplained} unexplained difference(s), {} stale explanation(s)",
         stale
@@ -254,10 +286,11 @@ async fn record(
     opts: &DiffOptions,
     cases: &[PeerCase],
     dir: &Path,
-) -> Result<BTreeMap<String, Wire>, String> {
+) -> Result<(BTreeMap<String, Wire>, BTreeMap<String, String>), String> {
     let ids: Vec<String> = cases.iter().map(|c| c.id.clone()).collect();
     let runs = ledgers(opts, &ids, Some(dir.to_owned()), BTreeMap::new()).await?;
     let mut fresh = BTreeMap::new();
+    let mut cut_off = BTreeMap::new();
     for case in cases {
         let id = &case.id;
         let Some(run) = runs.get(id) else {
@@ -265,6 +298,12 @@ async fn record(
             continue;
         };
         println!("{id}: {}", timing(run));
+        if run.cut_off {
+            let why = unfinished(run, case.provider);
+            println!("{id}: {why}; its wire is not recorded");
+            cut_off.insert(id.clone(), why);
+            continue;
+        }
         let records: Vec<Recorded> = recorded(&run.lines)
             .into_iter()
             .map(|r| Recorded {
@@ -295,7 +334,33 @@ async fn record(
             }
         }
     }
-    Ok(fresh)
+    Ok((fresh, cut_off))
+}
+
+/// "The real run did not finish": its deadline, and the last frame it sent (when).
+fn unfinished(run: &Ledger, provider: Provider) -> String {
+    let codec = conform_fakes::codec::for_provider(provider);
+    let last = run
+        .lines
+        .iter()
+        .zip(&run.at_ms)
+        .rev()
+        .find_map(|(l, ms)| match &l.event {
+            FakeEvent::Frame {
+                dir: Direction::Sent,
+                frame,
+                answers,
+                ..
+            } => Some((codec.frame_kind(frame, answers.as_deref()), *ms)),
+            _ => None,
+        });
+    let last = last.map_or("it sent no frame".to_owned(), |(kind, ms)| {
+        format!("its last frame `{kind}` at {ms} ms")
+    });
+    format!(
+        "the real run did not finish (deadline {} ms, {last})",
+        run.deadline_ms
+    )
 }
 
 /// The analogs' fakes, run once per product version they must speak: each ledger by analog
