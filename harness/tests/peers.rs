@@ -155,7 +155,10 @@ fn a_real_run_cut_off_by_its_deadline_is_reported_as_such() {
         ),
         "{text}"
     );
-    assert!(!text.contains("never does"), "no frame is called missing: {text}");
+    assert!(
+        !text.contains("never does"),
+        "no frame is called missing: {text}"
+    );
     // Nothing was written over the fixtures.
     assert_eq!(
         std::fs::read(fixtures.path().join("dsh-sdk/success.jsonl")).unwrap(),

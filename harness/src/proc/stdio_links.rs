@@ -89,7 +89,11 @@ mod tests {
         let (shared_read, _shared_write) = std::io::pipe().unwrap();
         let shared = proc_link(&shared_read);
         let unnoted = vec![shared.clone()];
-        assert_eq!(specific(unnoted, &[]), [shared.clone()], "not noted yet");
+        assert_eq!(
+            specific(unnoted, &[]),
+            std::slice::from_ref(&shared),
+            "not noted yet"
+        );
         note_subject_stdio(&shared_read);
         let stdio = vec![runtime.clone(), shared.clone(), "pipe:[424242]".to_owned()];
         assert_eq!(
