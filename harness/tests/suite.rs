@@ -303,8 +303,13 @@ fn a_hanging_subject_misses_the_deadline_and_is_reported() {
     ]);
     assert_eq!(code, Some(1), "{out}");
     // What it still awaited, and where the runtime stood, so the developer knows where to look.
+    // A loaded machine puts the deadline off and says so between the two halves.
     assert!(
-        out.contains("[subject.deadline] the run did not finish within 1500 ms; the subject still owed the `result` (its last message at "),
+        out.contains("[subject.deadline] the run did not finish within 1500 ms"),
+        "{out}"
+    );
+    assert!(
+        out.contains("; the subject still owed the `result` (its last message at "),
         "{out}"
     );
     assert!(out.contains("it saw stdin EOF, it exited 0"), "{out}");
@@ -651,8 +656,10 @@ fn a_completion_that_never_reaches_the_parent_is_a_blackhole() {
         "acp/stop/refusal",
         &["--deadline-ms", "1500"],
         &[
-            "[delivery.completion] the run settled but no completion reached the parent within its deadline (1500 ms): active at ",
-            " ms → done_but_not_forwarded at 15",
+            // A loaded machine puts the deadline off, and says so after "1500 ms".
+            "[delivery.completion] the run settled but no completion reached the parent within its deadline (1500 ms",
+            "): active at ",
+            " ms → done_but_not_forwarded at ",
         ],
     );
     // The foreground call has no notice to lose.
@@ -890,7 +897,8 @@ fn a_handshake_answered_with_null_is_caught_for_every_provider_it_fails() {
             "claude-code/handshake/initialize-null",
             // The task's `user` message after a null answer is what the real SDK writes anyway
             // (it does not await the answer): the published run that never ends shows it.
-            "[subject.deadline] the run did not finish within 3000 ms; the subject still owed the `result`",
+            // (Checked up to the deadline: a loaded machine adds how far it was put off.)
+            "[subject.deadline] the run did not finish within 3000 ms",
         ),
     ] {
         caught(
