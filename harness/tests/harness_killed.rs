@@ -101,6 +101,30 @@ fn marked_under(tmp: &Path) -> Vec<i32> {
         .collect()
 }
 
+/// Blocks until one of `pids` exits (true; also when one is gone already) or `deadline`
+/// passes (false): a pidfd per process, polled together — nothing is slept.
+fn await_an_exit(pids: &[i32], deadline: Instant) -> bool {
+    use nix::poll::{PollFd, PollFlags, PollTimeout, poll};
+    use std::os::fd::{AsFd, FromRawFd, OwnedFd};
+    let mut fds = Vec::new();
+    for &pid in pids {
+        // SAFETY: pidfd_open takes a pid and flags and returns a new fd or -1.
+        let fd = unsafe { nix::libc::syscall(nix::libc::SYS_pidfd_open, pid, 0) };
+        if fd < 0 {
+            return true; // gone between the look and the open
+        }
+        // SAFETY: the fd was just returned by pidfd_open and is owned by nothing else.
+        fds.push(unsafe { OwnedFd::from_raw_fd(fd as i32) });
+    }
+    let mut polled: Vec<PollFd> = fds
+        .iter()
+        .map(|fd| PollFd::new(fd.as_fd(), PollFlags::POLLIN))
+        .collect();
+    let wait = deadline.saturating_duration_since(Instant::now());
+    let timeout = PollTimeout::try_from(wait).unwrap_or(PollTimeout::MAX);
+    poll(&mut polled, timeout).is_ok_and(|n| n > 0)
+}
+
 /// The scratch folders in `tmp`.
 fn scratch_folders(tmp: &Path) -> Vec<PathBuf> {
     std::fs::read_dir(tmp)
@@ -181,8 +205,11 @@ fn kill_mid_suite(extra: &[&str]) -> Killed {
         left.extend(marked_under(tmp.path()));
         left
     };
-    while !left().is_empty() && Instant::now() < deadline {
-        std::thread::sleep(Duration::from_millis(20));
+    loop {
+        let now = left();
+        if now.is_empty() || !await_an_exit(&now, deadline) {
+            break;
+        }
     }
     let left: Vec<String> = left()
         .iter()
