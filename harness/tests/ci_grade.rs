@@ -3,19 +3,14 @@
 //! machines (`--partition`) and merged back (`conform report merge`) into the same verdicts.
 
 mod common;
-use common::{Slot, conform, run, stdout};
-
-fn defective(defect: &str) -> String {
-    let exe = assert_cmd::cargo::cargo_bin("conform");
-    format!("'{}' reference --defect {defect}", exe.display())
-}
+use common::{Slot, conform, defective, run, stdout};
 
 #[test]
 fn a_baseline_of_known_failures_passes_an_unlisted_one_fails_and_a_stale_entry_fails() {
     let dir = tempfile::tempdir().unwrap();
     let file = dir.path().join("known.toml");
     let file_arg = file.to_str().unwrap();
-    let subject = defective("leak-raw-error");
+    let subject = defective(&["leak-raw-error"]);
     let filter = "acp/stop/";
 
     // Today's failures, written as a starting file.
@@ -183,7 +178,7 @@ fn three_shards_merged_equal_the_unpartitioned_run() {
     let at = |name: &str| dir.path().join(name);
     // A part of the catalog with isolation groups in it, failing somewhere (so verdicts and
     // exit codes have something to agree on).
-    let subject = defective("leak-raw-error");
+    let subject = defective(&["leak-raw-error"]);
     let select = [
         "--filter",
         "acp/stop/",

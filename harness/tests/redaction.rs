@@ -24,7 +24,6 @@ fn the_reference_keeps_every_generated_secret_out_of_every_text() {
 
 #[test]
 fn each_channel_copied_by_a_seeded_defect_is_caught_with_its_channel_named() {
-    let exe = assert_cmd::cargo::cargo_bin("conform");
     // The channel named must be the one copied (for the stderr tail: a stderr line, or what the
     // runtime echoed there).
     let cases = [
@@ -60,7 +59,7 @@ fn each_channel_copied_by_a_seeded_defect_is_caught_with_its_channel_named() {
         ),
     ];
     for (defect, scenario, channel) in cases {
-        let subject = format!("'{}' reference --defect {defect}", exe.display());
+        let subject = common::defective(&[defect]);
         let (code, out) = redaction(&[
             "--cases",
             "2",
@@ -92,8 +91,7 @@ fn a_secret_leaked_in_each_form_is_caught() {
     // percent-encoded, in base64, in base64url, with zero-width spaces, split between the
     // diagnostic and the output, cut to 24 characters. One run after another (`-j 1`), seven
     // cases take every form once; each must fail, with its channel named.
-    let exe = assert_cmd::cargo::cargo_bin("conform");
-    let subject = format!("'{}' reference --defect leak-encoded", exe.display());
+    let subject = common::defective(&["leak-encoded"]);
     let scenario = "acp/stage/prompt-error-response";
     let (code, out) = redaction(&[
         "--cases",
@@ -124,8 +122,7 @@ fn a_secret_leaked_in_each_form_is_caught() {
 fn the_hosts_own_token_percent_encoded_is_caught() {
     // A value the runtime never wrote: the harness's parent credential in the subject's
     // environment, leaked percent-encoded by `leak-parent-token`.
-    let exe = assert_cmd::cargo::cargo_bin("conform");
-    let subject = format!("'{}' reference --defect leak-parent-token", exe.display());
+    let subject = common::defective(&["leak-parent-token"]);
     let (code, out, _) = common::run(&[
         "--filter",
         "acp/stop/max-turn-requests",
@@ -142,8 +139,7 @@ fn the_hosts_own_token_percent_encoded_is_caught() {
 }
 
 fn leaking_subject() -> String {
-    let exe = assert_cmd::cargo::cargo_bin("conform");
-    format!("'{}' reference --defect leak-raw-error", exe.display())
+    common::defective(&["leak-raw-error"])
 }
 
 #[test]
@@ -239,8 +235,7 @@ fn accept_refuses_to_record_a_leak() {
         .unwrap();
     }
     let before = std::fs::read_dir(snapshots.path()).unwrap().count();
-    let exe = assert_cmd::cargo::cargo_bin("conform");
-    let subject = format!("'{}' reference --defect leak-parent-token", exe.display());
+    let subject = common::defective(&["leak-parent-token"]);
     let dir = snapshots.path().to_str().unwrap();
     let (code, out, _) = common::run(&[
         "--filter",

@@ -3,13 +3,7 @@
 //! listing the others as advisories.
 
 mod common;
-use common::{conform, run, stdout};
-
-/// The reference with `defect` seeded, as a subject command line.
-fn defective(defect: &str) -> String {
-    let exe = assert_cmd::cargo::cargo_bin("conform");
-    format!("'{}' reference --defect {defect}", exe.display())
-}
+use common::{conform, defective, run, stdout};
 
 #[test]
 fn list_checks_shows_each_requirements_kind_and_source() {
@@ -39,7 +33,7 @@ fn list_checks_shows_each_requirements_kind_and_source() {
 #[test]
 fn strictness_records_turns_a_practice_failure_into_an_advisory() {
     // Orphans left unreaped at the claim: conform's practice, no record's clause.
-    let subject = defective("reap-orphans-late");
+    let subject = defective(&["reap-orphans-late"]);
     let args = [
         "--filter",
         "acp/settle/double-forked-daemon",
@@ -75,7 +69,7 @@ fn strictness_records_turns_a_practice_failure_into_an_advisory() {
 fn a_scenario_says_where_its_own_demands_come_from() {
     // A daemon that left the runtime's group: the records are silent on whether dispose must
     // end it, so the case says it is conform's practice — a record-level run lets it pass.
-    let subject = defective("process-group-only-kill");
+    let subject = defective(&["process-group-only-kill"]);
     let args = [
         "--filter",
         "acp/settle/double-forked-daemon",

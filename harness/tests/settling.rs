@@ -4,17 +4,11 @@
 //! the claim with its timing; and the whole catalog leaves nothing behind.
 
 mod common;
-use common::{Slot, conform, marked, run};
-
-/// The reference with `defect` seeded, as a subject command line.
-fn defective(defect: &str) -> String {
-    let exe = assert_cmd::cargo::cargo_bin("conform");
-    format!("'{}' reference --defect {defect}", exe.display())
-}
+use common::{Slot, conform, defective, marked, run};
 
 /// Runs `filter` against the reference with `defect`; asserts failure and each expected line.
 fn caught(defect: &str, filter: &str, expected: &[&str]) -> String {
-    let subject = defective(defect);
+    let subject = defective(&[defect]);
     let (code, out, err) = run(&["--filter", filter, "--subject", &subject]);
     assert_eq!(code, Some(1), "{out}\n{err}");
     for line in expected {
@@ -229,7 +223,7 @@ fn in_cgroup_mode_the_kernel_proves_each_tree_gone_and_nothing_is_left() {
 
 #[test]
 fn in_cgroup_mode_a_process_group_only_kill_is_named_from_the_cgroup() {
-    let subject = defective("process-group-only-kill");
+    let subject = defective(&["process-group-only-kill"]);
     let Some((code, out, report)) = with_cgroup(&[
         "--filter",
         "dsh-sdk/settle/anonymous-daemon",

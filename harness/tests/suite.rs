@@ -2,17 +2,7 @@
 //! subject failure the harness promises to catch is caught (a seeded defect per check).
 
 mod common;
-use common::{conform, run, stdout, workspace};
-
-/// A subject command line: the reference with seeded defects.
-fn defective(defects: &[&str]) -> String {
-    let exe = assert_cmd::cargo::cargo_bin("conform");
-    let mut cmd = format!("'{}' reference", exe.display());
-    for d in defects {
-        cmd.push_str(&format!(" --defect {d}"));
-    }
-    cmd
-}
+use common::{conform, defective, run, stdout, workspace};
 
 /// Runs the scenarios matching `filter` against the reference with `defects` seeded and
 /// asserts that the suite fails (exit 1) with each of the `expected` lines in its report.

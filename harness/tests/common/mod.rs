@@ -19,6 +19,16 @@ pub fn conform() -> Command {
     cmd
 }
 
+/// The reference with `defects` seeded, as a subject command line.
+pub fn defective(defects: &[&str]) -> String {
+    let exe = assert_cmd::cargo::cargo_bin("conform");
+    let mut cmd = format!("'{}' reference", exe.display());
+    for d in defects {
+        cmd.push_str(&format!(" --defect {d}"));
+    }
+    cmd
+}
+
 pub fn stdout(o: &Output) -> String {
     String::from_utf8_lossy(&o.stdout).into_owned()
 }
