@@ -340,12 +340,25 @@ pub fn for_provider(provider: Provider) -> Box<dyn Codec> {
 
 /// Every string inside a JSON value (object keys excluded).
 pub fn string_leaves(v: &Value, out: &mut Vec<String>) {
-    match v {
-        Value::String(s) => out.push(s.clone()),
-        Value::Array(a) => a.iter().for_each(|x| string_leaves(x, out)),
-        Value::Object(o) => o.values().for_each(|x| string_leaves(x, out)),
-        _ => {}
-    }
+    let mut at = Vec::new();
+    string_leaves_at(v, &mut String::new(), &mut at);
+    out.extend(at.into_iter().map(|(_, s)| s));
+}
+
+/// The version `want` names among `known` (the default first; `None`: the default), or an
+/// error naming the known ones: `what` is the product's name for its versions ("Codex product
+/// version").
+pub fn known_version(
+    what: &str,
+    known: &'static [&'static str],
+    want: Option<&str>,
+) -> Result<&'static str, String> {
+    let want = want.unwrap_or(known[0]);
+    known
+        .iter()
+        .copied()
+        .find(|v| *v == want)
+        .ok_or_else(|| format!("unknown {what} {want:?} (known: {})", known.join(", ")))
 }
 
 /// Whether a member at `pointer` holds a closed value in every protocol (a discriminator, a

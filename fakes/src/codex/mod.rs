@@ -12,8 +12,8 @@ mod schema;
 pub use codec::{CodexCodec, EMITTED_AT_BASE_MS};
 pub use schema::validate_frame;
 
-/// Product versions conform has a vendored schema for.
-pub const PRODUCT_VERSIONS: &[&str] = &["0.147.0", "0.169.0"];
+/// Product versions conform has a vendored schema for, the default first.
+pub const PRODUCT_VERSIONS: &[&str] = &[DEFAULT_PRODUCT_VERSION, "0.169.0"];
 
 /// The version a script speaks when it names none (the version deepseek-harness pins).
 pub const DEFAULT_PRODUCT_VERSION: &str = "0.147.0";
@@ -21,17 +21,7 @@ pub const DEFAULT_PRODUCT_VERSION: &str = "0.147.0";
 /// The product version a script's `product_version` selects (`None`: the default), or an
 /// error naming the known ones.
 pub fn product_version(version: Option<&str>) -> Result<&'static str, String> {
-    let want = version.unwrap_or(DEFAULT_PRODUCT_VERSION);
-    PRODUCT_VERSIONS
-        .iter()
-        .copied()
-        .find(|v| *v == want)
-        .ok_or_else(|| {
-            format!(
-                "unknown Codex product version {want:?} (known: {})",
-                PRODUCT_VERSIONS.join(", ")
-            )
-        })
+    crate::codec::known_version("Codex product version", PRODUCT_VERSIONS, version)
 }
 
 /// The Codex app-server method names the fake and the schema check need.

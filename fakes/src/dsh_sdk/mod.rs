@@ -28,17 +28,7 @@ pub const PRODUCT_VERSIONS: &[&str] = &[RUNTIME_VERSION, CHUNK_STREAM_VERSION];
 /// The runtime release a script's `product_version` selects (`None`: [`RUNTIME_VERSION`]), or
 /// an error naming the known ones.
 pub fn product_version(version: Option<&str>) -> Result<&'static str, String> {
-    let want = version.unwrap_or(RUNTIME_VERSION);
-    PRODUCT_VERSIONS
-        .iter()
-        .copied()
-        .find(|v| *v == want)
-        .ok_or_else(|| {
-            format!(
-                "unknown DSH SDK runtime version {want:?} (known: {})",
-                PRODUCT_VERSIONS.join(", ")
-            )
-        })
+    crate::codec::known_version("DSH SDK runtime version", PRODUCT_VERSIONS, version)
 }
 
 /// The DSH SDK method and event names the fake and the schema check need.
