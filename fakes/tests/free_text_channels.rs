@@ -148,19 +148,20 @@ fn every_codex_notification_and_request_field_is_collected() {
 #[test]
 fn every_acp_agent_notification_and_request_field_is_collected() {
     let root = load(include_str!("../schemas/acp-v1.schema.json"));
-    let mut missing = Vec::new();
-    for (method, def) in [
+    let by_method = [
         ("session/update", "SessionNotification"),
         ("session/request_permission", "RequestPermissionRequest"),
         ("fs/read_text_file", "ReadTextFileRequest"),
         ("fs/write_text_file", "WriteTextFileRequest"),
         ("terminal/create", "CreateTerminalRequest"),
         ("elicitation/create", "CreateElicitationRequest"),
-    ] {
-        let params = serde_json::json!({ "$ref": format!("#/$defs/{def}") });
-        missing.extend(uncollected(Provider::Acp, method, &root, &params));
-    }
-    all_collected(&missing);
+    ];
+    all_collected(&uncollected_defs(
+        Provider::Acp,
+        &root,
+        "#/$defs",
+        &by_method,
+    ));
 }
 
 #[test]
@@ -180,17 +181,35 @@ fn every_dsh_sdk_notification_field_is_collected() {
 #[test]
 fn every_claude_code_message_field_is_collected() {
     let root = load(include_str!("../schemas/claude-code/0.3.220.schema.json"));
-    let mut missing = Vec::new();
-    for (kind, def) in [
+    let by_kind = [
         ("assistant", "SDKAssistantMessage"),
         ("user", "SDKUserMessage"),
         ("stream_event", "SDKPartialAssistantMessage"),
         ("system", "SDKSystemMessage"),
-    ] {
-        let message = serde_json::json!({ "$ref": format!("#/definitions/{def}") });
-        missing.extend(uncollected(Provider::ClaudeCode, kind, &root, &message));
-    }
-    all_collected(&missing);
+    ];
+    all_collected(&uncollected_defs(
+        Provider::ClaudeCode,
+        &root,
+        "#/definitions",
+        &by_kind,
+    ));
+}
+
+/// What [`uncollected`] finds for each method (or message kind) whose params are the schema
+/// definition named beside it (under `defs`, e.g. `#/$defs`).
+fn uncollected_defs(
+    provider: Provider,
+    root: &Value,
+    defs: &str,
+    by_method: &[(&str, &str)],
+) -> Vec<String> {
+    by_method
+        .iter()
+        .flat_map(|(method, def)| {
+            let params = serde_json::json!({ "$ref": format!("{defs}/{def}") });
+            uncollected(provider, method, root, &params)
+        })
+        .collect()
 }
 
 /// Fails naming every field of free text no codec collects.
