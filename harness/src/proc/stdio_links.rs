@@ -1,26 +1,18 @@
 //! Which of a runtime's stdio links (`pipe:[…]`, `socket:[…]`) are the run's own, and so
 //! evidence that a process holding one belongs to the run ([`crate::proc::settle`]).
 //!
-//! A link is shared — no evidence — when the harness handed it out: what the harness was
-//! itself started with (inherited by every subject it spawns) and each subject's stdin,
-//! stdout and stderr (which a host's runtimes inherit when it spawns them with
-//! `stderr: 'inherit'`). Both are noted when they come to be, so no run reads the harness's
-//! own descriptors (a hundred of them at `-j 8`, several times a run).
+//! A link is shared — no evidence — when the harness handed it out: a subject's stdin, stdout
+//! or stderr (which a host's runtimes inherit when it spawns them with `stderr: 'inherit'`).
+//! The harness spawns every subject with pipes of its own making, so these are all it hands
+//! out; each is noted when the subject starts, and no run reads the harness's own descriptors
+//! (a hundred of them at `-j 8`, several times a run).
 
 use std::collections::BTreeSet;
 use std::os::fd::AsFd;
-use std::sync::{Mutex, OnceLock};
+use std::sync::Mutex;
 
 /// Links handed to subjects since the harness started.
 static SUBJECT_STDIO: Mutex<BTreeSet<String>> = Mutex::new(BTreeSet::new());
-/// What the harness held before it spawned any subject.
-static INHERITED: OnceLock<BTreeSet<String>> = OnceLock::new();
-
-/// Notes the harness's own descriptors as shared, once, before the first subject is spawned
-/// (later calls do nothing: by then the harness also holds runs' pipes, which are not shared).
-pub fn note_inherited() {
-    INHERITED.get_or_init(|| links_of(std::process::id() as i32));
-}
 
 /// Notes a subject's stdio pipe (the harness's end: a pipe's two ends are one inode).
 pub fn note_subject_stdio(fd: impl AsFd) {
@@ -35,14 +27,9 @@ pub fn note_subject_stdio(fd: impl AsFd) {
 /// every runtime it starts). Those are shared, and holding them proves nothing.
 pub fn specific(stdio: Vec<String>, other_runs: &[String]) -> Vec<String> {
     let subjects = SUBJECT_STDIO.lock().unwrap();
-    let inherited = INHERITED.get();
     stdio
         .into_iter()
-        .filter(|l| {
-            !subjects.contains(l)
-                && !inherited.is_some_and(|i| i.contains(l))
-                && !other_runs.contains(l)
-        })
+        .filter(|l| !subjects.contains(l) && !other_runs.contains(l))
         .collect()
 }
 
@@ -55,15 +42,6 @@ fn link_of(fd: impl AsFd) -> Option<String> {
         _ => return None,
     };
     Some(format!("{kind}:[{}]", st.st_ino))
-}
-
-/// Every pipe and socket `pid` holds open.
-fn links_of(pid: i32) -> BTreeSet<String> {
-    crate::proc::pids::fd_links(pid)
-        .into_iter()
-        .map(|(_, l)| l)
-        .filter(|l| l.starts_with("pipe:") || l.starts_with("socket:"))
-        .collect()
 }
 
 #[cfg(test)]

@@ -128,7 +128,6 @@ impl Subject {
         hello_timeout: Duration,
     ) -> Result<Arc<Subject>, SubjectError> {
         let command = argv.join(" ");
-        crate::proc::stdio_links::note_inherited();
         let mut child = Command::new(&argv[0])
             .args(&argv[1..])
             .stdin(Stdio::piped())
