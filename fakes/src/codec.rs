@@ -63,12 +63,6 @@ pub trait Codec: Send {
     /// as reports name what a subject was judged against (`Codex app-server 0.147.0`).
     fn speaks(&self, version: Option<&str>) -> String;
 
-    /// The product versions this fake can speak, the default first; empty when it speaks one
-    /// unversioned protocol.
-    fn product_versions(&self) -> &'static [&'static str] {
-        &[]
-    }
-
     /// Takes the script's product version (`None`: the protocol's default) before anything
     /// runs; an unknown version is a script error, naming the known ones.
     fn set_product_version(&mut self, version: Option<&str>) -> Result<(), String> {

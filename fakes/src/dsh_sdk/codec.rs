@@ -213,10 +213,6 @@ impl Codec for DshSdkCodec {
         )
     }
 
-    fn product_versions(&self) -> &'static [&'static str] {
-        super::PRODUCT_VERSIONS
-    }
-
     fn set_product_version(&mut self, version: Option<&str>) -> Result<(), String> {
         self.version = super::product_version(version)?;
         Ok(())
