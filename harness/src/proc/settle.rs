@@ -240,10 +240,11 @@ impl Tracker {
     /// `pipes`: the runtime's stdio (`pipe:[inode]`), as its registration names them.
     pub fn scan(
         &mut self,
-        registered: &[(i32, u64, &'static str)],
+        registrations: &Registrations,
         pipes: &[String],
         router: &std::sync::Arc<crate::proc::router::Router>,
     ) {
+        let registered = &registrations.own;
         let ids: Vec<(i32, u64)> = registered.iter().map(|r| (r.0, r.1)).collect();
         let in_cgroup = self
             .cgroup
@@ -251,14 +252,12 @@ impl Tracker {
             .map(crate::proc::cgroup::RunGroup::procs)
             .unwrap_or_default();
         let table = Table::read();
-        for mut m in members_in(
-            &table,
-            &self.mark,
-            &ids,
-            &in_cgroup,
-            pipes,
-            self.subject_pgid,
-        ) {
+        let claimed = Claimed {
+            own: &ids,
+            elsewhere: &registrations.elsewhere,
+            in_cgroup: &in_cgroup,
+        };
+        for mut m in members_in(&table, &self.mark, &claimed, pipes, self.subject_pgid) {
             if let Some(k) = self
                 .known
                 .iter_mut()
@@ -309,20 +308,40 @@ impl Tracker {
     }
 }
 
+/// What the side channel says at a scan.
+pub struct Registrations {
+    /// The run's own registrations: pid, start time and role.
+    pub own: Vec<(i32, u64, &'static str)>,
+    /// Every other run's (pid, start time): those processes are another run's, whatever they
+    /// hold — a host that leaks one run's pipe into another run's runtime must not make that
+    /// runtime this run's (to be signalled at its teardown). The claim still names such a
+    /// holder of this run's stdio.
+    pub elsewhere: std::collections::HashSet<(i32, u64)>,
+}
+
+/// Who is known to be whose before a scan looks at marks and pipes.
+struct Claimed<'a> {
+    /// Registered for this run.
+    own: &'a [(i32, u64)],
+    /// Registered for another run.
+    elsewhere: &'a std::collections::HashSet<(i32, u64)>,
+    /// In the run's cgroup.
+    in_cgroup: &'a [(i32, u64)],
+}
+
 fn members_in(
     table: &Table,
     mark: &Mark,
-    registered: &[(i32, u64)],
-    in_cgroup: &[(i32, u64)],
+    claimed: &Claimed,
     pipes: &[String],
     subject_pgid: i32,
 ) -> Vec<Member> {
     let me = std::process::id() as i32;
     let mut out: BTreeMap<i32, (u64, How)> = BTreeMap::new();
-    for &(pid, start_time) in registered {
+    for &(pid, start_time) in claimed.own {
         out.insert(pid, (start_time, How::Registered));
     }
-    for &(pid, start_time) in in_cgroup {
+    for &(pid, start_time) in claimed.in_cgroup {
         out.entry(pid).or_insert((start_time, How::Cgroup));
     }
     // Every process of a run descends from the harness: it is a child subreaper, so an orphan
@@ -330,7 +349,11 @@ fn members_in(
     // busy machine, and never another suite's processes.
     let below_me = table.descendants_of(me);
     for (&pid, st) in &table.all {
-        if !below_me.contains(&pid) || st.pgrp == subject_pgid || out.contains_key(&pid) {
+        if !below_me.contains(&pid)
+            || st.pgrp == subject_pgid
+            || out.contains_key(&pid)
+            || claimed.elsewhere.contains(&(pid, st.start_time))
+        {
             continue;
         }
         if marked(pid, mark) {
@@ -534,7 +557,12 @@ mod tests {
             side: "/nowhere/side.sock".into(),
             run: "r-x".into(),
         };
-        let m = members_in(&table, &mark, &[(21, 7), (31, 7)], &[], &[], 10);
+        let claimed = Claimed {
+            own: &[(21, 7), (31, 7)],
+            elsewhere: &Default::default(),
+            in_cgroup: &[],
+        };
+        let m = members_in(&table, &mark, &claimed, &[], 10);
         let got: Vec<(i32, How)> = m.iter().map(|m| (m.pid, m.how)).collect();
         assert_eq!(
             got,
@@ -545,5 +573,57 @@ mod tests {
                 (31, How::Registered),
             ]
         );
+    }
+
+    #[test]
+    fn a_holder_of_the_runs_pipe_registered_for_another_run_is_not_this_runs() {
+        // A child whose stdout is this run's runtime pipe (a host that leaked it).
+        let (reader, writer) = std::io::pipe().unwrap();
+        let link = std::fs::read_link(format!(
+            "/proc/self/fd/{}",
+            std::os::fd::AsRawFd::as_raw_fd(&reader)
+        ))
+        .unwrap()
+        .to_string_lossy()
+        .into_owned();
+        let mut child = std::process::Command::new("sleep")
+            .arg("30")
+            .stdout(writer)
+            .spawn()
+            .unwrap();
+        let pid = child.id() as i32;
+        // Once its exec is done (its stdout stays the pipe throughout); bounded.
+        let by = std::time::Instant::now() + std::time::Duration::from_secs(10);
+        while pids::arguments(pid) != ["30"] && std::time::Instant::now() < by {
+            std::thread::yield_now();
+        }
+        let start = pids::stat(pid).unwrap().start_time;
+        let mark = Mark {
+            side: "/nowhere/side.sock".into(),
+            run: "r-a".into(),
+        };
+        let members = |elsewhere: std::collections::HashSet<(i32, u64)>| {
+            let claimed = Claimed {
+                own: &[],
+                elsewhere: &elsewhere,
+                in_cgroup: &[],
+            };
+            members_in(
+                &Table::read(),
+                &mark,
+                &claimed,
+                std::slice::from_ref(&link),
+                -1,
+            )
+            .iter()
+            .map(|m| (m.pid, m.how))
+            .collect::<Vec<_>>()
+        };
+        let unclaimed = members(Default::default());
+        let claimed_by_b = members([(pid, start)].into());
+        let _ = child.kill();
+        let _ = child.wait();
+        assert_eq!(unclaimed, [(pid, How::Pipe)]);
+        assert_eq!(claimed_by_b, [], "another run's registered runtime");
     }
 }

@@ -314,10 +314,23 @@ impl<'a> Run<'a> {
 
     /// Scans the run's process tree for what registered and what did not.
     fn scan(&mut self) {
-        let ledger = self.ctx.side.ledger(&self.id);
+        let registrations = self.registrations();
         let pipes = self.stdio();
-        self.tree
-            .scan(&registered(&ledger), &pipes, &self.ctx.router);
+        self.tree.scan(&registrations, &pipes, &self.ctx.router);
+    }
+
+    /// The run's own registrations, and every other run's.
+    fn registrations(&self) -> crate::proc::settle::Registrations {
+        let (own, elsewhere): (Vec<_>, Vec<_>) = self
+            .ctx
+            .side
+            .all()
+            .into_iter()
+            .partition(|r| r.run == self.id.as_str());
+        crate::proc::settle::Registrations {
+            own: registered(&own),
+            elsewhere: elsewhere.iter().map(|r| (r.pid, r.start_time)).collect(),
+        }
     }
 
     /// The run's own runtime stdio: what is evidence that a process holding it is the run's
@@ -339,9 +352,15 @@ impl<'a> Run<'a> {
     async fn tear_down(&mut self) -> Vec<Arc<Registered>> {
         self.ctx.side.run_over(&self.id);
         let ledger = self.ctx.side.ledger(&self.id);
+        let registrations = self.registrations();
         let stdio = self.stdio();
         let (tree, router) = (&mut self.tree, &self.ctx.router);
-        teardown::tear_down(tree, &ledger, &stdio, router, self.rec.obs_mut()).await;
+        let found = teardown::Found {
+            ledger: &ledger,
+            registrations: &registrations,
+            stdio: &stdio,
+        };
+        teardown::tear_down(tree, found, router, self.rec.obs_mut()).await;
         ledger
     }
 

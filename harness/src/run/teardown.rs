@@ -26,20 +26,34 @@ struct Watched<'a> {
     pidfd: Option<&'a OwnedFd>,
 }
 
+/// What the side channel says of the run at its end.
+pub struct Found<'a> {
+    /// The run's registered processes.
+    pub ledger: &'a [Arc<Registered>],
+    /// Its registrations and every other run's.
+    pub registrations: &'a crate::proc::settle::Registrations,
+    /// Its runtime's own stdio links.
+    pub stdio: &'a [String],
+}
+
 /// Ends what is left of the run's processes and records it in `obs` (`leftovers`,
-/// `unregistered`). `ledger`: the run's registered processes.
+/// `unregistered`).
 pub async fn tear_down(
     tree: &mut Tracker,
-    ledger: &[Arc<Registered>],
-    stdio: &[String],
+    found: Found<'_>,
     router: &Arc<Router>,
     obs: &mut Observed,
 ) {
+    let Found {
+        ledger,
+        registrations,
+        stdio,
+    } = found;
     let clean = obs.timed_out.is_none() && obs.subject_gone.is_none() && obs.interrupted.is_none();
     let budget = if clean { SETTLE_BUDGET } else { Duration::ZERO };
     // What never registered is found by the ground-truth scans (a double-forked daemon, a
     // launcher, a helper of a real runtime).
-    tree.scan(&super::registered(ledger), stdio, router);
+    tree.scan(registrations, stdio, router);
     obs.unregistered = tree.unregistered().map(|t| t.member.clone()).collect();
     let watched = watched(tree, ledger);
     for w in &watched {
