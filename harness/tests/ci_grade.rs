@@ -224,6 +224,10 @@ fn three_shards_merged_equal_the_unpartitioned_run() {
         let (m, a) = (json_of(&merged), json_of(&all));
         assert_eq!(cases(&m), cases(&a), "{kind}: merged cases differ");
         assert_eq!(m["exitCode"], a["exitCode"]);
+        assert_eq!(
+            m["fakesSpeak"], a["fakesSpeak"],
+            "{kind}: what the fakes spoke"
+        );
         let xml = std::fs::read_to_string(&junit).unwrap();
         assert_eq!(
             xml.matches("<testcase ").count(),

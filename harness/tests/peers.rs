@@ -165,3 +165,50 @@ fn a_real_run_cut_off_by_its_deadline_is_reported_as_such() {
         std::fs::read(workspace().join("fakes/peers/dsh-sdk/success.jsonl")).unwrap()
     );
 }
+
+#[test]
+fn every_report_names_the_real_peer_and_version_that_ran() {
+    // The version comes from the peers manifest; here a "runtime" that never answers.
+    let peers = tempfile::tempdir().unwrap();
+    std::fs::write(
+        peers.path().join("peers.json"),
+        r#"{"dsh-sdk": {"version": "9.9.9-test", "command": ["sleep", "600"]}}"#,
+    )
+    .unwrap();
+    let reports = tempfile::tempdir().unwrap();
+    let (json, xml) = (reports.path().join("r.json"), reports.path().join("r.xml"));
+    let out = {
+        let _slot = common::Slot::take();
+        conform()
+            .args([
+                "run",
+                "--filter",
+                "peers/dsh-sdk/success",
+                "--deadline-ms",
+                "1000",
+            ])
+            .arg("--peers")
+            .arg(peers.path())
+            .arg("--json")
+            .arg(&json)
+            .arg("--junit")
+            .arg(&xml)
+            .output()
+            .unwrap()
+    };
+    let text = stdout(&out);
+    assert!(
+        text.contains("\nreal peers: dsh-sdk 9.9.9-test\n"),
+        "{text}"
+    );
+    let report: serde_json::Value = serde_json::from_slice(&std::fs::read(&json).unwrap()).unwrap();
+    assert_eq!(
+        report["realPeers"],
+        serde_json::json!({"dsh-sdk": {"provider": "dsh-sdk", "version": "9.9.9-test"}})
+    );
+    let xml = std::fs::read_to_string(&xml).unwrap();
+    assert!(
+        xml.contains(r#"<property name="real peer dsh-sdk" value="9.9.9-test"/>"#),
+        "{xml}"
+    );
+}

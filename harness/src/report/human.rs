@@ -44,6 +44,21 @@ fn header(report: &SuiteReport) -> String {
         let spoken: Vec<&str> = report.fakes_speak.values().map(String::as_str).collect();
         let _ = writeln!(out, "fakes speak: {}", spoken.join("; "));
     }
+    if !report.real_peers.is_empty() {
+        let ran: Vec<String> = report
+            .real_peers
+            .iter()
+            .map(|(name, p)| {
+                format!(
+                    "{name} {}",
+                    p.version
+                        .as_deref()
+                        .unwrap_or("(its manifest gives no version)")
+                )
+            })
+            .collect();
+        let _ = writeln!(out, "real peers: {}", ran.join("; "));
+    }
     if report.strictness != crate::settings::Strictness::All {
         let _ = writeln!(
             out,

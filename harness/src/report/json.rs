@@ -14,6 +14,7 @@ pub fn json(report: &SuiteReport) -> serde_json::Value {
     json!({
         "subject": report.subject,
         "fakesSpeak": report.fakes_speak,
+        "realPeers": report.real_peers,
         "strictness": report.strictness.as_str(),
         "exitCode": report.exit_code(),
         "elapsedMs": report.elapsed.as_millis() as u64,

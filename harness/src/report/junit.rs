@@ -14,6 +14,22 @@ pub fn junit(report: &SuiteReport) -> Result<String, quick_junit::SerializeError
     junit_from_json(&json(report))
 }
 
+/// A provider's test suite, with properties naming the products it was judged against: what
+/// its fakes spoke, and each real peer that ran in their place with its version.
+fn products(report: &serde_json::Value, provider: &str) -> quick_junit::TestSuite {
+    let mut suite = quick_junit::TestSuite::new(provider);
+    if let Some(spoken) = report["fakesSpeak"][provider].as_str() {
+        suite.add_property(("fakes speak", spoken));
+    }
+    for (name, peer) in report["realPeers"].as_object().into_iter().flatten() {
+        if peer["provider"] == provider {
+            let version = peer["version"].as_str().unwrap_or("(no version given)");
+            suite.add_property((format!("real peer {name}").as_str(), version));
+        }
+    }
+    suite
+}
+
 pub fn junit_from_json(report: &serde_json::Value) -> Result<String, quick_junit::SerializeError> {
     use quick_junit::{NonSuccessKind, Report, TestCase, TestCaseStatus, TestSuite};
     let text = |v: &serde_json::Value| v.as_str().unwrap_or_default().to_owned();
@@ -71,7 +87,7 @@ pub fn junit_from_json(report: &serde_json::Value) -> Result<String, quick_junit
         }
         suites
             .entry(provider.clone())
-            .or_insert_with(|| TestSuite::new(provider))
+            .or_insert_with(|| products(report, &provider))
             .add_test_case(case);
     }
     let findings = report["findings"].as_array().cloned().unwrap_or_default();

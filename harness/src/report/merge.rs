@@ -121,8 +121,19 @@ pub fn merge(shards: Vec<(PathBuf, Value)>) -> Result<Value, MergeError> {
         nothing_tested,
         allow_skips,
     };
+    // Each shard names what its fakes spoke and which real peers it ran: the merged report
+    // names them all.
+    let union = |key: &str| -> serde_json::Map<String, Value> {
+        shards
+            .iter()
+            .filter_map(|(_, r)| r[key].as_object())
+            .flat_map(|o| o.clone())
+            .collect()
+    };
     Ok(json!({
         "subject": subject,
+        "fakesSpeak": union("fakesSpeak"),
+        "realPeers": union("realPeers"),
         "exitCode": facts.exit_code(),
         // The shards ran side by side: the merged suite took as long as the slowest.
         "elapsedMs": shards.iter().filter_map(|(_, r)| r["elapsedMs"].as_u64()).max(),

@@ -34,10 +34,21 @@ pub struct CaseReport {
     pub obs: Option<Observed>,
 }
 
+/// A real runtime a suite ran in place of a fake.
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]
+pub struct RealPeer {
+    pub provider: conform_protocol::vocab::Provider,
+    /// As the peers manifest gives it (`None`: it gives none).
+    pub version: Option<String>,
+}
+
 pub struct SuiteReport {
     pub subject: String,
     /// What each provider's fake spoke in this suite (`Codex app-server 0.147.0`), by provider.
     pub fakes_speak: std::collections::BTreeMap<conform_protocol::vocab::Provider, String>,
+    /// The real peers this suite ran (`--peers`), by name: the provider whose protocol each
+    /// speaks and the version its manifest gives.
+    pub real_peers: std::collections::BTreeMap<String, RealPeer>,
     /// Which requirements failed a case (`--strictness`).
     pub strictness: crate::settings::Strictness,
     pub cases: Vec<CaseReport>,

@@ -53,9 +53,35 @@ pub async fn run_scenarios(
             )
         })
         .collect();
+    report.real_peers = real_peers(&ctx, &scenarios);
     report.cgroup = cgroup_mode;
     report.elapsed = started.elapsed();
     Ok(report)
+}
+
+/// The installed real peers the selected scenarios name (`--peers`): what actually ran in
+/// place of a fake, so a report never leaves the product version to be guessed.
+fn real_peers(
+    ctx: &Ctx,
+    scenarios: &[Arc<Scenario>],
+) -> std::collections::BTreeMap<String, super::outcome::RealPeer> {
+    let Some((peers, _)) = &ctx.peers else {
+        return Default::default();
+    };
+    scenarios
+        .iter()
+        .filter_map(|s| {
+            let name = &s.file.peer.as_ref()?.name;
+            let entry = peers.entries.get(name)?;
+            Some((
+                name.clone(),
+                super::outcome::RealPeer {
+                    provider: s.file.provider,
+                    version: entry.version.clone(),
+                },
+            ))
+        })
+        .collect()
 }
 
 /// The product and version a provider's fake speaks at this product version.

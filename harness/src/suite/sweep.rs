@@ -35,6 +35,7 @@ pub async fn sweep(
     SuiteReport {
         subject: String::new(),
         fakes_speak: Default::default(),
+        real_peers: Default::default(),
         strictness: ctx.settings.strictness,
         cases: reports.into_iter().map(|(_, r)| r).collect(),
         findings,
