@@ -121,19 +121,10 @@ pub fn merge(shards: Vec<(PathBuf, Value)>) -> Result<Value, MergeError> {
         nothing_tested,
         allow_skips,
     };
-    // Each shard names what its fakes spoke and which real peers it ran: the merged report
-    // names them all.
-    let union = |key: &str| -> serde_json::Map<String, Value> {
-        shards
-            .iter()
-            .filter_map(|(_, r)| r[key].as_object())
-            .flat_map(|o| o.clone())
-            .collect()
-    };
     Ok(json!({
         "subject": subject,
-        "fakesSpeak": union("fakesSpeak"),
-        "realPeers": union("realPeers"),
+        "fakesSpeak": union(&shards, "fakesSpeak"),
+        "realPeers": union(&shards, "realPeers"),
         "exitCode": facts.exit_code(),
         // The shards ran side by side: the merged suite took as long as the slowest.
         "elapsedMs": shards.iter().filter_map(|(_, r)| r["elapsedMs"].as_u64()).max(),
@@ -154,6 +145,16 @@ pub fn merge(shards: Vec<(PathBuf, Value)>) -> Result<Value, MergeError> {
         "baseline": baseline,
         "cases": cases,
     }))
+}
+
+/// The members of object `key` over all shards: each shard names what its fakes spoke and
+/// which real peers it ran, and the merged report names them all.
+fn union(shards: &[(PathBuf, Value)], key: &str) -> serde_json::Map<String, Value> {
+    shards
+        .iter()
+        .filter_map(|(_, r)| r[key].as_object())
+        .flat_map(|o| o.clone())
+        .collect()
 }
 
 /// One status per entry over all shards: matched anywhere, else stale where its case ran, else
