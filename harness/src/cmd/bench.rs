@@ -378,7 +378,7 @@ fn the_redaction_property(exe: &str, plan: &Plan) -> Result<Vec<Row>, BenchError
         };
         rows.push((
             format!(
-                "redaction property, {what} ({} cases, -j 16)",
+                "redaction property, {what} ({} cases, -j 32)",
                 plan.redaction_cases
             ),
             format!(
