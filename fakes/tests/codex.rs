@@ -54,6 +54,7 @@ fn thread_answer(version: &str, originator: &str) -> Value {
         t["originator"] = originator.into();
         t["daybreakEnabled"] = Value::Null;
         t["cliVersion"] = "0.169.0".into();
+        t["historyMode"] = "paginated".into();
         r["disabledPluginIds"] = json!([]);
     }
     r
@@ -421,13 +422,14 @@ fn failed_turns_carry_the_error_as_written_with_the_versions_null_fields() {
         if version == "0.169.0" {
             error["misalignment"] = Value::Null;
         }
-        // As the real server: the thread goes idle, the error is announced (not retried), then
-        // the turn completes failed with the same error.
+        // As the real server: the thread's status is `systemError` (observed after failed
+        // turns), the error is announced (not retried), then the turn completes failed with
+        // the same error.
         assert_eq!(
             f.recv(),
             note(
                 "thread/status/changed",
-                json!({"threadId": THREAD, "status": {"type": "idle"}}),
+                json!({"threadId": THREAD, "status": {"type": "systemError"}}),
                 0
             )
         );

@@ -138,7 +138,7 @@ fn happy_exchange_then_shutdown() {
         f.recv(),
         event(
             SESSION,
-            json!({"type": "assistant/chunk", "seq": 1, "time": 0, "data": {"turn": 0, "step": 0,
+            json!({"type": "assistant/chunk", "seq": 1, "time": 0, "data": {"turn": 1, "step": 1,
                 "chunk": {"type": "text-delta", "index": 0, "text": "hi"}}})
         )
     );
@@ -146,10 +146,11 @@ fn happy_exchange_then_shutdown() {
         f.recv(),
         event(
             SESSION,
-            json!({"type": "assistant/message", "seq": 2, "time": 0, "surfaceOp": "append", "data": {"turn": 0,
-            "step": 0, "message": {"id": "m1", "role": "assistant",
+            json!({"type": "assistant/message", "seq": 2, "time": 0, "surfaceOp": "append", "data": {"turn": 1,
+            "step": 1, "message": {"id": "m1", "role": "assistant",
             "content": [{"type": "text", "text": "hi"}],
-            "source": {"kind": "model", "provider": "fake", "model": "fake", "replayState": replay()}},
+            "source": {"kind": "model", "provider": "deepseek-official",
+            "model": "deepseek-v4-flash", "replayState": replay()}},
             "usage": usage(),
             // The stream the text came from, recorded as the real runtime does.
             "stream": [
@@ -164,7 +165,7 @@ fn happy_exchange_then_shutdown() {
     let turn_end = event(
         SESSION,
         json!({"type": "turn/end", "seq": 3, "time": 0,
-            "data": {"turn": 0, "reason": {"kind": "completed"}}}),
+            "data": {"turn": 1, "reason": {"kind": "completed"}}}),
     );
     assert_eq!(f.recv(), turn_end);
     assert_eq!(f.recv(), status(SESSION, "idle"));
@@ -235,9 +236,10 @@ fn session_modifier_addresses_another_session() {
         f.recv(),
         event(
             "child-1",
-            json!({"type": "assistant/message", "seq": 1, "time": 0, "surfaceOp": "append", "data": {"turn": 0,
-            "step": 0, "message": {"id": "m1", "role": "assistant", "content": [],
-            "source": {"kind": "model", "provider": "fake", "model": "fake", "replayState": replay()}},
+            json!({"type": "assistant/message", "seq": 1, "time": 0, "surfaceOp": "append", "data": {"turn": 1,
+            "step": 1, "message": {"id": "m1", "role": "assistant", "content": [],
+            "source": {"kind": "model", "provider": "deepseek-official",
+            "model": "deepseek-v4-flash", "replayState": replay()}},
             "usage": usage(),
             "stream": [
                 {"type": "chunk", "time": 0, "chunk": {"type": "usage", "usage": usage()}},
@@ -254,7 +256,7 @@ fn session_modifier_addresses_another_session() {
     let main_end = event(
         SESSION,
         json!({"type": "turn/end", "seq": 1, "time": 0,
-            "data": {"turn": 0, "reason": {"kind": "aborted", "reason": "disposed"}}}),
+            "data": {"turn": 1, "reason": {"kind": "aborted", "reason": "disposed"}}}),
     );
     assert_eq!(f.recv(), main_end);
     f.until_event("terminal", |e| *e == FakeEvent::Terminal);
@@ -526,8 +528,8 @@ fn at_0_1_1_the_text_streams_as_chunks_before_the_message_as_in_the_example_exch
     let chunk = |seq: u64, text: &str| {
         event(
             SESSION,
-            json!({"type": "assistant/chunk", "seq": seq, "time": 0, "data": {"turn": 0,
-                "step": 0, "chunk": {"type": "text-delta", "index": 0, "text": text}}}),
+            json!({"type": "assistant/chunk", "seq": seq, "time": 0, "data": {"turn": 1,
+                "step": 1, "chunk": {"type": "text-delta", "index": 0, "text": text}}}),
         )
     };
     // A failed attempt streamed its text before it failed.

@@ -105,7 +105,7 @@ impl ClaudeCodeCodec {
             "agents": ["general-purpose"],
             "skills": ["review"],
             "plugins": [],
-            "capabilities": ["interrupt_receipt_v1", "interrupt_cancel_queued_v1"],
+            "capabilities": ["interrupt_receipt_v1", "interrupt_cancel_queued_v1", "msg_lifecycle_v1"],
             "analytics_disabled": true,
             "product_feedback_disabled": true,
             "memory_paths": {"auto": format!("{cwd}/.claude/memory")},

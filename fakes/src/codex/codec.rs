@@ -143,6 +143,8 @@ impl CodexCodec {
             }
         }
         thread.insert("cliVersion".into(), self.version.into());
+        // 0.169.0 pages a thread's history (observed on every thread; 0.147.0 says `legacy`).
+        thread.insert("historyMode".into(), "paginated".into());
     }
 
     /// 0.169.0's item fields: every item carries its own start and end time (as its
@@ -351,22 +353,22 @@ impl CodexCodec {
         Sugar::Notifications(all)
     }
 
-    /// `turn_completed = { status, … }`, as the real server ends a turn (0.147.0, observed):
-    /// the thread goes idle, a failed turn's error is announced on its own (`error`, not
-    /// retried), then `turn/completed`.
+    /// `turn_completed = { status, … }`, as the real server ends a turn (0.147.0 and 0.169.0,
+    /// observed): the thread goes idle (`systemError` after a failed turn), a failed turn's
+    /// error is announced on its own (`error`, not retried), then `turn/completed`.
     fn turn_completed(&self, at: &Address, fields: Map<String, Value>) -> Result<Sugar, String> {
         let Address { thread, turn } = at;
         if !fields.contains_key("status") {
             return Err("`turn_completed` needs a `status`".into());
         }
         let turn_obj = self.completed_turn(turn, fields);
+        let failed = turn_obj.get("status").and_then(Value::as_str) == Some("failed");
+        let status = if failed { "systemError" } else { "idle" };
         let mut all = vec![(
             method::THREAD_STATUS_CHANGED.to_owned(),
-            Some(json!({ "threadId": thread, "status": { "type": "idle" } })),
+            Some(json!({ "threadId": thread, "status": { "type": status } })),
         )];
-        if turn_obj.get("status").and_then(Value::as_str) == Some("failed")
-            && let Some(error @ Value::Object(_)) = turn_obj.get("error")
-        {
+        if failed && let Some(error @ Value::Object(_)) = turn_obj.get("error") {
             all.push((
                 method::ERROR.to_owned(),
                 Some(json!({ "error": error, "willRetry": false,

@@ -22,6 +22,9 @@ pub struct DshSdkCodec {
     seq: HashMap<String, u64>,
     /// `assistant/message` ids handed out so far (`m1`, `m2`, …).
     messages: u64,
+    /// The turn and step the latest `turn/start` or `step/start` event named: the sugar's
+    /// events carry them (the real runtime numbers both from 1).
+    turn_step: (u64, u64),
 }
 
 impl Default for DshSdkCodec {
@@ -32,6 +35,7 @@ impl Default for DshSdkCodec {
             prompts: HashMap::new(),
             seq: HashMap::new(),
             messages: 0,
+            turn_step: (1, 1),
         }
     }
 }
@@ -59,6 +63,7 @@ impl DshSdkCodec {
     /// A `session.event` for `session`; `seq` and `time` are filled in when absent (every event
     /// takes the session's next `seq`, used or not). A non-object event is sent as written.
     fn event(&mut self, session: &str, mut ev: Value) -> Sugar {
+        self.follow_numbering(&ev);
         let seq = self.seq.entry(session.to_owned()).or_insert(0);
         if let Value::Object(m) = &mut ev {
             m.entry("seq").or_insert_with(|| (*seq).into());
@@ -68,6 +73,23 @@ impl DshSdkCodec {
         Sugar::Notify {
             method: method::SESSION_EVENT.into(),
             params: Some(json!({ "sessionId": session, "event": ev })),
+        }
+    }
+
+    /// Takes the turn and step a scripted `turn/start` or `step/start` names.
+    fn follow_numbering(&mut self, ev: &Value) {
+        let number = |key: &str| ev["data"].get(key).and_then(Value::as_u64);
+        match ev.get("type").and_then(Value::as_str) {
+            Some("turn/start") => {
+                self.turn_step = (number("turn").unwrap_or(self.turn_step.0), 1);
+            }
+            Some("step/start") => {
+                self.turn_step = (
+                    number("turn").unwrap_or(self.turn_step.0),
+                    number("step").unwrap_or(self.turn_step.1),
+                );
+            }
+            _ => {}
         }
     }
 
@@ -239,9 +261,10 @@ impl Codec for DshSdkCodec {
         // Speaking 0.1.1, the model's text streams as `assistant/chunk` events first; a step
         // broken on purpose is sent as written.
         let chunks = self.streams_chunks() && step.violation.is_none();
+        let (turn, step_no) = self.turn_step;
         let turn_step = |mut data: Value| {
-            data["turn"] = 0.into();
-            data["step"] = 0.into();
+            data["turn"] = turn.into();
+            data["step"] = step_no.into();
             data
         };
         Ok(Some(if let Some(id) = &step.receipt {
@@ -272,7 +295,8 @@ impl Codec for DshSdkCodec {
                 json!([{"type": "text", "text": text}])
             };
             let message = json!({"id": format!("m{}", self.messages), "role": "assistant",
-                "content": content, "source": {"kind": "model", "provider": "fake", "model": "fake",
+                "content": content, "source": {"kind": "model", "provider": "deepseek-official",
+                "model": "deepseek-v4-flash",
                 "replayState": replay_state()}});
             let stream = stream(text, true, json!({"kind": "stop"}));
             let data = turn_step(json!({ "message": message, "usage": usage(), "stream": stream }));
@@ -288,7 +312,7 @@ impl Codec for DshSdkCodec {
                     ));
                 }
             };
-            let data = json!({"turn": 0, "reason": reason});
+            let data = json!({"turn": turn, "reason": reason});
             self.typed_event(&session, event::TURN_END, data)
         } else if let Some(ev) = &step.event {
             self.model_event(&session, ev.clone(), chunks)
@@ -547,7 +571,7 @@ mod tests {
         assert_eq!(
             m[0]["params"],
             json!({"sessionId": "s-1", "event": {"type": "assistant/chunk", "seq": 0, "time": 0,
-                "data": {"turn": 0, "step": 0,
+                "data": {"turn": 1, "step": 1,
                 "chunk": {"type": "text-delta", "index": 0, "text": "hi"}}}})
         );
         assert_eq!(m[1]["params"]["event"]["seq"], 1);
@@ -635,7 +659,7 @@ mod tests {
         );
         assert_eq!(
             t["params"]["event"]["data"],
-            json!({"turn": 0, "reason": {"kind": "aborted", "reason": "disposed"}})
+            json!({"turn": 1, "reason": {"kind": "aborted", "reason": "disposed"}})
         );
         assert!(c.is_terminal_notification("session.event", Some(&t["params"])));
         let child = sugar(&mut c, json!({"turn_end": "completed", "session": "child"}));

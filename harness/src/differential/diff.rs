@@ -56,6 +56,17 @@ fn recorded(ledger: &[FakeLine]) -> Vec<Recorded> {
         .collect()
 }
 
+/// A run's frames as a fixture holds them: normalised ([`normalise`]).
+fn normalised(ledger: &[FakeLine], run_dir: &str) -> Vec<Recorded> {
+    recorded(ledger)
+        .into_iter()
+        .map(|r| Recorded {
+            frame: normalise(&r.frame, run_dir),
+            ..r
+        })
+        .collect()
+}
+
 fn kinds_of(provider: Provider, records: Vec<Recorded>) -> Vec<(String, Value)> {
     let codec = conform_fakes::codec::for_provider(provider);
     records
@@ -195,12 +206,12 @@ pub async fn diff(opts: DiffOptions) -> Result<i32, String> {
         return Err(format!("no peer scenario matches {:?}", opts.filters));
     }
     // The real side: recorded now from installed peers, or the committed fixtures.
+    let explained = Explained::load(&opts.fixtures.join("differences.toml"))?;
     let (mut fresh, cut_off) = match &opts.peers {
-        Some(dir) => record(&opts, &cases, dir).await?,
+        Some(dir) => record(&opts, &cases, dir, &explained).await?,
         None => Default::default(),
     };
     let fakes = run_analogs(&opts, &cases).await?;
-    let explained = Explained::load(&opts.fixtures.join("differences.toml"))?;
     let mut used = BTreeSet::new();
     let mut unexplained = 0;
     for case in &cases {
@@ -228,7 +239,8 @@ pub async fn diff(opts: DiffOptions) -> Result<i32, String> {
             unexplained += 1;
             continue;
         };
-        let fake = kinds_of(case.provider, recorded(&fake.lines));
+        // Masked as the real side's fixture is: the same rules on both sides.
+        let fake = kinds_of(case.provider, normalised(&fake.lines, &fake.run_dir));
         unexplained += judge(case, &real, &fake, &explained, &mut used);
     }
     // A selection uses only some explanations: staleness is judged over the whole catalog.
@@ -286,6 +298,7 @@ async fn record(
     opts: &DiffOptions,
     cases: &[PeerCase],
     dir: &Path,
+    explained: &Explained,
 ) -> Result<(BTreeMap<String, Wire>, BTreeMap<String, String>), String> {
     let ids: Vec<String> = cases.iter().map(|c| c.id.clone()).collect();
     let runs = ledgers(opts, &ids, Some(dir.to_owned()), BTreeMap::new()).await?;
@@ -304,18 +317,12 @@ async fn record(
             cut_off.insert(id.clone(), why);
             continue;
         }
-        let records: Vec<Recorded> = recorded(&run.lines)
-            .into_iter()
-            .map(|r| Recorded {
-                frame: normalise(&r.frame, &run.run_dir),
-                ..r
-            })
-            .collect();
+        let records = normalised(&run.lines, &run.run_dir);
         let text = records
             .iter()
             .map(|r| serde_json::to_string(r).expect("serialises") + "\n")
             .collect::<String>();
-        fresh.insert(id.clone(), kinds_of(case.provider, records));
+        let wire = kinds_of(case.provider, records);
         let path = fixture_path(&opts.fixtures, &case.peer, id);
         let old = std::fs::read_to_string(&path).unwrap_or_default();
         if old != text {
@@ -325,16 +332,49 @@ async fn record(
                 std::fs::write(&path, &text).map_err(|e| e.to_string())?;
                 println!("{id}: fixture written ({})", path.display());
             } else {
-                // Values differ from run to run in ways normalising cannot know (a log
-                // receipt that races the answer): shapes are judged below, not text.
-                println!(
-                    "{id}: the recorded wire differs from the fixture {} as text (review; --update keeps it)",
-                    path.display()
-                );
+                changed_since_fixture(case, &wire, &path, explained);
             }
         }
+        fresh.insert(id.clone(), wire);
     }
     Ok((fresh, cut_off))
+}
+
+/// Says how the real wire recorded now differs from its reviewed fixture, judged as the fake's
+/// wire is (shapes and closed values, the same volatile fields left aside), leaving out what
+/// the peer does only sometimes: text alone (a message, an id) never differs here.
+fn changed_since_fixture(case: &PeerCase, now: &Wire, path: &Path, explained: &Explained) {
+    let Ok(fixture) = read_fixture(case.provider, path) else {
+        println!(
+            "{}: no fixture yet at {} (--update writes it)",
+            case.id,
+            path.display()
+        );
+        return;
+    };
+    let changes: Vec<String> = compare(now, &fixture, &explained.leave(&case.peer))
+        .into_iter()
+        .filter(|d| {
+            !explained
+                .reason(&case.peer, &case.id, d)
+                .is_some_and(|(i, _)| explained.difference[i].sometimes)
+        })
+        .map(|d| {
+            d.to_string()
+                .replace("the real runtime", "now it")
+                .replace("the fake", "the fixture")
+        })
+        .collect();
+    if !changes.is_empty() {
+        println!(
+            "{}: the real wire changed since its fixture {} (review; --update keeps it):",
+            case.id,
+            path.display()
+        );
+        for c in changes {
+            println!("  {c}");
+        }
+    }
 }
 
 /// "The real run did not finish": its deadline, and the last frame it sent (when).
@@ -397,13 +437,7 @@ fn judge(
 ) -> usize {
     let (id, peer) = (&case.id, &case.peer);
     println!("\n{id} (real `{peer}`) vs {} (fake):", case.analog);
-    let unordered: BTreeSet<String> = explained
-        .unordered
-        .iter()
-        .filter(|u| &u.peer == peer)
-        .map(|u| u.kind.clone())
-        .collect();
-    let mut diffs = compare(real, fake, &unordered);
+    let mut diffs = compare(real, fake, &explained.leave(peer));
     diffs.extend(schema_rejections(
         case.provider,
         case.version.as_deref(),

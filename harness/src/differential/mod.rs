@@ -1,11 +1,16 @@
 //! The wire differential: what a real runtime sends (recorded by `conform peer-proxy` in the
 //! peer scenarios, normalised and kept in `fakes/peers/` as fixtures) against what the fake
 //! sends in the analogous scripted scenario. It compares *shapes* — which kinds of frame, which
-//! fields with which JSON types, in which order — because values (ids, times, texts) differ by
-//! design. Every difference is either closed in the fakes or listed, with its reason, in
+//! fields with which JSON types, in which order — and *values* where they carry meaning: every
+//! closed value (a number, a boolean, a one-word string such as a code, a status, a stop reason)
+//! at each field of each kind, and how many frames of each kind. Free text, and what normalising
+//! masks (ids, times, paths, the loopback port), is not compared; nor are fields declared
+//! volatile (`[[volatile]]` in `fakes/peers/differences.toml`, each with its reason). Every
+//! difference is either closed in the fakes or listed, with its reason, in
 //! `fakes/peers/differences.toml`; an unexplained one fails.
 
 mod diff;
+pub mod vocabulary;
 
 pub use diff::{DiffOptions, diff};
 
@@ -150,6 +155,20 @@ pub enum Difference {
     /// The protocol schema conform checks the fakes against rejects a frame the real runtime
     /// sent: the schema (and so the fakes) are wrong about the real wire.
     Schema { kind: String, error: String },
+    /// A field of a kind both send carries other closed values (codes, statuses, enum values,
+    /// numbering): each side's values, as JSON.
+    Values {
+        kind: String,
+        field: String,
+        real: BTreeSet<String>,
+        fake: BTreeSet<String>,
+    },
+    /// Both send a kind, a different number of times (five retries against one).
+    Count {
+        kind: String,
+        real: usize,
+        fake: usize,
+    },
 }
 
 impl Difference {
@@ -161,6 +180,8 @@ impl Difference {
             | Difference::FieldOnlyFake { kind, field } => (kind.clone(), Some(field.clone())),
             Difference::Order { .. } => ("order".into(), None),
             Difference::Schema { kind, .. } => (kind.clone(), Some("schema".into())),
+            Difference::Values { kind, field, .. } => (kind.clone(), Some(format!("{field}="))),
+            Difference::Count { kind, .. } => (kind.clone(), Some("count".into())),
         }
     }
 }
@@ -196,76 +217,203 @@ impl std::fmt::Display for Difference {
                 real.join(" → "),
                 fake.join(" → ")
             ),
+            Difference::Values {
+                kind,
+                field,
+                real,
+                fake,
+            } => {
+                let show = |v: &BTreeSet<String>| v.iter().cloned().collect::<Vec<_>>().join(", ");
+                write!(
+                    f,
+                    "`{kind}` `{field}`: the real runtime sends {}; the fake sends {}",
+                    show(real),
+                    show(fake)
+                )
+            }
+            Difference::Count { kind, real, fake } => write!(
+                f,
+                "`{kind}`: the real runtime sends it {} time(s); the fake {}",
+                real, fake
+            ),
         }
     }
 }
 
-/// Kinds in order of first appearance, with the union of their fields.
-fn profile(frames: &[(String, Value)]) -> (Vec<String>, BTreeMap<String, BTreeSet<String>>) {
-    let mut order = Vec::new();
-    let mut fields_by_kind: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
-    for (kind, frame) in frames {
-        if !order.contains(kind) {
-            order.push(kind.clone());
-        }
-        fields_by_kind
-            .entry(kind.clone())
-            .or_default()
-            .extend(fields(frame));
-    }
-    (order, fields_by_kind)
+/// What a comparison leaves aside, by declared rule: kinds whose place in the order is not
+/// judged (sent asynchronously), and fields whose values are not (`*` matches any run of
+/// characters: `.params.usage.*`).
+#[derive(Debug, Default)]
+pub struct Leave {
+    pub unordered: BTreeSet<String>,
+    pub volatile: Vec<String>,
 }
 
-/// Compares a real wire with a fake one, both as `(kind, frame)` in wire order. Kinds in
-/// `unordered` (sent asynchronously by the real runtime, observed in either place) are left out
-/// of the order comparison.
+impl Leave {
+    fn volatile(&self, field: &str) -> bool {
+        self.volatile.iter().any(|p| glob(p, field))
+    }
+}
+
+/// `pattern` with `*` matching any run of characters (none included) against the whole `text`.
+pub fn glob(pattern: &str, text: &str) -> bool {
+    match pattern.split_once('*') {
+        None => pattern == text,
+        Some((head, rest)) => {
+            let Some(tail) = text.strip_prefix(head) else {
+                return false;
+            };
+            (0..=tail.len())
+                .filter(|i| tail.is_char_boundary(*i))
+                .any(|i| glob(rest, &tail[i..]))
+        }
+    }
+}
+
+/// What one wire shows, kind by kind.
+#[derive(Debug, Default)]
+struct Profile {
+    /// Kinds in order of first appearance.
+    order: Vec<String>,
+    /// Field paths with their JSON types.
+    fields: BTreeMap<String, BTreeSet<String>>,
+    /// Closed values ([`closed`]) by field path.
+    values: BTreeMap<String, BTreeMap<String, BTreeSet<String>>>,
+    /// How many frames.
+    counts: BTreeMap<String, usize>,
+}
+
+impl Profile {
+    fn of(frames: &[(String, Value)]) -> Profile {
+        let mut p = Profile::default();
+        for (kind, frame) in frames {
+            if !p.order.contains(kind) {
+                p.order.push(kind.clone());
+            }
+            p.fields
+                .entry(kind.clone())
+                .or_default()
+                .extend(fields(frame));
+            closed_values(frame, "", p.values.entry(kind.clone()).or_default());
+            *p.counts.entry(kind.clone()).or_default() += 1;
+        }
+        p
+    }
+}
+
+/// A value that carries meaning as it is, as JSON: a number, a boolean, null, or a string of
+/// one word (a code, a status, an enum value, a method). Free text, and what normalising
+/// masked (`<id>`, `<run>/…`), are not.
+fn closed(v: &Value) -> Option<String> {
+    let word = |s: &str| {
+        !s.is_empty()
+            && s.len() <= 64
+            && s.chars()
+                .all(|c| c.is_ascii_alphanumeric() || "_-./:".contains(c))
+    };
+    match v {
+        Value::Null | Value::Bool(_) | Value::Number(_) => Some(v.to_string()),
+        Value::String(s) if word(s) => Some(v.to_string()),
+        _ => None,
+    }
+}
+
+/// Every closed value of `v` by its field path (`.error.code`, `.params.items[].status`).
+fn closed_values(v: &Value, path: &str, out: &mut BTreeMap<String, BTreeSet<String>>) {
+    match v {
+        Value::Object(o) => {
+            for (k, x) in o {
+                closed_values(x, &format!("{path}.{k}"), out);
+            }
+        }
+        Value::Array(a) => {
+            for x in a {
+                closed_values(x, &format!("{path}[]"), out);
+            }
+        }
+        leaf => {
+            if let Some(c) = closed(leaf) {
+                out.entry(path.to_owned()).or_default().insert(c);
+            }
+        }
+    }
+}
+
+/// Compares a real wire with a fake one, both as `(kind, frame)` in wire order: kinds, their
+/// fields, the order of the kinds both send (bar `leave.unordered`), the closed values of
+/// each field both send (bar `leave.volatile`), and how often each kind comes.
 pub fn compare(
     real: &[(String, Value)],
     fake: &[(String, Value)],
-    unordered: &BTreeSet<String>,
+    leave: &Leave,
 ) -> Vec<Difference> {
-    let (real_order, real_fields) = profile(real);
-    let (fake_order, fake_fields) = profile(fake);
+    let (r, f) = (Profile::of(real), Profile::of(fake));
     let mut out = Vec::new();
-    for k in &real_order {
-        match fake_fields.get(k) {
+    for k in &r.order {
+        match f.fields.get(k) {
             None => out.push(Difference::OnlyReal { kind: k.clone() }),
             Some(ff) => {
-                for field in real_fields[k].difference(ff) {
+                for field in r.fields[k].difference(ff) {
                     out.push(Difference::FieldOnlyReal {
                         kind: k.clone(),
                         field: field.clone(),
                     });
                 }
-                for field in ff.difference(&real_fields[k]) {
+                for field in ff.difference(&r.fields[k]) {
                     out.push(Difference::FieldOnlyFake {
                         kind: k.clone(),
                         field: field.clone(),
                     });
                 }
+                out.extend(value_differences(k, &r.values[k], &f.values[k], leave));
+                if r.counts[k] != f.counts[k] {
+                    out.push(Difference::Count {
+                        kind: k.clone(),
+                        real: r.counts[k],
+                        fake: f.counts[k],
+                    });
+                }
             }
         }
     }
-    for k in &fake_order {
-        if !real_fields.contains_key(k) {
+    for k in &f.order {
+        if !r.fields.contains_key(k) {
             out.push(Difference::OnlyFake { kind: k.clone() });
         }
     }
     let common = |order: &[String], other: &BTreeMap<String, BTreeSet<String>>| -> Vec<String> {
         order
             .iter()
-            .filter(|k| other.contains_key(*k) && !unordered.contains(*k))
+            .filter(|k| other.contains_key(*k) && !leave.unordered.contains(*k))
             .cloned()
             .collect()
     };
-    let (rc, fc) = (
-        common(&real_order, &fake_fields),
-        common(&fake_order, &real_fields),
-    );
+    let (rc, fc) = (common(&r.order, &f.fields), common(&f.order, &r.fields));
     if rc != fc {
         out.push(Difference::Order { real: rc, fake: fc });
     }
     out
+}
+
+/// The fields of one kind whose closed values differ: only where both sides send closed values
+/// there (a field one side fills with free text is a matter of text, not of values).
+fn value_differences(
+    kind: &str,
+    real: &BTreeMap<String, BTreeSet<String>>,
+    fake: &BTreeMap<String, BTreeSet<String>>,
+    leave: &Leave,
+) -> Vec<Difference> {
+    real.iter()
+        .filter_map(|(field, rv)| {
+            let fv = fake.get(field)?;
+            (rv != fv && !leave.volatile(field)).then(|| Difference::Values {
+                kind: kind.to_owned(),
+                field: field.clone(),
+                real: rv.clone(),
+                fake: fv.clone(),
+            })
+        })
+        .collect()
 }
 
 /// Real frames the protocol's schema rejects (the schema every fake frame is held to).
@@ -332,6 +480,21 @@ pub struct Explained {
     /// Kinds a real runtime sends asynchronously: their place in the order is not judged.
     #[serde(default)]
     pub unordered: Vec<Unordered>,
+    /// Fields whose values change from run to run or build to build by nature (token counts,
+    /// versions, model names): their values are not compared.
+    #[serde(default)]
+    pub volatile: Vec<Volatile>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Volatile {
+    /// Only for this peer (absent: every peer).
+    pub peer: Option<String>,
+    /// A field path, `*` for any run of characters (`*.usage.*`).
+    pub field: String,
+    /// Why its value says nothing a provider acts on.
+    pub reason: String,
 }
 
 #[derive(Debug, Deserialize)]
@@ -346,13 +509,17 @@ pub struct Unordered {
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct ExplainedEntry {
-    /// The peer (`dsh-sdk`), as in `peers.json`.
+    /// The peer (`dsh-sdk`), as in `peers.json`; `*` matches any run of characters
+    /// (`codex-*`).
     pub peer: String,
     /// Only for this peer scenario (absent: every scenario of the peer).
     pub scenario: Option<String>,
-    /// The frame kind, or `order`.
+    /// The frame kind, or `order`; `*` matches any run of characters (a class of kinds).
     pub kind: String,
-    /// A field path with its type, for field differences; absent: every difference of the kind.
+    /// Which difference of the kind: a field path with its type (`.id:string`, a shape), a
+    /// field path and `=` (`.error.code=`, its values), `count`, or `schema`; `*` matches any
+    /// run of characters (`.params.*:*` for every new field). Absent: every difference of the
+    /// kind.
     pub field: Option<String>,
     /// Why the fake differs on purpose (or why it cannot matter to a provider).
     pub reason: String,
@@ -377,12 +544,32 @@ impl Explained {
             .iter()
             .enumerate()
             .find(|(_, e)| {
-                e.peer == peer
+                glob(&e.peer, peer)
                     && e.scenario.as_deref().is_none_or(|s| s == scenario)
-                    && e.kind == kind
-                    && (e.field.is_none() || e.field.as_deref() == field.as_deref())
+                    && glob(&e.kind, &kind)
+                    && e.field.as_deref().is_none_or(|pattern| {
+                        field.as_deref().is_some_and(|field| glob(pattern, field))
+                    })
             })
             .map(|(i, e)| (i, e.reason.as_str()))
+    }
+
+    /// What a comparison for `peer` leaves aside.
+    pub fn leave(&self, peer: &str) -> Leave {
+        Leave {
+            unordered: self
+                .unordered
+                .iter()
+                .filter(|u| u.peer == peer)
+                .map(|u| u.kind.clone())
+                .collect(),
+            volatile: self
+                .volatile
+                .iter()
+                .filter(|v| v.peer.as_deref().is_none_or(|p| glob(p, peer)))
+                .map(|v| v.field.clone())
+                .collect(),
+        }
     }
 }
 
@@ -417,7 +604,7 @@ mod tests {
         let fake = vec![k(
             &json!({"method": "session.event", "params": {"event": {"type": "assistant/message", "data": {"x": 1}}}}),
         )];
-        let d = compare(&real, &fake, &BTreeSet::new());
+        let d = compare(&real, &fake, &Leave::default());
         assert!(
             d.contains(&Difference::OnlyReal {
                 kind: "session.event:turn/start".into()
@@ -426,5 +613,104 @@ mod tests {
         );
         assert!(d.iter().any(|x| matches!(x, Difference::FieldOnlyReal { field, .. } if field == ".params.event.data.stream:array")), "{d:?}");
         assert!(d.iter().any(|x| matches!(x, Difference::FieldOnlyFake { field, .. } if field == ".params.event.data.x:number")), "{d:?}");
+    }
+
+    #[test]
+    fn closed_values_and_counts_are_compared_and_free_text_ids_and_volatile_fields_are_not() {
+        let k = |f: Value| ("error:session/prompt".to_owned(), f);
+        let real = vec![
+            k(
+                json!({"error": {"code": -32000, "message": "Authentication required", "data": {"status": "failed"}},
+                "id": "<id>", "at": {"startedAtMs": 5}}),
+            ),
+            k(
+                json!({"error": {"code": -32000, "message": "again", "data": {"status": "failed"}},
+                "id": "<id>", "at": {"startedAtMs": 9}}),
+            ),
+        ];
+        let fake = vec![k(
+            json!({"error": {"code": -32603, "message": "Internal error", "data": {"status": "failed"}},
+                "id": "<id>", "at": {"startedAtMs": 1}}),
+        )];
+        let leave = Leave {
+            volatile: vec!["*Ms".into()],
+            ..Leave::default()
+        };
+        let d = compare(&real, &fake, &leave);
+        assert_eq!(
+            d,
+            vec![
+                Difference::Values {
+                    kind: "error:session/prompt".into(),
+                    field: ".error.code".into(),
+                    real: ["-32000".to_owned()].into(),
+                    fake: ["-32603".to_owned()].into(),
+                },
+                Difference::Count {
+                    kind: "error:session/prompt".into(),
+                    real: 2,
+                    fake: 1
+                },
+            ]
+        );
+        assert_eq!(
+            d[0].to_string(),
+            "`error:session/prompt` `.error.code`: the real runtime sends -32000; the fake sends -32603"
+        );
+        // Without the volatile rule the clock is a value difference too.
+        assert!(
+            compare(&real, &fake, &Leave::default()).iter().any(
+                |d| matches!(d, Difference::Values { field, .. } if field == ".at.startedAtMs")
+            )
+        );
+    }
+
+    #[test]
+    fn explanations_match_classes_by_glob() {
+        assert!(glob("codex-*", "codex-0.171.0"));
+        assert!(glob("*Ms", "emittedAtMs"));
+        assert!(glob(".*error*=", ".api_error_status="));
+        assert!(!glob("*Ms", "emittedAtMsX"));
+        assert!(!glob("codex-*", "codex"));
+        let explained: Explained = toml::from_str(
+            r#"
+            [[difference]]
+            peer = "codex-*"
+            kind = "item/*"
+            field = ".params.item.status="
+            reason = "r"
+            "#,
+        )
+        .unwrap();
+        let values = |kind: &str, field: &str| Difference::Values {
+            kind: kind.into(),
+            field: field.into(),
+            real: BTreeSet::new(),
+            fake: BTreeSet::new(),
+        };
+        assert!(
+            explained
+                .reason(
+                    "codex-0.171.0",
+                    "s",
+                    &values("item/completed", ".params.item.status")
+                )
+                .is_some()
+        );
+        // A shape difference at the same path is another difference.
+        let shape = Difference::FieldOnlyReal {
+            kind: "item/completed".into(),
+            field: ".params.item.status:string".into(),
+        };
+        assert!(explained.reason("codex-0.171.0", "s", &shape).is_none());
+        assert!(
+            explained
+                .reason(
+                    "dsh-sdk",
+                    "s",
+                    &values("item/completed", ".params.item.status")
+                )
+                .is_none()
+        );
     }
 }
