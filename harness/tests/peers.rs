@@ -120,6 +120,44 @@ fn a_real_frame_the_protocol_schema_rejects_fails() {
     );
 }
 
+#[test]
+fn a_value_or_a_count_the_fake_does_not_match_fails() {
+    // The real runtime retries seven times where the fake's analog retries five, and the real
+    // Codex thread goes idle (not systemError) after a failed turn: values the shapes share.
+    let dir = fixtures_copy();
+    let retries = dir.path().join("dsh-sdk/http-500-retries.jsonl");
+    let text = std::fs::read_to_string(&retries).unwrap();
+    assert_eq!(
+        text.matches(r#""maxRetries":5"#).count(),
+        5,
+        "the recorded wire changed"
+    );
+    std::fs::write(
+        &retries,
+        text.replace(r#""maxRetries":5"#, r#""maxRetries":7"#),
+    )
+    .unwrap();
+    let status = dir.path().join("codex-0.147.0/http-401.jsonl");
+    let text = std::fs::read_to_string(&status).unwrap();
+    std::fs::write(&status, text.replace("systemError", "idle")).unwrap();
+    let line = text
+        .lines()
+        .find(|l| l.contains("\"item/started\""))
+        .unwrap()
+        .to_owned();
+    append_line(&status, &line);
+    let (code, out) = diff(dir.path());
+    assert_eq!(code, Some(1), "{out}");
+    for shown in [
+        "✗ `session.event:llm/retry` `.params.event.data.maxRetries`: the real runtime sends 7; the fake sends 5",
+        "✗ `thread/status/changed` `.params.status.type`: the real runtime sends \"active\", \"idle\"; the fake sends \"active\", \"systemError\"",
+        "✗ `item/started`: the real runtime sends it 2 time(s); the fake 1",
+    ] {
+        assert!(out.contains(shown), "{shown}\n{out}");
+    }
+    assert!(out.contains("\n3 unexplained difference(s)"), "{out}");
+}
+
 /// Appends one line to a copied fixture.
 fn append_line(path: &std::path::Path, line: &str) {
     let mut text = std::fs::read_to_string(path).unwrap();
