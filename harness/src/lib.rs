@@ -3,8 +3,8 @@
 //! Data flows one way: [`scenario`] → fake script + subject `start` ([`run`]) → subject events
 //! and side-channel ledger ([`proc`]) → [`checks`] and [`snapshot`] → [`suite`] → [`report`].
 //! The modules are layered; each imports only from its own layer or below (a test holds it):
-//! [`proc`] (plumbing) < [`scenario`] < [`run`] < [`checks`], [`snapshot`] < [`suite`] <
-//! [`report`], [`differential`] < [`cmd`], [`cli`].
+//! [`input`] < [`proc`] (plumbing), [`settings`] < [`scenario`] < [`run`] < [`checks`],
+//! [`snapshot`] < [`suite`] < [`report`], [`differential`] < [`cmd`], [`cli`].
 
 pub mod checks;
 pub mod cli;

@@ -6,8 +6,11 @@ use std::path::{Path, PathBuf};
 
 /// Bottom to top. A module may use its own items and anything of a lower layer.
 const LAYERS: &[&[&str]] = &[
-    // Plumbing (processes, pipes, the side channel, signals) and the resolved flags.
-    &["proc", "settings", "input"],
+    // Files a person writes: how what is wrong with one is said.
+    &["input"],
+    // Plumbing (processes, pipes, the side channel, signals, the real peers' installs) and the
+    // resolved flags.
+    &["proc", "settings"],
     &["scenario"],
     &["run"],
     &["checks", "snapshot"],
@@ -127,8 +130,8 @@ fn an_import_up_or_sideways_is_named_with_its_file_and_line() {
     assert_eq!(
         violations(src, &files),
         [
-            "/src/proc/side.rs:2: `proc` (layer 0) imports `crate::run` (layer 2)",
-            "/src/checks/mod.rs:2: `checks` (layer 3) imports `crate::snapshot` (layer 3)",
+            "/src/proc/side.rs:2: `proc` (layer 1) imports `crate::run` (layer 3)",
+            "/src/checks/mod.rs:2: `checks` (layer 4) imports `crate::snapshot` (layer 4)",
         ]
     );
 }
