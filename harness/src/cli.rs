@@ -39,9 +39,12 @@ pub enum Command {
     /// Compare a real product's protocol vocabulary with the one conform is pinned to.
     /// Exit 0: no drift; 1: drift; 2: could not read the product.
     Drift(DriftArgs),
-    /// Real peers: `conform peers diff` compares the real runtimes' recorded wire with the
-    /// fakes' (exit 0: every difference explained; 1: not; 2: could not run).
-    Peers(PeersArgs),
+    /// Real peers: `conform peers install` installs the runtimes `ci/peers.toml` names into the
+    /// cache and writes its `peers.json`; `conform peers path NAME` prints where one is
+    /// installed; `conform peers diff` compares the real runtimes' recorded wire with the
+    /// fakes'.
+    #[command(subcommand)]
+    Peers(PeersCommand),
     /// Reports: `conform report merge SHARD.json…` joins the JSON reports of the shards of one
     /// catalog (`--partition k/n`) into one report, one JUnit file and one exit code.
     Report(ReportArgs),
@@ -142,11 +145,74 @@ pub struct ReportArgs {
     pub junit: Option<PathBuf>,
 }
 
+#[derive(Debug, Subcommand)]
+pub enum PeersCommand {
+    /// The wire differential: the real runtimes' wire against the fakes' (exit 0: every
+    /// difference explained; 1: not; 2: could not run).
+    Diff(PeersArgs),
+    /// Install the real runtimes the manifest names into the cache (each package version once,
+    /// cached after), then write the cache's `peers.json` for `conform run --peers DIR`. A peer
+    /// whose registry or tool (npm, python3) cannot be reached is skipped, said on stderr
+    /// (`SKIPPED: …`); the others still install. Exit 0 unless the manifest or the command line
+    /// is wrong (2).
+    Install(PeersInstallArgs),
+    /// Print the folder a peer is installed in (or, with --binary, its program). Exit 0:
+    /// installed; 1: not installed; 2: no such peer or a wrong manifest.
+    Path(PeersPathArgs),
+}
+
+/// The manifest, the cache and the versions of `conform peers install` and `path`.
+#[derive(Debug, Args)]
+pub struct PeersCacheArgs {
+    /// The peers manifest [default: `ci/peers.toml` of this workspace].
+    #[arg(long, value_name = "FILE")]
+    pub manifest: Option<PathBuf>,
+    /// The cache the peers are installed in [default: `$CONFORM_PEERS_DIR`, else
+    /// `~/.cache/conform/peers`].
+    #[arg(long, value_name = "DIR")]
+    pub peers: Option<PathBuf>,
+    /// This package version of a peer instead of the manifest's, e.g.
+    /// `codex-0.147.0=0.171.0` (repeatable). Its product version is then read from the
+    /// package where the manifest says where, is the package version where the manifest says
+    /// they are the same, and is unknown otherwise.
+    #[arg(long = "version", value_name = "NAME=VERSION", value_parser = name_version)]
+    pub versions: Vec<(String, String)>,
+}
+
+#[derive(Debug, Args)]
+pub struct PeersInstallArgs {
+    #[command(flatten)]
+    pub cache: PeersCacheArgs,
+    /// Install only this peer (repeatable; default: every peer of the manifest). `peers.json`
+    /// still names every peer installed in the cache.
+    #[arg(long, value_name = "NAME")]
+    pub only: Vec<String>,
+}
+
+#[derive(Debug, Args)]
+pub struct PeersPathArgs {
+    /// The peer's name in the manifest (`codex-0.147.0`).
+    pub name: String,
+    #[command(flatten)]
+    pub cache: PeersCacheArgs,
+    /// Print the installed program (absolute, its glob resolved) instead of the folder.
+    #[arg(long)]
+    pub binary: bool,
+}
+
+fn name_version(s: &str) -> Result<(String, String), String> {
+    match s.split_once('=') {
+        Some((name, version)) if !name.is_empty() && !version.is_empty() => {
+            Ok((name.to_owned(), version.to_owned()))
+        }
+        _ => Err(format!(
+            "`{s}`: expected NAME=VERSION, e.g. codex-0.147.0=0.171.0"
+        )),
+    }
+}
+
 #[derive(Debug, Args)]
 pub struct PeersArgs {
-    /// `diff`: the wire differential.
-    #[arg(value_parser = ["diff"])]
-    pub action: String,
     /// Record the real wires afresh from the peers installed here (`ci/peers`); without it the
     /// committed fixtures are the real side.
     #[arg(long, value_name = "DIR")]

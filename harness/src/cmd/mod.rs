@@ -36,6 +36,8 @@ pub enum Error {
     Junit(#[from] quick_junit::SerializeError),
     #[error(transparent)]
     Suite(#[from] crate::suite::SuiteError),
+    #[error(transparent)]
+    Input(#[from] crate::input::InputError),
     /// Bad input or a failure that already says all there is to say.
     #[error("{0}")]
     Usage(String),

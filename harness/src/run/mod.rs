@@ -169,9 +169,16 @@ impl<'a> Run<'a> {
         };
         let tree = Tracker::new(mark, obs.subject_pgid, cgroup);
         let subject_group = obs.subject_pgid;
+        // The scenario's own deadline, else its real peer's (`deadline_ms` in the manifest),
+        // else the suite's.
+        let peer_deadline = scenario.file.peer.as_ref().and_then(|p| {
+            let (peers, _) = ctx.peers.as_ref()?;
+            peers.entries.get(&p.name)?.deadline_ms
+        });
         let deadline = scenario
             .file
             .deadline_ms
+            .or(peer_deadline)
             .map_or(ctx.settings.deadline, Duration::from_millis);
         let expected_in = scenario
             .file

@@ -1,6 +1,15 @@
-//! Real peers: the real runtimes `ci/peers` installs, run in place of a fake behind
-//! `conform peer-proxy`, each pointed at the loopback model endpoint (`conform mock-model`,
-//! served in-process here). A folder of peers holds `peers.json`:
+//! Real peers: the real runtimes run in place of a fake behind `conform peer-proxy`, each
+//! pointed at the loopback model endpoint (`conform mock-model`, served in-process here). Two
+//! files say what they are:
+//!
+//! - **`ci/peers.toml`**, the manifest in the repository ([`manifest`]): per peer, its product,
+//!   registry, package and version, the program inside the package, its arguments, environment
+//!   and files, and the peer scenarios it runs. The one place a version is written.
+//! - **`<cache>/peers.json`**, what `conform peers install` ([`install`]) writes after installing
+//!   the manifest's peers into the cache (`$CONFORM_PEERS_DIR`, default
+//!   `~/.cache/conform/peers`), and what `conform run --peers <cache>` and `conform peers diff`
+//!   read ([`Peers::load`]): each installed peer's product version and whole command line, with
+//!   absolute paths:
 //!
 //! ```json
 //! {"dsh-sdk": {"version": "0.2.1rc2",
@@ -10,20 +19,25 @@
 //! ```
 //!
 //! `{run_dir}` is the run's scratch folder, `{model}` the model endpoint's base URL with the
-//! scenario's behaviour (`http://127.0.0.1:PORT/mid-stream`), `{peers}` the peers folder.
+//! scenario's behaviour (`http://127.0.0.1:PORT/mid-stream`), `{peers}` the peers folder; they
+//! are filled in per run ([`prepare`]). An optional `deadline_ms` is the per-run deadline of the
+//! peer's runs whose scenario sets none.
+
+pub mod install;
+pub mod manifest;
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 
 pub const MANIFEST: &str = "peers.json";
 
-#[derive(Clone, Debug, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
 pub struct PeerEntry {
-    /// The installed product version (for reports and fixtures).
-    #[serde(default)]
+    /// The installed product version (for reports and fixtures); absent when unknown.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub version: Option<String>,
     /// The real runtime's argv.
     pub command: Vec<String>,
@@ -33,6 +47,9 @@ pub struct PeerEntry {
     /// Files to write before the run (path → text): templates allowed in both.
     #[serde(default)]
     pub files: BTreeMap<String, String>,
+    /// The per-run deadline of this peer's runs whose scenario sets none.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub deadline_ms: Option<u64>,
 }
 
 #[derive(Debug)]
@@ -43,7 +60,7 @@ pub struct Peers {
 
 #[derive(Debug, thiserror::Error)]
 pub enum PeersError {
-    #[error("cannot read {path}: {source} (run `ci/peers` to install the real runtimes)")]
+    #[error("cannot read {path}: {source} (`conform peers install` writes it)")]
     Read {
         path: PathBuf,
         source: std::io::Error,
