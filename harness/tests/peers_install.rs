@@ -617,3 +617,40 @@ fn the_manifest_gives_todays_peers_json() {
         })
     );
 }
+
+/// A peer's `deadline_ms` (from the manifest, through `peers.json`) is the deadline of its runs
+/// whose scenario sets none: here 1200 ms instead of the suite's 20 s, for a "runtime" that
+/// never answers.
+#[test]
+fn a_peers_deadline_cuts_its_runs_off() {
+    let peers = tempfile::tempdir().unwrap();
+    std::fs::write(
+        peers.path().join("peers.json"),
+        r#"{"dsh-sdk": {"version": "x", "command": ["/bin/sleep", "600"], "deadline_ms": 1200}}"#,
+    )
+    .unwrap();
+    let report = peers.path().join("r.json");
+    let started = std::time::Instant::now();
+    let out = {
+        let _slot = common::Slot::take();
+        conform()
+            .args(["run", "--filter", "peers/dsh-sdk/success", "--peers"])
+            .arg(peers.path())
+            .arg("--json")
+            .arg(&report)
+            .output()
+            .unwrap()
+    };
+    assert_eq!(out.status.code(), Some(1), "{}", stdout(&out));
+    assert!(started.elapsed() < std::time::Duration::from_secs(15));
+    let report: Value = serde_json::from_str(&std::fs::read_to_string(&report).unwrap()).unwrap();
+    let cases = report["cases"].as_array().unwrap();
+    assert_eq!(cases.len(), 2);
+    for case in cases {
+        let detail = case["detail"].as_str().unwrap();
+        assert!(
+            detail.contains("[subject.deadline] the run did not finish within 1200 ms"),
+            "{detail}"
+        );
+    }
+}
