@@ -66,7 +66,8 @@ pub struct ScenarioFile {
     pub cancel: Option<CancelSection>,
     #[serde(default)]
     pub job: JobSection,
-    /// A real runtime instead of the fake (installed by `ci/peers`; run with `--peers`).
+    /// A real runtime instead of the fake (named in `ci/peers.toml`; installed by
+    /// `conform peers install`, run with `--peers`).
     #[serde(default)]
     pub peer: Option<PeerSection>,
     #[serde(default)]
@@ -279,12 +280,14 @@ impl From<Trigger> for String {
     }
 }
 
-/// A real peer runs this case: its name in the peers manifest, what the model endpoint does
-/// for it, and the fake scenario whose wire its wire is compared with (`conform peers`).
+/// A real peer runs this case: its name in the peers manifest (`ci/peers.toml`), what the model
+/// endpoint does for it, and the fake scenario whose wire its wire is compared with
+/// (`conform peers`).
 #[derive(Clone, Debug, Deserialize, Serialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct PeerSection {
-    /// The peer's name in `peers.json` (`dsh-sdk`, `codex-0.147.0`, `acp-example`, …).
+    /// The peer's name in `ci/peers.toml` and the `peers.json` installed from it (`dsh-sdk`,
+    /// `codex-0.147.0`, `acp-example`, …).
     pub name: String,
     /// The model endpoint's behaviour: `success`, `slow`, `http-401`, `http-429`,
     /// `http-500`, `mid-stream`, `tool` (absent for a peer that calls no model).
