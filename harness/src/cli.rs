@@ -45,6 +45,14 @@ pub enum Command {
     /// fakes'.
     #[command(subcommand)]
     Peers(PeersCommand),
+    /// Re-validate a product upgrade: install a candidate version of a real peer beside the
+    /// pinned one, run every peer scenario of that peer against both, and report what changed,
+    /// ranked by whether it can change what a provider reports (verdicts, values, counts,
+    /// order, kinds and fields; for Codex the generated protocol schemas), and how the fakes
+    /// fare against the candidate. Never writes over the pinned version's fixtures. Exit 0:
+    /// no verdict changed and every difference of the fakes is explained; 1: not; 2: could not
+    /// run.
+    Upgrade(UpgradeArgs),
     /// Reports: `conform report merge SHARD.json…` joins the JSON reports of the shards of one
     /// catalog (`--partition k/n`) into one report, one JUnit file and one exit code.
     Report(ReportArgs),
@@ -198,6 +206,44 @@ pub struct PeersPathArgs {
     /// Print the installed program (absolute, its glob resolved) instead of the folder.
     #[arg(long)]
     pub binary: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct UpgradeArgs {
+    /// The peer and the package version to try: a manifest name (`codex-0.147.0@0.171.0`,
+    /// `claude-code@0.3.334`, `acp-example@1.9.0`) or a product (`codex@0.171.0`: its peer
+    /// whose version the fakes speak by default).
+    #[arg(value_name = "PEER@VERSION", value_parser = peer_at_version)]
+    pub target: (String, String),
+    /// The peers manifest [default: `ci/peers.toml` of this workspace].
+    #[arg(long, value_name = "FILE")]
+    pub manifest: Option<PathBuf>,
+    /// The cache the peers are installed in [default: `$CONFORM_PEERS_DIR`, else
+    /// `~/.cache/conform/peers`]. The report goes to `<cache>/upgrade/<peer>@<version>/`.
+    #[arg(long, value_name = "DIR")]
+    pub peers: Option<PathBuf>,
+    /// Also write the report (`upgrade.md`, `upgrade.json`) into this folder.
+    #[arg(long, short = 'o', value_name = "DIR")]
+    pub out: Option<PathBuf>,
+    /// Only the peer scenarios whose id contains this text (repeatable: any match).
+    #[arg(long, short = 'f', value_name = "TEXT")]
+    pub filter: Vec<String>,
+    /// Per-run deadline in milliseconds (unless a scenario or the peer sets its own).
+    #[arg(long = "deadline-ms", value_name = "DEADLINE_MS",
+          value_parser = clap::value_parser!(u64).range(1..))]
+    pub deadline_ms: Option<u64>,
+    /// Runs in flight at once (default: `conform run`'s).
+    #[arg(long, short = 'j', value_parser = clap::value_parser!(u64).range(1..))]
+    pub jobs: Option<u64>,
+}
+
+fn peer_at_version(s: &str) -> Result<(String, String), String> {
+    match s.rsplit_once('@') {
+        Some((peer, version)) if !peer.is_empty() && !version.is_empty() => {
+            Ok((peer.to_owned(), version.to_owned()))
+        }
+        _ => Err(format!("`{s}`: expected PEER@VERSION, e.g. codex@0.171.0")),
+    }
 }
 
 fn name_version(s: &str) -> Result<(String, String), String> {

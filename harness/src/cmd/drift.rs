@@ -6,7 +6,6 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
-use std::process::Command;
 
 use conform_protocol::codex::ErrorInfoVocabulary;
 use serde_json::Value;
@@ -50,56 +49,15 @@ impl From<&ErrorInfoVocabulary> for Vocabulary {
 
 #[derive(Debug, thiserror::Error)]
 pub enum DriftError {
-    #[error("could not run `{command}`: {source}")]
-    Run {
-        command: String,
-        source: std::io::Error,
-    },
-    #[error("`{command}` failed ({status}); stderr:\n{stderr}")]
-    Failed {
-        command: String,
-        status: String,
-        stderr: String,
-    },
+    #[error(transparent)]
+    Generate(#[from] crate::differential::vocabulary::GenerateError),
     #[error("{0}")]
     Schema(String),
 }
 
 /// Runs `<bin> app-server generate-json-schema --out <dir>` and reads the vocabulary.
 pub fn from_binary(bin: &Path, work: &Path) -> Result<Vocabulary, DriftError> {
-    let command = format!(
-        "{} app-server generate-json-schema --out {}",
-        bin.display(),
-        work.display()
-    );
-    let home = work.join("codex-home");
-    std::fs::create_dir_all(&home).map_err(|source| DriftError::Run {
-        command: command.clone(),
-        source,
-    })?;
-    let out = Command::new(bin)
-        .args(["app-server", "generate-json-schema", "--out"])
-        .arg(work)
-        // An isolated home: the generator must not read or write the user's Codex state.
-        .env("CODEX_HOME", &home)
-        .output()
-        .map_err(|source| DriftError::Run {
-            command: command.clone(),
-            source,
-        })?;
-    if !out.status.success() {
-        return Err(DriftError::Failed {
-            command,
-            status: out.status.to_string(),
-            stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
-        });
-    }
-    let bundle = work.join("codex_app_server_protocol.v2.schemas.json");
-    let text = std::fs::read_to_string(&bundle)
-        .map_err(|e| DriftError::Schema(format!("{}: {e}", bundle.display())))?;
-    let schema: Value = serde_json::from_str(&text)
-        .map_err(|e| DriftError::Schema(format!("{}: {e}", bundle.display())))?;
-    from_schema(&schema)
+    from_schema(&crate::differential::vocabulary::codex_schema(bin, work)?)
 }
 
 /// Reads the `CodexErrorInfo` vocabulary from a generated schema document.

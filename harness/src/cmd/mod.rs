@@ -11,6 +11,7 @@ pub mod redaction;
 pub mod report;
 pub mod run;
 pub mod self_test;
+pub mod upgrade;
 
 use std::process::ExitCode;
 
@@ -55,6 +56,7 @@ pub fn exec(cli: Cli) -> Result<ExitCode, Error> {
         Command::Drift(args) => drift::exec(args),
         Command::Peers(args) => peers::exec(args),
         Command::Report(args) => report::exec(args),
+        Command::Upgrade(args) => upgrade::exec(args),
         Command::Fake { provider, args } => internal::fake(provider, args),
         Command::PeerProxy { args } => Ok(conform_fakes::peer::main_with_args(args)),
         Command::MockModel { args } => Ok(conform_fakes::model::main_with_args(args)),

@@ -41,7 +41,10 @@ fn diff(args: PeersArgs) -> Result<ExitCode, Error> {
 }
 
 /// The manifest, the cache folder (created, absolute) and the request's versions.
-fn open(args: PeersCacheArgs, only: Vec<String>) -> Result<(Manifest, PathBuf, Request), Error> {
+pub(crate) fn open(
+    args: PeersCacheArgs,
+    only: Vec<String>,
+) -> Result<(Manifest, PathBuf, Request), Error> {
     let path = args
         .manifest
         .unwrap_or_else(|| default_dir("ci").join("peers.toml"));

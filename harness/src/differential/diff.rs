@@ -31,7 +31,7 @@ pub struct DiffOptions {
 
 /// One recorded frame in a fixture: the frame, and the method a response answers.
 #[derive(Debug, serde::Serialize, Deserialize)]
-struct Recorded {
+pub(super) struct Recorded {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     answers: Option<String>,
     frame: Value,
@@ -57,7 +57,7 @@ fn recorded(ledger: &[FakeLine]) -> Vec<Recorded> {
 }
 
 /// A run's frames as a fixture holds them: normalised ([`normalise`]).
-fn normalised(ledger: &[FakeLine], run_dir: &str) -> Vec<Recorded> {
+pub(super) fn normalised(ledger: &[FakeLine], run_dir: &str) -> Vec<Recorded> {
     recorded(ledger)
         .into_iter()
         .map(|r| Recorded {
@@ -67,7 +67,7 @@ fn normalised(ledger: &[FakeLine], run_dir: &str) -> Vec<Recorded> {
         .collect()
 }
 
-fn kinds_of(provider: Provider, records: Vec<Recorded>) -> Vec<(String, Value)> {
+pub(super) fn kinds_of(provider: Provider, records: Vec<Recorded>) -> Vec<(String, Value)> {
     let codec = conform_fakes::codec::for_provider(provider);
     records
         .into_iter()
@@ -75,12 +75,15 @@ fn kinds_of(provider: Provider, records: Vec<Recorded>) -> Vec<(String, Value)> 
         .collect()
 }
 
-fn fixture_path(dir: &Path, peer: &str, id: &str) -> std::path::PathBuf {
+pub(super) fn fixture_path(dir: &Path, peer: &str, id: &str) -> std::path::PathBuf {
     dir.join(peer)
         .join(format!("{}.jsonl", id.rsplit('/').next().unwrap_or(id)))
 }
 
-fn read_fixture(provider: Provider, path: &Path) -> Result<Vec<(String, Value)>, String> {
+pub(super) fn read_fixture(
+    provider: Provider,
+    path: &Path,
+) -> Result<Vec<(String, Value)>, String> {
     let text = std::fs::read_to_string(path).map_err(|e| format!("{}: {e}", path.display()))?;
     let records = text
         .lines()
@@ -92,16 +95,18 @@ fn read_fixture(provider: Provider, path: &Path) -> Result<Vec<(String, Value)>,
 
 /// A run's ledger, its scratch folder, when each ledger line arrived (ms), its deadline (ms)
 /// and whether the deadline cut it off.
-struct Ledger {
-    lines: Vec<FakeLine>,
-    run_dir: String,
+pub(super) struct Ledger {
+    pub(super) lines: Vec<FakeLine>,
+    pub(super) run_dir: String,
     at_ms: Vec<u64>,
     deadline_ms: u64,
-    cut_off: bool,
+    pub(super) cut_off: bool,
+    /// The case's verdict against the reference: `pass`, or `fail: <check>: <message>`.
+    pub(super) outcome: String,
 }
 
 /// Runs the scenarios with these exact ids in foreground and returns each one's ledger.
-async fn ledgers(
+pub(super) async fn ledgers(
     opts: &DiffOptions,
     ids: &[String],
     peers: Option<std::path::PathBuf>,
@@ -136,6 +141,7 @@ async fn ledgers(
             out.insert(
                 c.scenario.id.clone(),
                 Ledger {
+                    outcome: outcome(&c.verdict, &c.findings),
                     cut_off: obs.timed_out.is_some(),
                     lines: obs.fake,
                     run_dir: obs.run_dir,
@@ -146,6 +152,23 @@ async fn ledgers(
         }
     }
     Ok(out)
+}
+
+/// A case's verdict in one line: `pass`, or the first failed check and its message.
+fn outcome(verdict: &crate::suite::Verdict, findings: &[crate::checks::Finding]) -> String {
+    use crate::suite::Verdict;
+    match verdict {
+        Verdict::Pass => "pass".into(),
+        Verdict::Fail | Verdict::Known(_) => findings.first().map_or("fail".into(), |f| {
+            format!(
+                "fail: {}: {}",
+                f.check.id(),
+                conform_protocol::lines::excerpt(&f.message, 300)
+            )
+        }),
+        Verdict::Skip(why) => format!("skip: {why}"),
+        Verdict::Interrupted(why) => format!("interrupted: {why}"),
+    }
 }
 
 /// Timing that matters, from when the ledger lines arrived: the `initialize` answer, the
@@ -184,16 +207,16 @@ fn default_deadline_ms() -> u64 {
 
 /// A peer scenario: its id, the real peer it runs, and the analog scenario whose fake it is
 /// compared with, with the provider and product version that fake speaks.
-struct PeerCase {
-    id: String,
-    peer: String,
-    analog: String,
-    provider: Provider,
-    version: Option<String>,
+pub(super) struct PeerCase {
+    pub(super) id: String,
+    pub(super) peer: String,
+    pub(super) analog: String,
+    pub(super) provider: Provider,
+    pub(super) version: Option<String>,
 }
 
 /// A wire as kinds and frames, in order.
-type Wire = Vec<(String, Value)>;
+pub(super) type Wire = Vec<(String, Value)>;
 
 /// `conform peers diff`: prints the differential; returns the exit code (0: every difference
 /// explained and no explanation stale; 1: not; 2: could not run).
@@ -265,7 +288,7 @@ pub async fn diff(opts: DiffOptions) -> Result<i32, String> {
 }
 
 /// Every peer scenario that names an analog.
-fn peer_cases(scenarios: &Path) -> Result<Vec<PeerCase>, String> {
+pub(super) fn peer_cases(scenarios: &Path) -> Result<Vec<PeerCase>, String> {
     let all = crate::scenario::discover(scenarios).map_err(|errs| {
         errs.iter()
             .map(|e| e.to_string())
@@ -378,7 +401,7 @@ fn changed_since_fixture(case: &PeerCase, now: &Wire, path: &Path, explained: &E
 }
 
 /// "The real run did not finish": its deadline, and the last frame it sent (when).
-fn unfinished(run: &Ledger, provider: Provider) -> String {
+pub(super) fn unfinished(run: &Ledger, provider: Provider) -> String {
     let codec = conform_fakes::codec::for_provider(provider);
     let last = run
         .lines
@@ -405,7 +428,7 @@ fn unfinished(run: &Ledger, provider: Provider) -> String {
 
 /// The analogs' fakes, run once per product version they must speak: each ledger by analog
 /// and version.
-async fn run_analogs(
+pub(super) async fn run_analogs(
     opts: &DiffOptions,
     cases: &[PeerCase],
 ) -> Result<BTreeMap<(String, Option<String>), Ledger>, String> {

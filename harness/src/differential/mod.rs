@@ -10,6 +10,7 @@
 //! `fakes/peers/differences.toml`; an unexplained one fails.
 
 mod diff;
+pub mod upgrade;
 pub mod vocabulary;
 
 pub use diff::{DiffOptions, diff};

@@ -5,6 +5,7 @@
 //! shows it.
 
 use std::collections::{BTreeMap, BTreeSet};
+use std::path::Path;
 
 use serde_json::Value;
 
@@ -85,6 +86,60 @@ fn constants(v: &Value, out: &mut BTreeSet<String>) {
         Value::Array(a) => a.iter().for_each(|x| constants(x, out)),
         _ => {}
     }
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum GenerateError {
+    #[error("could not run `{command}`: {source}")]
+    Run {
+        command: String,
+        source: std::io::Error,
+    },
+    #[error("`{command}` failed ({status}); stderr:\n{stderr}")]
+    Failed {
+        command: String,
+        status: String,
+        stderr: String,
+    },
+    #[error("{0}")]
+    Schema(String),
+}
+
+/// The v2 protocol schema a Codex binary generates (`<bin> app-server generate-json-schema
+/// --out <work>`), in a home of its own under `work`.
+pub fn codex_schema(bin: &Path, work: &Path) -> Result<Value, GenerateError> {
+    let command = format!(
+        "{} app-server generate-json-schema --out {}",
+        bin.display(),
+        work.display()
+    );
+    let home = work.join("codex-home");
+    std::fs::create_dir_all(&home).map_err(|source| GenerateError::Run {
+        command: command.clone(),
+        source,
+    })?;
+    let out = std::process::Command::new(bin)
+        .args(["app-server", "generate-json-schema", "--out"])
+        .arg(work)
+        // An isolated home: the generator must not read or write the user's Codex state.
+        .env("CODEX_HOME", &home)
+        .output()
+        .map_err(|source| GenerateError::Run {
+            command: command.clone(),
+            source,
+        })?;
+    if !out.status.success() {
+        return Err(GenerateError::Failed {
+            command,
+            status: out.status.to_string(),
+            stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
+        });
+    }
+    let bundle = work.join("codex_app_server_protocol.v2.schemas.json");
+    let text = std::fs::read_to_string(&bundle)
+        .map_err(|e| GenerateError::Schema(format!("{}: {e}", bundle.display())))?;
+    serde_json::from_str(&text)
+        .map_err(|e| GenerateError::Schema(format!("{}: {e}", bundle.display())))
 }
 
 /// One definition's change from one version to the next.

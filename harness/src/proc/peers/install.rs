@@ -165,7 +165,7 @@ pub fn install(
 }
 
 /// One peer into its folder, unless it is there already.
-fn install_one(cache: &Path, spec: &PeerSpec, version: &str, log: &mut dyn Write) -> Outcome {
+pub fn install_one(cache: &Path, spec: &PeerSpec, version: &str, log: &mut dyn Write) -> Outcome {
     let dir = install_dir(cache, spec, version);
     if installed_binary(&dir, spec, version).is_some() {
         return Outcome::Cached;

@@ -1,0 +1,583 @@
+//! `conform upgrade`: a pinned real peer against a candidate version of it, before anyone ships
+//! the candidate. Both run every peer scenario that names the peer (same reference, same
+//! loopback model); then, ranked by whether it can change what a provider reports:
+//!
+//! 1. **reports** — a peer scenario's verdict changed (the provider now reports otherwise);
+//! 2. **meaning** — a closed value (code, status, enum value, numbering), a count, the order
+//!    of kinds, a kind or field the pinned version sent and the candidate does not, a frame the
+//!    fakes' schema rejects;
+//! 3. **additive** — a new kind of frame or a new field.
+//!
+//! For Codex the generated protocol schemas are compared too (every definition's constants:
+//! new notifications, requests, enum values). Last, the candidate's wire is judged against the
+//! fakes as `conform peers diff` judges the pinned one, with the same explanations: what is
+//! unexplained there is what the fakes would get wrong after the upgrade. Nothing is written
+//! over the pinned version's fixtures.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::{Path, PathBuf};
+
+use conform_protocol::vocab::Provider;
+use serde::Serialize;
+
+use super::diff::{self, DiffOptions, Ledger, PeerCase, Wire};
+use super::vocabulary;
+use super::{Difference, Explained, compare, schema_rejections};
+
+/// One side of an upgrade: a peers folder whose `peers.json` names the peer, and the product
+/// version it runs.
+pub struct Side {
+    pub dir: PathBuf,
+    pub version: String,
+}
+
+pub struct UpgradeOptions {
+    /// Folders, filters, deadline and jobs as `conform peers diff` takes them.
+    pub diff: DiffOptions,
+    /// The peer, as the manifest and the peer scenarios name it.
+    pub peer: String,
+    pub pinned: Side,
+    pub candidate: Side,
+}
+
+/// How much a change can matter to a provider.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Rank {
+    /// A peer scenario's verdict changed.
+    Reports,
+    /// Values, counts, order, what is gone, what the schema rejects.
+    Meaning,
+    /// New kinds and fields.
+    Additive,
+}
+
+impl Rank {
+    fn heading(self) -> &'static str {
+        match self {
+            Rank::Reports => "Changes what a provider reports",
+            Rank::Meaning => "Can change what a provider reports",
+            Rank::Additive => "Additions (new kinds of frame, new fields)",
+        }
+    }
+}
+
+#[derive(Debug, Serialize)]
+pub struct Change {
+    pub rank: Rank,
+    /// The peer scenario that shows it.
+    pub scenario: String,
+    pub text: String,
+}
+
+/// A difference between the candidate's wire and the fake's, and the explanation that keeps
+/// it, if any.
+#[derive(Debug, Serialize)]
+pub struct AgainstFake {
+    pub scenario: String,
+    pub text: String,
+    pub explained: Option<String>,
+}
+
+#[derive(Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct UpgradeReport {
+    pub peer: String,
+    pub product: Provider,
+    pub pinned_version: String,
+    pub candidate_version: String,
+    pub scenarios: Vec<String>,
+    /// The protocol schemas' definitions that changed (Codex), or why they were not read.
+    pub vocabulary: Result<Vec<vocabulary::Change>, String>,
+    pub changes: Vec<Change>,
+    pub against_fake: Vec<AgainstFake>,
+}
+
+impl UpgradeReport {
+    pub fn unexplained(&self) -> usize {
+        self.against_fake
+            .iter()
+            .filter(|d| d.explained.is_none())
+            .count()
+    }
+
+    /// 0: nothing a provider could notice changed and the fakes explain the candidate's wire;
+    /// 1: otherwise.
+    pub fn exit_code(&self) -> i32 {
+        let reports = self.changes.iter().any(|c| c.rank == Rank::Reports);
+        i32::from(reports || self.unexplained() > 0)
+    }
+}
+
+/// Runs the peer's scenarios on both sides and compares them.
+pub async fn upgrade(opts: &UpgradeOptions) -> Result<UpgradeReport, String> {
+    let cases: Vec<PeerCase> = diff::peer_cases(&opts.diff.scenarios)?
+        .into_iter()
+        .filter(|c| c.peer == opts.peer)
+        .filter(|c| {
+            opts.diff.filters.is_empty() || opts.diff.filters.iter().any(|f| c.id.contains(f))
+        })
+        .collect();
+    let Some(product) = cases.first().map(|c| c.provider) else {
+        return Err(format!(
+            "no peer scenario names the peer `{}` (scenarios/peers/ `[peer] name`)",
+            opts.peer
+        ));
+    };
+    let ids: Vec<String> = cases.iter().map(|c| c.id.clone()).collect();
+    let pinned = diff::ledgers(
+        &opts.diff,
+        &ids,
+        Some(opts.pinned.dir.clone()),
+        Default::default(),
+    )
+    .await?;
+    let candidate = diff::ledgers(
+        &opts.diff,
+        &ids,
+        Some(opts.candidate.dir.clone()),
+        Default::default(),
+    )
+    .await?;
+    let fakes = diff::run_analogs(&opts.diff, &cases).await?;
+    let explained = Explained::load(&opts.diff.fixtures.join("differences.toml"))?;
+    let mut changes = Vec::new();
+    let mut against_fake = Vec::new();
+    for case in &cases {
+        let (Some(p), Some(c)) = (pinned.get(&case.id), candidate.get(&case.id)) else {
+            changes.push(Change {
+                rank: Rank::Reports,
+                scenario: case.id.clone(),
+                text: "did not run on both sides (is the peer installed?)".into(),
+            });
+            continue;
+        };
+        changes.extend(case_changes(case, p, c, &explained, opts));
+        if c.cut_off {
+            continue;
+        }
+        let wire = wire(case.provider, c);
+        if let Some(fake) = fakes.get(&(case.analog.clone(), case.version.clone())) {
+            against_fake.extend(judge_against_fake(
+                case,
+                &wire,
+                &wire_of_fake(case, fake),
+                &explained,
+            ));
+        }
+    }
+    changes.sort_by(|a, b| (a.rank, &a.scenario).cmp(&(b.rank, &b.scenario)));
+    Ok(UpgradeReport {
+        peer: opts.peer.clone(),
+        product,
+        pinned_version: opts.pinned.version.clone(),
+        candidate_version: opts.candidate.version.clone(),
+        scenarios: ids,
+        vocabulary: schema_changes(product, opts),
+        changes,
+        against_fake,
+    })
+}
+
+fn wire(provider: Provider, run: &Ledger) -> Wire {
+    diff::kinds_of(provider, diff::normalised(&run.lines, &run.run_dir))
+}
+
+fn wire_of_fake(case: &PeerCase, fake: &Ledger) -> Wire {
+    wire(case.provider, fake)
+}
+
+/// What changed in one peer scenario from the pinned version to the candidate: its verdict,
+/// a run cut off, and every difference of the wires (bar what the peer does only sometimes).
+fn case_changes(
+    case: &PeerCase,
+    pinned: &Ledger,
+    candidate: &Ledger,
+    explained: &Explained,
+    opts: &UpgradeOptions,
+) -> Vec<Change> {
+    let change = |rank, text: String| Change {
+        rank,
+        scenario: case.id.clone(),
+        text,
+    };
+    let mut out = Vec::new();
+    if pinned.outcome != candidate.outcome {
+        out.push(change(
+            Rank::Reports,
+            format!(
+                "the verdict changed: {} → {}",
+                pinned.outcome, candidate.outcome
+            ),
+        ));
+    }
+    for (side, run) in [("pinned", pinned), ("candidate", candidate)] {
+        if run.cut_off {
+            out.push(change(
+                Rank::Reports,
+                format!("{side}: {}", diff::unfinished(run, case.provider)),
+            ));
+        }
+    }
+    if pinned.cut_off || candidate.cut_off {
+        return out;
+    }
+    let (new, old) = (wire(case.provider, candidate), wire(case.provider, pinned));
+    let sometimes = |d: &Difference| {
+        explained
+            .reason(&case.peer, &case.id, d)
+            .is_some_and(|(i, _)| explained.difference[i].sometimes)
+    };
+    let mut differences = compare(&new, &old, &explained.leave(&case.peer));
+    differences.extend(schema_rejections(
+        case.provider,
+        case.version.as_deref(),
+        &new,
+    ));
+    let differences = differences.into_iter().filter(|d| !sometimes(d)).collect();
+    let now = format!("{} (candidate)", opts.candidate.version);
+    let was = format!("{} (pinned)", opts.pinned.version);
+    out.extend(
+        describe(differences, &now, &was)
+            .into_iter()
+            .map(|(rank, text)| change(rank, text)),
+    );
+    out
+}
+
+/// Differences in words, `now` for the side the differential calls real and `was` for the
+/// other, ranked; fields come and go by the dozen, so one line per kind of frame and
+/// direction.
+fn describe(differences: Vec<Difference>, now: &str, was: &str) -> Vec<(Rank, String)> {
+    let mut out = Vec::new();
+    let mut fields: BTreeMap<(bool, String), Vec<String>> = BTreeMap::new();
+    for d in differences {
+        match d {
+            Difference::FieldOnlyReal { kind, field } => {
+                fields.entry((true, kind)).or_default().push(field)
+            }
+            Difference::FieldOnlyFake { kind, field } => {
+                fields.entry((false, kind)).or_default().push(field)
+            }
+            d => {
+                let rank = match &d {
+                    Difference::OnlyReal { .. } => Rank::Additive,
+                    _ => Rank::Meaning,
+                };
+                let text = d
+                    .to_string()
+                    .replace("the real runtime", now)
+                    .replace("the fake", was)
+                    .replace("conform's schema rejects", "the fakes' schema rejects")
+                    .replace("real:", &format!("{now}:"))
+                    .replace("fake:", &format!("{was}:"));
+                out.push((rank, text));
+            }
+        }
+    }
+    for ((added, kind), fields) in fields {
+        let list = fields
+            .iter()
+            .map(|f| format!("`{f}`"))
+            .collect::<Vec<_>>()
+            .join(", ");
+        out.push(if added {
+            (
+                Rank::Additive,
+                format!("`{kind}`: {now} adds field(s) {list}"),
+            )
+        } else {
+            (
+                Rank::Meaning,
+                format!("`{kind}`: {now} drops field(s) {list}"),
+            )
+        });
+    }
+    out
+}
+
+/// The candidate's wire against the analog's fake: each difference an explanation keeps (as
+/// for the pinned peer) with its reason, the rest described as [`describe`] does.
+fn judge_against_fake(
+    case: &PeerCase,
+    real: &Wire,
+    fake: &Wire,
+    explained: &Explained,
+) -> Vec<AgainstFake> {
+    let mut diffs = compare(real, fake, &explained.leave(&case.peer));
+    diffs.extend(schema_rejections(
+        case.provider,
+        case.version.as_deref(),
+        real,
+    ));
+    let (kept, open): (Vec<_>, Vec<_>) = diffs
+        .into_iter()
+        .partition(|d| explained.reason(&case.peer, &case.id, d).is_some());
+    let against = |text: String, explained: Option<String>| AgainstFake {
+        scenario: case.id.clone(),
+        text,
+        explained,
+    };
+    kept.iter()
+        .map(|d| {
+            let reason = explained
+                .reason(&case.peer, &case.id, d)
+                .map(|(_, r)| r.to_owned());
+            against(d.to_string(), reason)
+        })
+        .chain(
+            describe(open, "the candidate", "the fake")
+                .into_iter()
+                .map(|(_, text)| against(text, None)),
+        )
+        .collect()
+}
+
+/// Codex's generated protocol schemas, pinned against candidate: each generated by its own
+/// binary the same way (the kept `fakes/schemas/codex/` files are bundled otherwise).
+fn schema_changes(
+    product: Provider,
+    opts: &UpgradeOptions,
+) -> Result<Vec<vocabulary::Change>, String> {
+    if product != Provider::Codex {
+        return Err(format!("{product} publishes no protocol schema to compare"));
+    }
+    let generated = |side: &Side| -> Result<vocabulary::Vocabulary, String> {
+        let bin = binary(&side.dir, &opts.peer)?;
+        let work = tempfile::tempdir().map_err(|e| e.to_string())?;
+        let schema = vocabulary::codex_schema(&bin, work.path()).map_err(|e| e.to_string())?;
+        Ok(vocabulary::of_schema(&schema))
+    };
+    Ok(vocabulary::changes(
+        &generated(&opts.pinned)?,
+        &generated(&opts.candidate)?,
+    ))
+}
+
+/// The program a peers folder runs for `peer` (its command's first word).
+fn binary(dir: &Path, peer: &str) -> Result<PathBuf, String> {
+    let peers = crate::proc::peers::Peers::load(dir).map_err(|e| e.to_string())?;
+    let entry = peers
+        .entries
+        .get(peer)
+        .ok_or_else(|| format!("{} names no peer `{peer}`", dir.display()))?;
+    entry
+        .command
+        .first()
+        .map(PathBuf::from)
+        .ok_or_else(|| format!("the peer `{peer}` has an empty command"))
+}
+
+/// The report as Markdown (also what the terminal shows).
+pub fn markdown(r: &UpgradeReport) -> String {
+    let mut out = format!(
+        "# Upgrade: `{}` {} → {}\n\n{} peer scenario(s) ran against both versions ({}).\n",
+        r.peer,
+        r.pinned_version,
+        r.candidate_version,
+        r.scenarios.len(),
+        r.scenarios.join(", ")
+    );
+    let mut ranks: BTreeMap<Rank, Vec<&Change>> = BTreeMap::new();
+    for c in &r.changes {
+        ranks.entry(c.rank).or_default().push(c);
+    }
+    for rank in [Rank::Reports, Rank::Meaning, Rank::Additive] {
+        let list = ranks.remove(&rank).unwrap_or_default();
+        out.push_str(&format!("\n## {} ({})\n\n", rank.heading(), list.len()));
+        if list.is_empty() {
+            out.push_str("Nothing.\n");
+        }
+        for c in grouped(&list) {
+            out.push_str(&c);
+        }
+    }
+    out.push_str("\n## Protocol vocabulary (the generated schemas)\n\n");
+    match &r.vocabulary {
+        Ok(v) if v.is_empty() => out.push_str("No definition changed.\n"),
+        Ok(v) => out.push_str(&vocabulary_lines(v)),
+        Err(why) => out.push_str(&format!("Not compared: {why}.\n")),
+    }
+    let unexplained = r.unexplained();
+    out.push_str(&format!(
+        "\n## The fakes against the candidate\n\n{} difference(s) kept by `fakes/peers/differences.toml` (as for the pinned version), {} unexplained:\n\n",
+        r.against_fake.len() - unexplained,
+        unexplained
+    ));
+    let open: Vec<Change> = r
+        .against_fake
+        .iter()
+        .filter(|d| d.explained.is_none())
+        .map(|d| Change {
+            rank: Rank::Meaning,
+            scenario: d.scenario.clone(),
+            text: format!("✗ {}", d.text),
+        })
+        .collect();
+    for line in grouped(&open.iter().collect::<Vec<_>>()) {
+        out.push_str(&line);
+    }
+    out
+}
+
+/// The definitions a provider meets on the wire first (what a client may ask and be told, the
+/// error codes), every definition that lost a value next, then the rest in one line each for
+/// new, gone and changed definitions.
+fn vocabulary_lines(changes: &[vocabulary::Change]) -> String {
+    const SURFACE: &[&str] = &[
+        "ServerNotification",
+        "ServerRequest",
+        "ClientRequest",
+        "ClientNotification",
+        "CodexErrorInfo",
+    ];
+    let (first, rest): (Vec<_>, Vec<_>) = changes
+        .iter()
+        .partition(|c| SURFACE.contains(&c.definition.as_str()) || !c.removed.is_empty());
+    let mut out: String = first.iter().map(|c| format!("- {c}\n")).collect();
+    let names = |whole: Option<vocabulary::Whole>| {
+        rest.iter()
+            .filter(|c| c.whole == whole)
+            .map(|c| format!("`{}`", c.definition))
+            .collect::<Vec<_>>()
+    };
+    for (whole, what) in [
+        (None, "other definitions with new values"),
+        (Some(vocabulary::Whole::Added), "new definitions"),
+        (Some(vocabulary::Whole::Removed), "definitions gone"),
+    ] {
+        let list = names(whole);
+        if !list.is_empty() {
+            out.push_str(&format!("- {} {what}: {}\n", list.len(), list.join(", ")));
+        }
+    }
+    out
+}
+
+/// One Markdown item per text, naming every scenario that shows it.
+fn grouped(list: &[&Change]) -> Vec<String> {
+    let mut by_text: BTreeMap<&str, BTreeSet<&str>> = BTreeMap::new();
+    let mut order = Vec::new();
+    for c in list {
+        if !by_text.contains_key(c.text.as_str()) {
+            order.push(c.text.as_str());
+        }
+        by_text
+            .entry(c.text.as_str())
+            .or_default()
+            .insert(c.scenario.as_str());
+    }
+    order
+        .into_iter()
+        .map(|text| {
+            let shown: Vec<&str> = by_text[text].iter().copied().collect();
+            format!(
+                "- {} — shown by {}\n",
+                text.replace('\n', "\n  "),
+                shown.join(", ")
+            )
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn report(changes: Vec<Change>, against_fake: Vec<AgainstFake>) -> UpgradeReport {
+        UpgradeReport {
+            peer: "codex-0.147.0".into(),
+            product: Provider::Codex,
+            pinned_version: "0.147.0".into(),
+            candidate_version: "0.171.0".into(),
+            scenarios: vec!["peers/codex/success".into(), "peers/codex/http-401".into()],
+            vocabulary: Ok(vec![vocabulary::Change {
+                definition: "CodexErrorInfo".into(),
+                whole: None,
+                added: ["bioPolicy".to_owned()].into(),
+                removed: BTreeSet::new(),
+            }]),
+            changes,
+            against_fake,
+        }
+    }
+
+    fn change(rank: Rank, scenario: &str, text: &str) -> Change {
+        Change {
+            rank,
+            scenario: scenario.into(),
+            text: text.into(),
+        }
+    }
+
+    #[test]
+    fn the_report_ranks_changes_groups_their_scenarios_and_fails_on_what_a_provider_reports() {
+        let values = "`error` `.error.codexErrorInfo`: 0.171.0 (candidate) sends \"httpConnectionFailed\"; codex-0.147.0 0.147.0 (pinned) sends \"unauthorized\"";
+        let r = report(
+            vec![
+                change(Rank::Meaning, "peers/codex/http-401", values),
+                change(Rank::Additive, "peers/codex/success", "new field"),
+                change(Rank::Additive, "peers/codex/http-401", "new field"),
+            ],
+            vec![AgainstFake {
+                scenario: "peers/codex/success".into(),
+                text: "t".into(),
+                explained: Some("why".into()),
+            }],
+        );
+        assert_eq!(
+            r.exit_code(),
+            0,
+            "values and additions alone, all explained"
+        );
+        let md = markdown(&r);
+        assert!(
+            md.starts_with("# Upgrade: `codex-0.147.0` 0.147.0 → 0.171.0\n"),
+            "{md}"
+        );
+        assert!(
+            md.contains("## Changes what a provider reports (0)\n\nNothing.\n"),
+            "{md}"
+        );
+        assert!(
+            md.contains(&format!(
+                "## Can change what a provider reports (1)\n\n- {values} — shown by peers/codex/http-401\n"
+            )),
+            "{md}"
+        );
+        assert!(
+            md.contains("- new field — shown by peers/codex/http-401, peers/codex/success\n"),
+            "{md}"
+        );
+        assert!(
+            md.contains("- `CodexErrorInfo`; adds `bioPolicy`\n"),
+            "{md}"
+        );
+        assert!(
+            md.contains("1 difference(s) kept by `fakes/peers/differences.toml` (as for the pinned version), 0 unexplained"),
+            "{md}"
+        );
+
+        let verdict = report(
+            vec![change(
+                Rank::Reports,
+                "peers/codex/http-401",
+                "the verdict changed: pass → fail: …",
+            )],
+            vec![],
+        );
+        assert_eq!(verdict.exit_code(), 1);
+        let unexplained = report(
+            vec![],
+            vec![AgainstFake {
+                scenario: "peers/codex/success".into(),
+                text: "the real runtime sends `thread/search/partial`; the fake never does".into(),
+                explained: None,
+            }],
+        );
+        assert_eq!(unexplained.exit_code(), 1);
+        assert!(markdown(&unexplained).contains(
+            "- ✗ the real runtime sends `thread/search/partial`; the fake never does — shown by peers/codex/success\n"
+        ));
+    }
+}
