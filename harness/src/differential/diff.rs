@@ -124,6 +124,9 @@ pub(super) async fn ledgers(
             ..defaults
         },
         keep_ledgers: true,
+        // The differential reads wires: a text that differs is in the case's verdict, and no
+        // `.snap.new` is left in the repository (a candidate version must write nothing there).
+        pending_snapshots: false,
         ..crate::suite::Options::new(opts.scenarios.clone(), opts.snapshots.clone())
     })
     .await
