@@ -225,6 +225,12 @@ pub struct UpgradeArgs {
     /// Also write the report (`upgrade.md`, `upgrade.json`) into this folder.
     #[arg(long, short = 'o', value_name = "DIR")]
     pub out: Option<PathBuf>,
+    /// Codex: when the report is clean (no verdict changed, every difference of the fakes
+    /// explained), accept the version — its generated schema bundle into
+    /// `fakes/schemas/codex/` and an entry into `fakes/profiles/codex.toml` — so the fakes
+    /// speak it (`--product-version codex=<version>`) after a rebuild. Review the diff.
+    #[arg(long)]
+    pub accept: bool,
     /// Only the peer scenarios whose id contains this text (repeatable: any match).
     #[arg(long, short = 'f', value_name = "TEXT")]
     pub filter: Vec<String>,

@@ -22,9 +22,9 @@ fn caught(defects: &[&str], filter: &str, extra: &[&str], expected: &[&str]) -> 
 fn the_reference_passes_the_whole_catalog() {
     let (code, out, err) = run(&["-j", "4"]);
     assert_eq!(code, Some(0), "{out}\n{err}");
-    // The upgrade scenarios need `--product-version codex=0.169.0`, the real-peer ones
-    // `--peers` (ci/peers); everything else runs.
-    assert!(out.contains(" 0 failed, 76 skipped"), "{out}");
+    // The upgrade scenarios need `--product-version codex=0.169.0` (or 0.171.0), the
+    // real-peer ones `--peers` (ci/peers); everything else runs.
+    assert!(out.contains(" 0 failed, 78 skipped"), "{out}");
     assert!(
         out.contains("real peer `dsh-sdk`: run `ci/peers` (or pass --peers DIR)"),
         "{out}"
@@ -39,8 +39,27 @@ fn the_codex_catalog_also_passes_with_the_fake_speaking_0_169_0() {
     // Every fake frame is validated against the real 0.169.0 schema in this run.
     let (code, out, err) = run(&["--filter", "codex/", "--product-version", "codex=0.169.0"]);
     assert_eq!(code, Some(0), "{out}\n{err}");
-    // The only skips are the real-peer Codex cases (`peers/codex/`, which need `--peers`).
-    assert!(out.contains(" 0 failed, 16 skipped"), "{out}");
+    // The only skips are the real-peer Codex cases (`peers/codex/`, which need `--peers`) and
+    // the scenario of a code 0.171.0 adds.
+    assert!(out.contains(" 0 failed, 18 skipped"), "{out}");
+}
+
+#[test]
+fn the_codex_catalog_also_passes_with_the_fake_speaking_an_accepted_version() {
+    // 0.171.0 was accepted from an upgrade report (fakes/profiles/codex.toml): the fake sends
+    // 0.169.0's frames, each validated against the real 0.171.0 schema, and the code it adds
+    // is reported as the subject maps it.
+    let (code, out, err) = run(&["--filter", "codex/", "--product-version", "codex=0.171.0"]);
+    assert_eq!(code, Some(0), "{out}\n{err}");
+    assert!(out.contains("242 passed, 0 failed, 32 skipped"), "{out}");
+    assert!(
+        out.contains("fakes speak: Codex app-server 0.171.0"),
+        "{out}"
+    );
+    assert!(
+        out.contains("  bioPolicy (foreground): category `unknown` — mapped to unknown"),
+        "{out}"
+    );
 }
 
 #[test]
@@ -48,7 +67,7 @@ fn an_unknown_product_version_is_a_usage_error_before_anything_runs() {
     let (code, out, err) = run(&["--product-version", "codex=9.9.9"]);
     assert_eq!(code, Some(2), "{out}\n{err}");
     assert!(
-        err.contains("unknown Codex product version \"9.9.9\" (known: 0.147.0, 0.169.0)"),
+        err.contains("unknown Codex product version \"9.9.9\" (known: 0.147.0, 0.169.0, 0.171.0)"),
         "{err}"
     );
     assert!(out.is_empty(), "nothing ran: {out}");
@@ -448,9 +467,9 @@ fn the_newer_codex_vocabulary_runs_and_reports_what_the_subject_maps_to_unknown(
     // that skipped everything tested nothing: exit 2, unless skips are allowed.
     let (code, out, _) = run(&["--filter", "codex/upgrade/"]);
     assert_eq!(code, Some(2), "{out}");
-    assert!(out.contains("0 passed, 0 failed, 14 skipped"), "{out}");
+    assert!(out.contains("0 passed, 0 failed, 16 skipped"), "{out}");
     assert!(
-        out.contains("nothing was tested: all 14 selected case(s) were skipped (needs --product-version codex=0.169.0)"),
+        out.contains("nothing was tested: all 16 selected case(s) were skipped (needs --product-version codex=0.169.0; needs --product-version codex=0.171.0)"),
         "{out}"
     );
     let (code, _, _) = run(&["--filter", "codex/upgrade/", "--allow-skips"]);

@@ -106,7 +106,7 @@ impl CodexCodec {
     }
 
     fn v0_169(&self) -> bool {
-        self.version == "0.169.0"
+        super::profile::dressing(self.version) == "0.169.0"
     }
 
     /// A `Turn` with this id and status, in 0.147.0's shape (`dress` adds a later version's

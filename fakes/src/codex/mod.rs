@@ -4,16 +4,24 @@
 //! top-level `emittedAtMs`; every error the real server returns uses code -32600.
 //!
 //! Frames are validated against the real binary's generated schema bundle of the product
-//! version the script speaks (`Script.product_version`: `0.147.0` by default, or `0.169.0`).
+//! version the script speaks (`Script.product_version`: `0.147.0` by default, `0.169.0`, or a
+//! version accepted from an upgrade report: [`profile`]).
 
 mod codec;
+pub mod profile;
 mod schema;
 
 pub use codec::{CodexCodec, EMITTED_AT_BASE_MS};
 pub use schema::validate_frame;
 
-/// Product versions conform has a vendored schema for, the default first.
-pub const PRODUCT_VERSIONS: &[&str] = &[DEFAULT_PRODUCT_VERSION, "0.169.0"];
+/// Product versions conform has a vendored schema for, the default first: the built-in ones,
+/// then those accepted from upgrade reports ([`profile`]).
+pub static PRODUCT_VERSIONS: std::sync::LazyLock<Vec<&'static str>> =
+    std::sync::LazyLock::new(|| {
+        let mut all = vec![DEFAULT_PRODUCT_VERSION, "0.169.0"];
+        all.extend(profile::PROFILES.iter().map(|p| p.version));
+        all
+    });
 
 /// The version a script speaks when it names none (the version deepseek-harness pins).
 pub const DEFAULT_PRODUCT_VERSION: &str = "0.147.0";
@@ -21,7 +29,7 @@ pub const DEFAULT_PRODUCT_VERSION: &str = "0.147.0";
 /// The product version a script's `product_version` selects (`None`: the default), or an
 /// error naming the known ones.
 pub fn product_version(version: Option<&str>) -> Result<&'static str, String> {
-    crate::codec::known_version("Codex product version", PRODUCT_VERSIONS, version)
+    crate::codec::known_version("Codex product version", &PRODUCT_VERSIONS, version)
 }
 
 /// The Codex app-server method names the fake and the schema check need.

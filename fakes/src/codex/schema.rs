@@ -113,11 +113,22 @@ static BUNDLE_0_147_0: LazyLock<Bundle> =
 static BUNDLE_0_169_0: LazyLock<Bundle> =
     LazyLock::new(|| Bundle::build(SCHEMA_0_169_0, "0.169.0"));
 
+/// The accepted versions' bundles ([`super::profile`]), built on first use.
+static PROFILE_BUNDLES: LazyLock<Vec<(&'static str, Bundle)>> = LazyLock::new(|| {
+    super::profile::PROFILES
+        .iter()
+        .map(|p| (p.version, Bundle::build(p.schema, p.version)))
+        .collect()
+});
+
 fn bundle(version: &str) -> Option<&'static Bundle> {
     match version {
         "0.147.0" => Some(&BUNDLE_0_147_0),
         "0.169.0" => Some(&BUNDLE_0_169_0),
-        _ => None,
+        _ => PROFILE_BUNDLES
+            .iter()
+            .find(|(v, _)| *v == version)
+            .map(|(_, b)| b),
     }
 }
 

@@ -30,7 +30,15 @@ pub fn normalise(frame: &Value, run_dir: &str) -> Value {
         match v {
             Value::Object(o) => Value::Object(
                 o.iter()
-                    .map(|(k, v)| (k.clone(), walk(v, k, run_dir)))
+                    .map(|(k, v)| {
+                        // A map keyed by model name: the configured model, not a field.
+                        let name = if KEYED_BY_MODEL.contains(&key) {
+                            "<model>".to_owned()
+                        } else {
+                            k.clone()
+                        };
+                        (name, walk(v, k, run_dir))
+                    })
                     .collect::<Map<_, _>>(),
             ),
             Value::Array(a) => Value::Array(a.iter().map(|x| walk(x, key, run_dir)).collect()),
@@ -41,6 +49,9 @@ pub fn normalise(frame: &Value, run_dir: &str) -> Value {
     }
     walk(frame, "", run_dir)
 }
+
+/// Keys of maps whose keys are model names (Claude Code's per-model usage).
+const KEYED_BY_MODEL: &[&str] = &["modelUsage", "model_usage_since_last_result"];
 
 /// Keys whose numbers are clocks or jittered delays.
 const VOLATILE_NUMBERS: &[&str] = &[

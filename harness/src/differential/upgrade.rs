@@ -87,6 +87,9 @@ pub struct UpgradeReport {
     pub pinned_version: String,
     pub candidate_version: String,
     pub scenarios: Vec<String>,
+    /// The product version the analogs' fakes speak (what an accepted candidate would be
+    /// dressed as).
+    pub fakes_speak: String,
     /// The protocol schemas' definitions that changed (Codex), or why they were not read.
     pub vocabulary: Result<Vec<vocabulary::Change>, String>,
     pub changes: Vec<Change>,
@@ -173,6 +176,17 @@ pub async fn upgrade(opts: &UpgradeOptions) -> Result<UpgradeReport, String> {
         pinned_version: opts.pinned.version.clone(),
         candidate_version: opts.candidate.version.clone(),
         scenarios: ids,
+        fakes_speak: cases
+            .iter()
+            .find_map(|c| c.version.clone())
+            .unwrap_or_else(|| {
+                conform_fakes::codec::for_provider(product)
+                    .speaks(None)
+                    .rsplit(' ')
+                    .next()
+                    .unwrap_or_default()
+                    .to_owned()
+            }),
         vocabulary: schema_changes(product, opts),
         changes,
         against_fake,
@@ -491,6 +505,7 @@ mod tests {
             pinned_version: "0.147.0".into(),
             candidate_version: "0.171.0".into(),
             scenarios: vec!["peers/codex/success".into(), "peers/codex/http-401".into()],
+            fakes_speak: "0.147.0".into(),
             vocabulary: Ok(vec![vocabulary::Change {
                 definition: "CodexErrorInfo".into(),
                 whole: None,
