@@ -145,10 +145,8 @@ pub(super) async fn ledgers(
             continue;
         }
         if let Some(obs) = c.obs {
-            let deadline_ms = c.scenario.file.deadline_ms.unwrap_or_else(|| {
-                opts.deadline
-                    .map_or(default_deadline_ms(), |d| d.as_millis() as u64)
-            });
+            // As the run had it: the scenario's, else its peer's, else the suite's.
+            let deadline_ms = obs.deadline.as_millis() as u64;
             out.insert(
                 c.scenario.id.clone(),
                 Ledger {

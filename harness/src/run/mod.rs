@@ -180,6 +180,7 @@ impl<'a> Run<'a> {
             .deadline_ms
             .or(peer_deadline)
             .map_or(ctx.settings.deadline, Duration::from_millis);
+        obs.deadline = deadline;
         let expected_in = scenario
             .file
             .expected_by_ms

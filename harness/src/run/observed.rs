@@ -65,6 +65,8 @@ pub struct Observed {
     /// a slow `initialize`, retries that outlast a deadline).
     pub fake_at_ms: Vec<u64>,
     pub cancel_sent: bool,
+    /// The run's deadline: the scenario's, else its real peer's, else the suite's.
+    pub deadline: Duration,
     pub timed_out: Option<Duration>,
     /// How far the deadline was put off because the machine was starved of CPU.
     pub deadline_put_off: Duration,
