@@ -164,6 +164,12 @@ pub enum PeersCommand {
     /// (`SKIPPED: …`); the others still install. Exit 0 unless the manifest or the command line
     /// is wrong (2).
     Install(PeersInstallArgs),
+    /// Record a peer's scenarios from its installed runtime over its fixtures, and draft an
+    /// explanation (for review) for each kind of frame whose differences from the fakes nothing
+    /// explains yet, into `fakes/peers/<peer>/differences.toml`: how a new agent is added (a
+    /// manifest entry, its peer scenarios, then this). Exit 0: recorded, nothing to draft; 1:
+    /// drafts written (review them); 2: could not run.
+    Record(PeersRecordArgs),
     /// Print the folder a peer is installed in (or, with --binary, its program). Exit 0:
     /// installed; 1: not installed; 2: no such peer or a wrong manifest.
     Path(PeersPathArgs),
@@ -195,6 +201,18 @@ pub struct PeersInstallArgs {
     /// still names every peer installed in the cache.
     #[arg(long, value_name = "NAME")]
     pub only: Vec<String>,
+}
+
+#[derive(Debug, Args)]
+pub struct PeersRecordArgs {
+    /// The peer's name in the manifest (`claude-agent-acp`).
+    pub name: String,
+    /// The installed peers [default: `$CONFORM_PEERS_DIR`, else `~/.cache/conform/peers`].
+    #[arg(long, value_name = "DIR")]
+    pub peers: Option<PathBuf>,
+    /// The fixtures folder [default: `fakes/peers/` of this workspace].
+    #[arg(long, value_name = "DIR")]
+    pub fixtures: Option<PathBuf>,
 }
 
 #[derive(Debug, Args)]

@@ -39,11 +39,23 @@ pub fn mask_job_ids(text: &str) -> String {
     out
 }
 
+/// The loopback model endpoint's port (a real peer may name its gateway in what it says) is
+/// the run's, not the text's.
+pub fn mask_loopback_ports(text: &str) -> String {
+    static PORT: std::sync::LazyLock<regex::Regex> = std::sync::LazyLock::new(|| {
+        regex::Regex::new(r"\b127\.0\.0\.1:[0-9]{1,5}\b").expect("a valid pattern")
+    });
+    PORT.replace_all(text, "127.0.0.1:[port]").into_owned()
+}
+
 /// The model-visible texts of a run, in a stable layout.
 pub fn render(obs: &Observed) -> String {
     let mut out = String::new();
     let mut block = |title: String, body: &str| {
-        out.push_str(&format!("── {title} ──\n{}\n", mask_job_ids(body)));
+        out.push_str(&format!(
+            "── {title} ──\n{}\n",
+            mask_loopback_ports(&mask_job_ids(body))
+        ));
     };
     if let Some(e) = &obs.start_rejected {
         block(format!("start rejected ({})", e.name), &e.message);
@@ -355,6 +367,14 @@ fn diff(old: &str, actual: &str, note: Option<String>) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_loopback_port_is_masked_and_nothing_else() {
+        assert_eq!(
+            mask_loopback_ports("through 127.0.0.1:36875, which; 127.0.0.1:1/v1 and 10.0.0.1:80"),
+            "through 127.0.0.1:[port], which; 127.0.0.1:[port]/v1 and 10.0.0.1:80"
+        );
+    }
 
     #[test]
     fn pending_and_accepted_snapshots_follow_insta() {

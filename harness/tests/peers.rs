@@ -158,6 +158,50 @@ fn a_value_or_a_count_the_fake_does_not_match_fails() {
     assert!(out.contains("\n3 unexplained difference(s)"), "{out}");
 }
 
+#[test]
+fn a_draft_explanation_explains_nothing_until_reviewed() {
+    // What `conform peers record` drafts in a peer's own folder: the difference it names stays
+    // unexplained, and the draft itself fails the differential, until a person writes the
+    // reason and removes `draft = true`.
+    let dir = fixtures_copy();
+    let main = dir.path().join("differences.toml");
+    let text = std::fs::read_to_string(&main).unwrap();
+    let entry = "[[difference]]\npeer = \"dsh-sdk\"\nkind = \"session.event:request/header\"\n";
+    let start = text.find(entry).expect("the request/header entry");
+    let end = text[start + 1..]
+        .find("[[")
+        .map_or(text.len(), |i| start + 1 + i);
+    std::fs::write(&main, format!("{}{}", &text[..start], &text[end..])).unwrap();
+    let own = dir.path().join("dsh-sdk/differences.toml");
+    std::fs::write(
+        &own,
+        format!("{entry}draft = true\nreason = \"TO REVIEW — Seen: …\"\n"),
+    )
+    .unwrap();
+    let (code, out) = diff(dir.path());
+    assert_eq!(code, Some(1), "{out}");
+    assert!(
+        out.contains(
+            "✗ the real runtime sends `session.event:request/header`; the fake never does"
+        ),
+        "{out}"
+    );
+    assert!(
+        out.contains(
+            "1 draft explanation(s) await review (write the reason, then remove `draft = true`)"
+        ),
+        "{out}"
+    );
+    // Reviewed: the peer's own file explains it, as the shared one did.
+    std::fs::write(
+        &own,
+        format!("{entry}reason = \"A log echo no provider reads.\"\n"),
+    )
+    .unwrap();
+    let (code, out) = diff(dir.path());
+    assert_eq!(code, Some(0), "{out}");
+}
+
 /// Appends one line to a copied fixture.
 fn append_line(path: &std::path::Path, line: &str) {
     let mut text = std::fs::read_to_string(path).unwrap();

@@ -66,6 +66,7 @@ fn the_manifest_names_every_peer_a_scenario_runs_and_no_other() {
         counts,
         [
             ("acp-example", 4),
+            ("claude-agent-acp", 2),
             ("claude-code", 5),
             ("codex-0.147.0", 8),
             ("codex-0.169.0", 4),
@@ -517,6 +518,10 @@ fn the_manifest_gives_todays_peers_json() {
             "claude-code",
             "node_modules/@anthropic-ai/claude-agent-sdk-linux-x64/claude",
         ),
+        (
+            "claude-agent-acp",
+            "node_modules/@agentclientprotocol/claude-agent-acp/dist/index.js",
+        ),
     ];
     let mut bin = BTreeMap::new();
     for (name, rel) in binaries {
@@ -558,6 +563,7 @@ fn the_manifest_gives_todays_peers_json() {
     assert_eq!(stderr(&out), "", "nothing to install, nothing to warn of");
     for d in [
         "npm/@agentclientprotocol/sdk@0.25.1",
+        "npm/@agentclientprotocol/claude-agent-acp@0.101.0",
         "npm/@anthropic-ai/claude-agent-sdk@0.3.220",
         "npm/@openai/codex@0.147.0",
         "npm/@openai/codex@0.169.0",
@@ -608,6 +614,17 @@ fn the_manifest_gives_todays_peers_json() {
                 "version": "2.1.220",
                 "command": [bin["claude-code"]],
                 "env": {"HOME": "{run_dir}/home", "PATH": "/usr/local/bin:/usr/bin:/bin",
+                        "ANTHROPIC_BASE_URL": "{model}", "ANTHROPIC_API_KEY": "mock-model-key",
+                        "DISABLE_TELEMETRY": "1", "DISABLE_AUTOUPDATER": "1",
+                        "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1",
+                        "DISABLE_ERROR_REPORTING": "1", "CLAUDE_CODE_MAX_RETRIES": "0"},
+                "files": {"{run_dir}/home/.keep": ""},
+            },
+            "claude-agent-acp": {
+                "version": "0.101.0",
+                "command": ["node", bin["claude-agent-acp"]],
+                "env": {"HOME": "{run_dir}/home", "PATH": "/usr/local/bin:/usr/bin:/bin",
+                        "IS_SANDBOX": "1",
                         "ANTHROPIC_BASE_URL": "{model}", "ANTHROPIC_API_KEY": "mock-model-key",
                         "DISABLE_TELEMETRY": "1", "DISABLE_AUTOUPDATER": "1",
                         "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1",

@@ -7,7 +7,9 @@ use std::io::Write as _;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-use crate::cli::{PeersArgs, PeersCacheArgs, PeersCommand, PeersInstallArgs, PeersPathArgs};
+use crate::cli::{
+    PeersArgs, PeersCacheArgs, PeersCommand, PeersInstallArgs, PeersPathArgs, PeersRecordArgs,
+};
 use crate::cmd::{Error, block_on, code};
 use crate::proc::peers::install::{self, InstallError, Outcome, Request};
 use crate::proc::peers::manifest::Manifest;
@@ -19,6 +21,7 @@ pub fn exec(command: PeersCommand) -> Result<ExitCode, Error> {
         PeersCommand::Diff(args) => diff(args),
         PeersCommand::Install(args) => install(args),
         PeersCommand::Path(args) => path(args),
+        PeersCommand::Record(args) => record(args),
     }
 }
 
@@ -38,6 +41,39 @@ fn diff(args: PeersArgs) -> Result<ExitCode, Error> {
     block_on(crate::differential::diff(opts))?
         .map(code)
         .map_err(Error::Usage)
+}
+
+fn record(args: PeersRecordArgs) -> Result<ExitCode, Error> {
+    let peers = args.peers.or_else(install::default_cache).ok_or_else(|| {
+        Error::Usage(format!(
+            "no peers folder: give --peers DIR, or set ${}",
+            install::CACHE_ENV
+        ))
+    })?;
+    let fixtures = args
+        .fixtures
+        .unwrap_or_else(|| default_dir("fakes").join("peers"));
+    let opts = crate::differential::DiffOptions {
+        scenarios: default_dir("scenarios"),
+        snapshots: default_dir("snapshots"),
+        fixtures: fixtures.clone(),
+        peers: Some(peers),
+        update: true,
+        filters: Vec::new(),
+        deadline: None,
+        jobs: None,
+    };
+    let drafts =
+        block_on(crate::differential::record_peer(opts, &args.name))?.map_err(Error::Usage)?;
+    if drafts == 0 {
+        println!("recorded; every difference from the fakes is explained");
+        return Ok(code(exit::PASS));
+    }
+    println!(
+        "recorded; {drafts} draft explanation(s) written to {} — review each (write its reason or close the difference in the fakes), then remove `draft = true`",
+        fixtures.join(&args.name).join("differences.toml").display()
+    );
+    Ok(code(exit::FAIL))
 }
 
 /// The manifest, the cache folder (created, absolute) and the request's versions.

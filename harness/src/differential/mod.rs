@@ -13,7 +13,7 @@ mod diff;
 pub mod upgrade;
 pub mod vocabulary;
 
-pub use diff::{DiffOptions, diff};
+pub use diff::{DiffOptions, diff, record_peer};
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
@@ -483,6 +483,9 @@ fn schema_rejections(
     out
 }
 
+/// The explanations file's name, in the fixtures folder and in a peer's folder.
+pub const FILE: &str = "differences.toml";
+
 /// `fakes/peers/differences.toml`: the differences kept on purpose, each with its reason.
 #[derive(Debug, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -538,9 +541,34 @@ pub struct ExplainedEntry {
     /// The real runtime does this in some runs only (a race): never reported stale.
     #[serde(default)]
     pub sometimes: bool,
+    /// Written by `conform peers record` for a person to review: it explains nothing (and
+    /// fails the differential) until its reason is written and this is removed.
+    #[serde(default)]
+    pub draft: bool,
 }
 
 impl Explained {
+    /// `differences.toml` of the fixtures folder, and each peer folder's own
+    /// (`<peer>/differences.toml`, as `conform peers record` starts one).
+    pub fn load_all(fixtures: &Path) -> Result<Explained, String> {
+        let mut all = Explained::load(&fixtures.join(FILE))?;
+        let mut own: Vec<std::path::PathBuf> = std::fs::read_dir(fixtures)
+            .map(|dir| {
+                dir.filter_map(|e| Some(e.ok()?.path().join(FILE)))
+                    .filter(|f| f.is_file())
+                    .collect()
+            })
+            .unwrap_or_default();
+        own.sort();
+        for path in own {
+            let more = Explained::load(&path)?;
+            all.difference.extend(more.difference);
+            all.unordered.extend(more.unordered);
+            all.volatile.extend(more.volatile);
+        }
+        Ok(all)
+    }
+
     pub fn load(path: &Path) -> Result<Explained, String> {
         match std::fs::read_to_string(path) {
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(Explained::default()),
@@ -556,7 +584,8 @@ impl Explained {
             .iter()
             .enumerate()
             .find(|(_, e)| {
-                glob(&e.peer, peer)
+                !e.draft
+                    && glob(&e.peer, peer)
                     && e.scenario.as_deref().is_none_or(|s| s == scenario)
                     && glob(&e.kind, &kind)
                     && e.field.as_deref().is_none_or(|pattern| {

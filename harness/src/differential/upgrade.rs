@@ -143,7 +143,7 @@ pub async fn upgrade(opts: &UpgradeOptions) -> Result<UpgradeReport, String> {
     )
     .await?;
     let fakes = diff::run_analogs(&opts.diff, &cases).await?;
-    let explained = Explained::load(&opts.diff.fixtures.join("differences.toml"))?;
+    let explained = Explained::load_all(&opts.diff.fixtures)?;
     let mut changes = Vec::new();
     let mut against_fake = Vec::new();
     for case in &cases {
