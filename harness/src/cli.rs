@@ -249,16 +249,8 @@ pub struct UpgradeArgs {
     /// speak it (`--product-version codex=<version>`) after a rebuild. Review the diff.
     #[arg(long)]
     pub accept: bool,
-    /// Only the peer scenarios whose id contains this text (repeatable: any match).
-    #[arg(long, short = 'f', value_name = "TEXT")]
-    pub filter: Vec<String>,
-    /// Per-run deadline in milliseconds (unless a scenario or the peer sets its own).
-    #[arg(long = "deadline-ms", value_name = "DEADLINE_MS",
-          value_parser = clap::value_parser!(u64).range(1..))]
-    pub deadline_ms: Option<u64>,
-    /// Runs in flight at once (default: `conform run`'s).
-    #[arg(long, short = 'j', value_parser = clap::value_parser!(u64).range(1..))]
-    pub jobs: Option<u64>,
+    #[command(flatten)]
+    pub runs: PeerRunArgs,
 }
 
 fn peer_at_version(s: &str) -> Result<(String, String), String> {
@@ -293,11 +285,19 @@ pub struct PeersArgs {
     /// The fixtures folder [default: `fakes/peers/` of this workspace].
     #[arg(long, value_name = "DIR")]
     pub fixtures: Option<PathBuf>,
+    #[command(flatten)]
+    pub runs: PeerRunArgs,
+}
+
+/// Which peer scenarios run, and how (`conform peers diff`, `conform upgrade`).
+#[derive(Debug, Args)]
+pub struct PeerRunArgs {
     /// Only the peer scenarios whose id contains this text (repeatable: any match).
     #[arg(long, short = 'f', value_name = "TEXT")]
     pub filter: Vec<String>,
     /// Per-run deadline in milliseconds for the real runs and the fakes' (unless a scenario
-    /// sets its own); a real run cut off by it is said to be, never read as missing frames.
+    /// or the peer sets its own); a real run cut off by it is said to be, never read as
+    /// missing frames.
     #[arg(long = "deadline-ms", value_name = "DEADLINE_MS",
           value_parser = clap::value_parser!(u64).range(1..))]
     pub deadline_ms: Option<u64>,

@@ -34,9 +34,9 @@ fn diff(args: PeersArgs) -> Result<ExitCode, Error> {
             .unwrap_or_else(|| default_dir("fakes").join("peers")),
         peers: args.peers,
         update: args.update,
-        filters: args.filter,
-        deadline: args.deadline_ms.map(std::time::Duration::from_millis),
-        jobs: args.jobs.map(|j| j as usize),
+        filters: args.runs.filter,
+        deadline: args.runs.deadline_ms.map(std::time::Duration::from_millis),
+        jobs: args.runs.jobs.map(|j| j as usize),
     };
     block_on(crate::differential::diff(opts))?
         .map(code)
