@@ -174,7 +174,10 @@ mod tests {
         assert!(product_version("nope=1").is_err());
         assert_eq!(
             product_version("codex=9.9.9"),
-            Err("unknown Codex product version \"9.9.9\" (known: 0.147.0, 0.169.0)".to_owned())
+            Err(
+                "unknown Codex product version \"9.9.9\" (known: 0.147.0, 0.169.0, 0.171.0)"
+                    .to_owned()
+            )
         );
         assert!(product_version("dsh-sdk=0.1.1").is_ok());
         assert!(
