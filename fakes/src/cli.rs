@@ -147,8 +147,7 @@ pub fn main(codec: Box<dyn Codec>) -> ! {
 /// current executable this fake again (for grandchildren of a multi-call binary).
 pub fn main_with_args(codec: Box<dyn Codec>, args: Vec<String>, self_args: Vec<String>) -> ! {
     let _ = process::SELF_ARGS.set(self_args);
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
+    let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
         .unwrap_or_else(|e| {

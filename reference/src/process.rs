@@ -69,6 +69,28 @@ pub const RUN_MARKER: &str = "CONFORM_REFERENCE_RUN";
 static MANAGED: std::sync::Mutex<std::collections::BTreeSet<i32>> =
     std::sync::Mutex::new(std::collections::BTreeSet::new());
 
+/// The process groups of the runs this process manages, while any handle on each run lives: a
+/// process in another run's group is that run's, so a scan for one run reads neither its
+/// environment nor its descriptors (at many runs at once they are most of the tree).
+static GROUPS: std::sync::Mutex<std::collections::BTreeSet<i32>> =
+    std::sync::Mutex::new(std::collections::BTreeSet::new());
+
+/// Lists a run's group in [`GROUPS`] until the last handle on the run is dropped.
+struct GroupListed(i32);
+
+impl GroupListed {
+    fn new(pgid: i32) -> GroupListed {
+        GROUPS.lock().expect("run groups").insert(pgid);
+        GroupListed(pgid)
+    }
+}
+
+impl Drop for GroupListed {
+    fn drop(&mut self) {
+        GROUPS.lock().expect("run groups").remove(&self.0);
+    }
+}
+
 /// Makes this process the reaper of its descendants' orphans (`PR_SET_CHILD_SUBREAPER`), so a
 /// runtime's descendant that escaped its process group comes back here instead of to init:
 /// it stays a descendant (findable, killable) and is reaped here. Reaps orphans as they exit,
@@ -206,6 +228,8 @@ pub struct ManagedChild {
     exit_rx: watch::Receiver<Option<ExitFacts>>,
     /// What the scans found the run owns (pid, start time), until each is gone.
     known: std::sync::Arc<std::sync::Mutex<std::collections::BTreeSet<(i32, u64)>>>,
+    /// Its group in [`GROUPS`] while a handle lives.
+    _listed: std::sync::Arc<GroupListed>,
 }
 
 pub struct Spawned {
@@ -287,6 +311,7 @@ pub fn spawn(
             pipes,
             exit_rx,
             known: Default::default(),
+            _listed: std::sync::Arc::new(GroupListed::new(pid)),
         },
         stdin,
         stdout,
@@ -352,6 +377,13 @@ impl ManagedChild {
         }
         let parent: HashMap<i32, i32> = table.iter().map(|p| (p.pid, p.ppid)).collect();
         let descends = |pid: i32, ancestor: i32| descends_in(&parent, table.len(), pid, ancestor);
+        let others: std::collections::BTreeSet<i32> = GROUPS
+            .lock()
+            .expect("run groups")
+            .iter()
+            .copied()
+            .filter(|g| *g != self.pgid)
+            .collect();
         table
             .iter()
             .filter(|p| p.pid != me && p.state != 'Z' && p.state != 'X')
@@ -361,6 +393,7 @@ impl ManagedChild {
                         && (p.pid == self.pid
                             || descends(p.pid, self.pid)
                             || (descends(p.pid, me)
+                                && !others.contains(&p.pgrp)
                                 && (has_marker(p.pid, &self.marker)
                                     || holds_any(p.pid, &self.pipes)))))
             })
