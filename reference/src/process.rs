@@ -69,19 +69,23 @@ pub const RUN_MARKER: &str = "CONFORM_REFERENCE_RUN";
 static MANAGED: std::sync::Mutex<std::collections::BTreeSet<i32>> =
     std::sync::Mutex::new(std::collections::BTreeSet::new());
 
-/// The process groups of the runs this process manages, while any handle on each run lives: a
-/// process in another run's group is that run's, so a scan for one run reads neither its
-/// environment nor its descriptors (at many runs at once they are most of the tree).
-static GROUPS: std::sync::Mutex<std::collections::BTreeSet<i32>> =
+/// The process groups of the runs this process manages (group id, and the start time of the
+/// runtime that leads it), while any handle on each run lives: a process in another run's
+/// group is that run's, so a scan for one run reads neither its environment nor its
+/// descriptors (at many runs at once they are most of the tree).
+static GROUPS: std::sync::Mutex<std::collections::BTreeSet<(i32, u64)>> =
     std::sync::Mutex::new(std::collections::BTreeSet::new());
 
 /// Lists a run's group in [`GROUPS`] until the last handle on the run is dropped.
-struct GroupListed(i32);
+struct GroupListed((i32, u64));
 
 impl GroupListed {
-    fn new(pgid: i32) -> GroupListed {
-        GROUPS.lock().expect("run groups").insert(pgid);
-        GroupListed(pgid)
+    fn new(pgid: i32, leader_start: u64) -> GroupListed {
+        GROUPS
+            .lock()
+            .expect("run groups")
+            .insert((pgid, leader_start));
+        GroupListed((pgid, leader_start))
     }
 }
 
@@ -89,6 +93,23 @@ impl Drop for GroupListed {
     fn drop(&mut self) {
         GROUPS.lock().expect("run groups").remove(&self.0);
     }
+}
+
+/// The other runs' groups that are still theirs in `table`: led by the runtime that started
+/// them. A group whose leader is gone may have emptied and its id been taken by a new session
+/// (pids come round within a suite: pid_max is often 32768), so it proves nothing.
+fn other_runs_groups(table: &[Proc], own: i32) -> std::collections::BTreeSet<i32> {
+    let listed = GROUPS.lock().expect("run groups").clone();
+    listed
+        .into_iter()
+        .filter(|&(pgid, start)| {
+            pgid != own
+                && table.iter().any(|p| {
+                    p.pid == pgid && p.start_time == start && p.state != 'Z' && p.state != 'X'
+                })
+        })
+        .map(|(pgid, _)| pgid)
+        .collect()
 }
 
 /// Makes this process the reaper of its descendants' orphans (`PR_SET_CHILD_SUBREAPER`), so a
@@ -311,7 +332,7 @@ pub fn spawn(
             pipes,
             exit_rx,
             known: Default::default(),
-            _listed: std::sync::Arc::new(GroupListed::new(pid)),
+            _listed: std::sync::Arc::new(GroupListed::new(pid, start_time)),
         },
         stdin,
         stdout,
@@ -377,13 +398,7 @@ impl ManagedChild {
         }
         let parent: HashMap<i32, i32> = table.iter().map(|p| (p.pid, p.ppid)).collect();
         let descends = |pid: i32, ancestor: i32| descends_in(&parent, table.len(), pid, ancestor);
-        let others: std::collections::BTreeSet<i32> = GROUPS
-            .lock()
-            .expect("run groups")
-            .iter()
-            .copied()
-            .filter(|g| *g != self.pgid)
-            .collect();
+        let others = other_runs_groups(table, self.pgid);
         table
             .iter()
             .filter(|p| p.pid != me && p.state != 'Z' && p.state != 'X')
@@ -785,6 +800,34 @@ mod tests {
         );
         let own = std::fs::read_to_string("/proc/self/stat").unwrap();
         assert!(parse_stat_full(&own).is_some_and(|(.., t)| t > 0));
+    }
+
+    #[test]
+    fn another_runs_group_counts_only_while_its_runtime_leads_it() {
+        let p = |pid, start_time, state| Proc {
+            pid,
+            ppid: 1,
+            pgrp: pid,
+            state,
+            start_time,
+        };
+        // Pids far from any this test process could hold, listed as other runs' groups.
+        let _live = GroupListed::new(4_000_001, 7);
+        let _reused = GroupListed::new(4_000_002, 7);
+        let _exited = GroupListed::new(4_000_003, 7);
+        let _own = GroupListed::new(4_000_004, 7);
+        let table = [
+            p(4_000_001, 7, 'S'),
+            // The id came round: a new session leader took it.
+            p(4_000_002, 9, 'S'),
+            p(4_000_003, 7, 'Z'),
+            p(4_000_004, 7, 'S'),
+        ];
+        let groups = other_runs_groups(&table, 4_000_004);
+        assert!(groups.contains(&4_000_001));
+        for pgid in [4_000_002, 4_000_003, 4_000_004] {
+            assert!(!groups.contains(&pgid), "{pgid}");
+        }
     }
 
     #[tokio::test]
