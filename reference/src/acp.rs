@@ -415,11 +415,14 @@ impl AcpRun {
         cancel: &mut watch::Receiver<bool>,
     ) -> SubagentResult {
         self.state.lock().expect("run state").prompting = true;
-        let prompt = self.rpc.request(
+        // A handle of its own: the prompt stays borrowed past a cancel (seeded defect below).
+        let rpc = self.rpc.clone();
+        let prompt = rpc.request(
             "session/prompt",
             json!({"sessionId": session_id, "prompt": [{"type": "text", "text": spec.task}]}),
         );
-        let step = race(prompt, cancel).await;
+        tokio::pin!(prompt);
+        let step = race(&mut prompt, cancel).await;
         // Settle the facts at this point: later chunks and permissions do not count.
         let (mut output, permission, title) = {
             let mut st = self.state.lock().expect("run state");
@@ -439,6 +442,9 @@ impl AcpRun {
             Step::Cancelled => {
                 // Local cancel: aborted at once, no diagnostic; then tell the child.
                 self.send_cancel().await;
+                if self.defects.await_cancelled_answer {
+                    let _ = prompt.await;
+                }
                 return SubagentResult {
                     stop_reason: "aborted".into(),
                     output: text_output(&output),

@@ -205,6 +205,11 @@ defects! {
         "Codex: never send turn/interrupt, neither on a local cancel nor when disposing an open \
          turn",
         catches ["wire.violation"];
+    await_cancelled_answer = "await-cancelled-answer":
+        "ACP: after a local cancel, wait for the agent to answer the cancelled prompt before \
+         the result (an agent that exits at EOF without answering it, as the ACP SDK 1.9.0 \
+         example agent does, leaves the run waiting)",
+        catches ["delivery.job-output", "subject.deadline"];
     unanswered_request = "unanswered-request":
         "Codex: leave an unsupported server request unanswered (the run still fails on it)",
         catches ["wire.violation"];
