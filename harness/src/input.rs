@@ -88,3 +88,48 @@ pub fn line_col(text: &str, offset: usize) -> (usize, usize) {
     let column = before.rsplit('\n').next().map_or(0, |l| l.chars().count()) + 1;
     (line, column)
 }
+/// Does `name` match `pattern`, where `*` stands for any run of characters (none included)?
+/// How a person writes a class of names in a file: a peer's program in the manifest
+/// (`vendor/*/bin/codex`), a class of differences in an explanation (`codex-*`, `*Ms`).
+pub fn wildcard(pattern: &str, name: &str) -> bool {
+    let mut parts = pattern.split('*');
+    let first = parts.next().unwrap_or_default();
+    let Some(mut rest) = name.strip_prefix(first) else {
+        return false;
+    };
+    let parts: Vec<&str> = parts.collect();
+    let Some((last, middle)) = parts.split_last() else {
+        return rest.is_empty(); // no `*` at all
+    };
+    for part in middle {
+        match rest.find(part) {
+            Some(i) => rest = &rest[i + part.len()..],
+            None => return false,
+        }
+    }
+    rest.len() >= last.len() && rest.ends_with(last)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_star_matches_any_run_of_characters() {
+        assert!(wildcard("*", ""));
+        assert!(wildcard("*", "abc"));
+        assert!(wildcard("a*c", "abbbc"));
+        assert!(wildcard("a*c", "ac"));
+        assert!(!wildcard("a*c", "abcd"));
+        assert!(wildcard("*-linux-*", "codex-linux-x64"));
+        assert!(!wildcard("ab*ba", "aba"));
+        assert!(!wildcard("abc", "abcd"));
+        assert!(wildcard("abc", "abc"));
+        // Classes of differences (`differences.toml`).
+        assert!(wildcard("codex-*", "codex-0.171.0"));
+        assert!(wildcard("*Ms", "emittedAtMs"));
+        assert!(wildcard(".*error*=", ".api_error_status="));
+        assert!(!wildcard("*Ms", "emittedAtMsX"));
+        assert!(!wildcard("codex-*", "codex"));
+    }
+}
