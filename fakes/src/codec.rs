@@ -63,6 +63,12 @@ pub trait Codec: Send {
     /// as reports name what a subject was judged against (`Codex app-server 0.147.0`).
     fn speaks(&self, version: Option<&str>) -> String;
 
+    /// The product version the fake speaks when a script names none, for a provider whose fake
+    /// speaks several (`None`: it speaks one, named by [`Codec::speaks`]).
+    fn default_product_version(&self) -> Option<&'static str> {
+        None
+    }
+
     /// Takes the script's product version (`None`: the protocol's default) before anything
     /// runs; an unknown version is a script error, naming the known ones.
     fn set_product_version(&mut self, version: Option<&str>) -> Result<(), String> {

@@ -446,6 +446,10 @@ fn table(action: &str, v: &Value, shape: &str) -> Result<Map<String, Value>, Str
 }
 
 impl Codec for CodexCodec {
+    fn default_product_version(&self) -> Option<&'static str> {
+        Some(super::DEFAULT_PRODUCT_VERSION)
+    }
+
     fn speaks(&self, version: Option<&str>) -> String {
         format!(
             "Codex app-server {}",

@@ -228,6 +228,10 @@ impl Codec for DshSdkCodec {
         }
     }
 
+    fn default_product_version(&self) -> Option<&'static str> {
+        Some(super::RUNTIME_VERSION)
+    }
+
     fn speaks(&self, version: Option<&str>) -> String {
         format!(
             "DSH SDK runtime {}",

@@ -83,22 +83,27 @@ fn accept(report: &upgrade::UpgradeReport, candidate: &Path, peer: &str) -> Resu
     }
     if report.exit_code() != 0 {
         return Err(Error::Usage(format!(
-            "--accept: {version} is not accepted: a verdict changed or a difference of the fakes              is unexplained (above); close it in the fakes or explain it first"
+            "--accept: {version} is not accepted: a verdict changed or a difference of the fakes \
+             is unexplained (above); close it in the fakes or explain it first"
         )));
     }
     if conform_fakes::codex::PRODUCT_VERSIONS.contains(&version.as_str()) {
         println!("accepted already: the fakes speak Codex {version}");
         return Ok(());
     }
-    let bin = crate::proc::peers::Peers::load(candidate)
-        .ok()
-        .and_then(|p| p.entries.get(peer).and_then(|e| e.command.first().cloned()))
-        .ok_or_else(|| Error::Usage(format!("--accept: no program for `{peer}`")))?;
+    let dress_as = report.fakes_speak.as_deref().ok_or_else(|| {
+        Error::Usage(format!(
+            "--accept: the {} fake speaks one version only",
+            report.product
+        ))
+    })?;
+    let bin =
+        upgrade::binary(candidate, peer).map_err(|e| Error::Usage(format!("--accept: {e}")))?;
     let work = tempfile::tempdir().map_err(|source| Error::Write {
         path: std::env::temp_dir(),
         source,
     })?;
-    crate::differential::vocabulary::codex_schema(Path::new(&bin), work.path())
+    crate::differential::vocabulary::codex_schema(&bin, work.path())
         .map_err(|e| Error::Usage(format!("--accept: {e}")))?;
     let fakes = default_dir("fakes");
     let schema = fakes.join(format!("schemas/codex/{version}.schemas.json"));
@@ -112,8 +117,7 @@ fn accept(report: &upgrade::UpgradeReport, candidate: &Path, peer: &str) -> Resu
     })?;
     let profiles = fakes.join("profiles/codex.toml");
     let entry = format!(
-        "\n[[version]]\nversion = {version:?}\ndress_as = {:?}\naccepted = {:?}\n",
-        report.fakes_speak,
+        "\n[[version]]\nversion = {version:?}\ndress_as = {dress_as:?}\naccepted = {:?}\n",
         format!(
             "conform upgrade {peer}@{version}: no verdict changed, every difference of the fakes explained"
         )
@@ -131,10 +135,9 @@ fn accept(report: &upgrade::UpgradeReport, candidate: &Path, peer: &str) -> Resu
             source,
         })?;
     println!(
-        "accepted: wrote {} and an entry in {} (Codex {version} dressed as {}); review the diff, then rebuild",
+        "accepted: wrote {} and an entry in {} (Codex {version} dressed as {dress_as}); review the diff, then rebuild",
         schema.display(),
         profiles.display(),
-        report.fakes_speak
     );
     Ok(())
 }
@@ -152,7 +155,8 @@ fn resolve(manifest: &Manifest, asked: &str) -> Result<String, Error> {
         .collect();
     let by_default = || {
         of.iter().find(|(_, s)| {
-            crate::suite::schedule::speaks(s.product, None).ends_with(s.pinned_product_version())
+            conform_fakes::codec::for_provider(s.product).default_product_version()
+                == Some(s.pinned_product_version())
         })
     };
     match of.as_slice() {
@@ -197,10 +201,9 @@ fn side(
         source,
     };
     std::fs::create_dir_all(dir).map_err(written)?;
-    let json = serde_json::to_string_pretty(&std::collections::BTreeMap::from([(peer, &entry)]))
-        .expect("an entry is JSON");
-    std::fs::write(dir.join(crate::proc::peers::MANIFEST), json + "\n").map_err(written)?;
-    let _ = writeln!(log, "== {peer} {version}: {}", entry.command.join(" "));
+    let command = entry.command.join(" ");
+    install::write_peers_json(dir, &[(peer.to_owned(), entry)].into()).map_err(written)?;
+    let _ = writeln!(log, "== {peer} {version}: {command}");
     Ok(Side {
         dir: dir.to_owned(),
         version: product_version,

@@ -88,8 +88,8 @@ pub struct UpgradeReport {
     pub candidate_version: String,
     pub scenarios: Vec<String>,
     /// The product version the analogs' fakes speak (what an accepted candidate would be
-    /// dressed as).
-    pub fakes_speak: String,
+    /// dressed as); `None` for a provider whose fake speaks one version only.
+    pub fakes_speak: Option<String>,
     /// The protocol schemas' definitions that changed (Codex), or why they were not read.
     pub vocabulary: Result<Vec<vocabulary::Change>, String>,
     pub changes: Vec<Change>,
@@ -176,17 +176,11 @@ pub async fn upgrade(opts: &UpgradeOptions) -> Result<UpgradeReport, String> {
         pinned_version: opts.pinned.version.clone(),
         candidate_version: opts.candidate.version.clone(),
         scenarios: ids,
-        fakes_speak: cases
-            .iter()
-            .find_map(|c| c.version.clone())
-            .unwrap_or_else(|| {
-                conform_fakes::codec::for_provider(product)
-                    .speaks(None)
-                    .rsplit(' ')
-                    .next()
-                    .unwrap_or_default()
-                    .to_owned()
-            }),
+        fakes_speak: cases.iter().find_map(|c| c.version.clone()).or_else(|| {
+            conform_fakes::codec::for_provider(product)
+                .default_product_version()
+                .map(str::to_owned)
+        }),
         vocabulary: schema_changes(product, opts),
         changes,
         against_fake,
@@ -369,7 +363,7 @@ fn schema_changes(
 }
 
 /// The program a peers folder runs for `peer` (its command's first word).
-fn binary(dir: &Path, peer: &str) -> Result<PathBuf, String> {
+pub fn binary(dir: &Path, peer: &str) -> Result<PathBuf, String> {
     let peers = crate::proc::peers::Peers::load(dir).map_err(|e| e.to_string())?;
     let entry = peers
         .entries
@@ -505,7 +499,7 @@ mod tests {
             pinned_version: "0.147.0".into(),
             candidate_version: "0.171.0".into(),
             scenarios: vec!["peers/codex/success".into(), "peers/codex/http-401".into()],
-            fakes_speak: "0.147.0".into(),
+            fakes_speak: Some("0.147.0".into()),
             vocabulary: Ok(vec![vocabulary::Change {
                 definition: "CodexErrorInfo".into(),
                 whole: None,

@@ -150,11 +150,7 @@ pub fn install(
             _ => None,
         }
     } else {
-        let mut text = serde_json::to_string_pretty(&entries).expect("entries are JSON");
-        text.push('\n');
-        let tmp = cache.join(format!("{}.tmp", super::MANIFEST));
-        std::fs::write(&tmp, text).map_err(written)?;
-        std::fs::rename(&tmp, &path).map_err(written)?;
+        write_peers_json(cache, &entries).map_err(written)?;
         Some(path)
     };
     Ok(Installed {
@@ -162,6 +158,16 @@ pub fn install(
         entries,
         peers_json,
     })
+}
+
+/// Writes `dir/peers.json` naming these entries, whole or not at all (a reader never sees half
+/// of one).
+pub fn write_peers_json(dir: &Path, entries: &BTreeMap<String, PeerEntry>) -> std::io::Result<()> {
+    let mut text = serde_json::to_string_pretty(entries).expect("entries are JSON");
+    text.push('\n');
+    let tmp = dir.join(format!("{}.tmp", super::MANIFEST));
+    std::fs::write(&tmp, text)?;
+    std::fs::rename(&tmp, dir.join(super::MANIFEST))
 }
 
 /// One peer into its folder, unless it is there already.
