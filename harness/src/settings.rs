@@ -123,7 +123,6 @@ fn millis() -> impl clap::builder::TypedValueParser<Value = Duration> {
         .map(Duration::from_millis)
 }
 
-/// `PROVIDER=VERSION`.
 /// `PROVIDER=VERSION`, for a version the provider's fake can speak: an unknown one is a usage
 /// error before anything runs, naming the known ones.
 fn product_version(s: &str) -> Result<(Provider, String), String> {

@@ -105,16 +105,13 @@ fn marked_under(tmp: &Path) -> Vec<i32> {
 /// passes (false): a pidfd per process, polled together — nothing is slept.
 fn await_an_exit(pids: &[i32], deadline: Instant) -> bool {
     use nix::poll::{PollFd, PollFlags, PollTimeout, poll};
-    use std::os::fd::{AsFd, FromRawFd, OwnedFd};
+    use std::os::fd::AsFd;
     let mut fds = Vec::new();
     for &pid in pids {
-        // SAFETY: pidfd_open takes a pid and flags and returns a new fd or -1.
-        let fd = unsafe { nix::libc::syscall(nix::libc::SYS_pidfd_open, pid, 0) };
-        if fd < 0 {
-            return true; // gone between the look and the open
+        match conform::proc::pids::pidfd_open(pid) {
+            Ok(fd) => fds.push(fd),
+            Err(_) => return true, // gone between the look and the open
         }
-        // SAFETY: the fd was just returned by pidfd_open and is owned by nothing else.
-        fds.push(unsafe { OwnedFd::from_raw_fd(fd as i32) });
     }
     let mut polled: Vec<PollFd> = fds
         .iter()
