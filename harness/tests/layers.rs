@@ -135,3 +135,38 @@ fn an_import_up_or_sideways_is_named_with_its_file_and_line() {
         ]
     );
 }
+
+/// A file past this many lines holds more than one concern (the run wing's rule): its tests
+/// go to a `tests.rs` beside it, or a concern to a module of its own.
+const MOST_LINES: usize = 600;
+
+fn too_long(files: &[(PathBuf, String)]) -> Vec<String> {
+    files
+        .iter()
+        .map(|(path, text)| (path, text.lines().count()))
+        .filter(|(_, n)| *n > MOST_LINES)
+        .map(|(path, n)| format!("{}: {n} lines", path.display()))
+        .collect()
+}
+
+#[test]
+fn no_harness_source_file_runs_past_600_lines() {
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+    let mut files = Vec::new();
+    sources(&src, &mut files);
+    let found = too_long(&files);
+    assert!(
+        found.is_empty(),
+        "over {MOST_LINES} lines:\n{}",
+        found.join("\n")
+    );
+}
+
+#[test]
+fn a_file_past_600_lines_is_named() {
+    let files = vec![
+        (PathBuf::from("/src/a.rs"), "x\n".repeat(600)),
+        (PathBuf::from("/src/b.rs"), "x\n".repeat(601)),
+    ];
+    assert_eq!(too_long(&files), ["/src/b.rs: 601 lines"]);
+}

@@ -10,20 +10,21 @@
 //! `fakes/peers/differences.toml`; an unexplained one fails.
 
 mod diff;
+mod drafts;
+mod explained;
 pub mod upgrade;
 pub mod vocabulary;
+mod wire;
 
-pub use diff::{DiffOptions, diff, record_peer};
+pub use diff::{DiffOptions, diff};
+pub use drafts::record_peer;
+pub use explained::{Explained, ExplainedEntry, FILE, Leave};
 
 use std::collections::{BTreeMap, BTreeSet};
-use std::path::Path;
 
 use conform_protocol::side::{Direction, FakeEvent, FakeLine};
 use conform_protocol::vocab::Provider;
-use serde::Deserialize;
 use serde_json::{Map, Value};
-
-use crate::input::wildcard;
 
 /// Replaces what differs from run to run — ids, times, paths, retry delays — with
 /// placeholders, so a fixture changes only when the runtime does.
@@ -259,21 +260,6 @@ impl std::fmt::Display for Difference {
     }
 }
 
-/// What a comparison leaves aside, by declared rule: kinds whose place in the order is not
-/// judged (sent asynchronously), and fields whose values are not (`*` matches any run of
-/// characters: `.params.usage.*`).
-#[derive(Debug, Default)]
-pub struct Leave {
-    pub unordered: BTreeSet<String>,
-    pub volatile: Vec<String>,
-}
-
-impl Leave {
-    fn volatile(&self, field: &str) -> bool {
-        self.volatile.iter().any(|p| wildcard(p, field))
-    }
-}
-
 /// What one wire shows, kind by kind.
 #[derive(Debug, Default)]
 struct Profile {
@@ -463,272 +449,5 @@ fn schema_rejections(
     out
 }
 
-/// The explanations file's name, in the fixtures folder and in a peer's folder.
-pub const FILE: &str = "differences.toml";
-
-/// `fakes/peers/differences.toml`: the differences kept on purpose, each with its reason.
-#[derive(Debug, Default, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct Explained {
-    #[serde(default)]
-    pub difference: Vec<ExplainedEntry>,
-    /// Kinds a real runtime sends asynchronously: their place in the order is not judged.
-    #[serde(default)]
-    pub unordered: Vec<Unordered>,
-    /// Fields whose values change from run to run or build to build by nature (token counts,
-    /// versions, model names): their values are not compared.
-    #[serde(default)]
-    pub volatile: Vec<Volatile>,
-}
-
-#[derive(Debug, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct Volatile {
-    /// Only for this peer (absent: every peer).
-    pub peer: Option<String>,
-    /// A field path, `*` for any run of characters (`*.usage.*`).
-    pub field: String,
-    /// Why its value says nothing a provider acts on.
-    pub reason: String,
-}
-
-#[derive(Debug, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct Unordered {
-    pub peer: String,
-    pub kind: String,
-    /// What was observed (the runs in which it came early and late).
-    pub reason: String,
-}
-
-#[derive(Debug, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct ExplainedEntry {
-    /// The peer (`dsh-sdk`), as in `peers.json`; `*` matches any run of characters
-    /// (`codex-*`).
-    pub peer: String,
-    /// Only for this peer scenario (absent: every scenario of the peer).
-    pub scenario: Option<String>,
-    /// The frame kind, or `order`; `*` matches any run of characters (a class of kinds).
-    pub kind: String,
-    /// Which difference of the kind: a field path with its type (`.id:string`, a shape), a
-    /// field path and `=` (`.error.code=`, its values), `count`, or `schema`; `*` matches any
-    /// run of characters (`.params.*:*` for every new field). Absent: every difference of the
-    /// kind.
-    pub field: Option<String>,
-    /// Why the fake differs on purpose (or why it cannot matter to a provider).
-    pub reason: String,
-    /// The real runtime does this in some runs only (a race): never reported stale.
-    #[serde(default)]
-    pub sometimes: bool,
-    /// Written by `conform peers record` for a person to review: it explains nothing (and
-    /// fails the differential) until its reason is written and this is removed.
-    #[serde(default)]
-    pub draft: bool,
-}
-
-impl Explained {
-    /// `differences.toml` of the fixtures folder, and each peer folder's own
-    /// (`<peer>/differences.toml`, as `conform peers record` starts one).
-    pub fn load_all(fixtures: &Path) -> Result<Explained, String> {
-        let mut all = Explained::load(&fixtures.join(FILE))?;
-        let mut own: Vec<std::path::PathBuf> = std::fs::read_dir(fixtures)
-            .map(|dir| {
-                dir.filter_map(|e| Some(e.ok()?.path().join(FILE)))
-                    .filter(|f| f.is_file())
-                    .collect()
-            })
-            .unwrap_or_default();
-        own.sort();
-        for path in own {
-            let more = Explained::load(&path)?;
-            all.difference.extend(more.difference);
-            all.unordered.extend(more.unordered);
-            all.volatile.extend(more.volatile);
-        }
-        Ok(all)
-    }
-
-    pub fn load(path: &Path) -> Result<Explained, String> {
-        match std::fs::read_to_string(path) {
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(Explained::default()),
-            Err(e) => Err(format!("{}: {e}", path.display())),
-            Ok(text) => toml::from_str(&text).map_err(|e| format!("{}: {e}", path.display())),
-        }
-    }
-
-    /// The reason a difference is kept, if it is listed.
-    pub fn reason(&self, peer: &str, scenario: &str, d: &Difference) -> Option<(usize, &str)> {
-        let (kind, field) = d.key();
-        self.difference
-            .iter()
-            .enumerate()
-            .find(|(_, e)| {
-                !e.draft
-                    && wildcard(&e.peer, peer)
-                    && e.scenario.as_deref().is_none_or(|s| s == scenario)
-                    && wildcard(&e.kind, &kind)
-                    && e.field.as_deref().is_none_or(|pattern| {
-                        field
-                            .as_deref()
-                            .is_some_and(|field| wildcard(pattern, field))
-                    })
-            })
-            .map(|(i, e)| (i, e.reason.as_str()))
-    }
-
-    /// What a comparison for `peer` leaves aside.
-    pub fn leave(&self, peer: &str) -> Leave {
-        Leave {
-            unordered: self
-                .unordered
-                .iter()
-                .filter(|u| u.peer == peer)
-                .map(|u| u.kind.clone())
-                .collect(),
-            volatile: self
-                .volatile
-                .iter()
-                .filter(|v| v.peer.as_deref().is_none_or(|p| wildcard(p, peer)))
-                .map(|v| v.field.clone())
-                .collect(),
-        }
-    }
-}
-
 #[cfg(test)]
-mod tests {
-    use super::*;
-    use serde_json::json;
-
-    #[test]
-    fn volatile_values_are_masked_and_shapes_kept() {
-        let f = json!({"params": {"sessionId": "session-0123456789abcdef0123456789abcdef",
-            "event": {"time": 1796090370099_u64, "seq": 3, "data": {"id": "7887a44c-9297-4893-9cc4-e41e56d40641",
-            "cwd": "/tmp/conform-x/r1/workspace", "text": "Hello, world."}}}});
-        let n = normalise(&f, "/tmp/conform-x/r1");
-        assert_eq!(n["params"]["sessionId"], "session-<id>");
-        assert_eq!(n["params"]["event"]["time"], 0);
-        assert_eq!(n["params"]["event"]["seq"], 3);
-        assert_eq!(n["params"]["event"]["data"]["id"], "<id>");
-        assert_eq!(n["params"]["event"]["data"]["cwd"], "<run>/workspace");
-        assert_eq!(n["params"]["event"]["data"]["text"], "Hello, world.");
-    }
-
-    #[test]
-    fn kinds_fields_and_order_are_compared() {
-        let k = |f: &Value| (kind(Provider::DshSdk, f, None), f.clone());
-        let real = vec![
-            k(&json!({"method": "session.event", "params": {"event": {"type": "turn/start"}}})),
-            k(
-                &json!({"method": "session.event", "params": {"event": {"type": "assistant/message", "data": {"stream": []}}}}),
-            ),
-        ];
-        let fake = vec![k(
-            &json!({"method": "session.event", "params": {"event": {"type": "assistant/message", "data": {"x": 1}}}}),
-        )];
-        let d = compare(&real, &fake, &Leave::default());
-        assert!(
-            d.contains(&Difference::OnlyReal {
-                kind: "session.event:turn/start".into()
-            }),
-            "{d:?}"
-        );
-        assert!(d.iter().any(|x| matches!(x, Difference::FieldOnlyReal { field, .. } if field == ".params.event.data.stream:array")), "{d:?}");
-        assert!(d.iter().any(|x| matches!(x, Difference::FieldOnlyFake { field, .. } if field == ".params.event.data.x:number")), "{d:?}");
-    }
-
-    #[test]
-    fn closed_values_and_counts_are_compared_and_free_text_ids_and_volatile_fields_are_not() {
-        let k = |f: Value| ("error:session/prompt".to_owned(), f);
-        let real = vec![
-            k(
-                json!({"error": {"code": -32000, "message": "Authentication required", "data": {"status": "failed"}},
-                "id": "<id>", "at": {"startedAtMs": 5}}),
-            ),
-            k(
-                json!({"error": {"code": -32000, "message": "again", "data": {"status": "failed"}},
-                "id": "<id>", "at": {"startedAtMs": 9}}),
-            ),
-        ];
-        let fake = vec![k(
-            json!({"error": {"code": -32603, "message": "Internal error", "data": {"status": "failed"}},
-                "id": "<id>", "at": {"startedAtMs": 1}}),
-        )];
-        let leave = Leave {
-            volatile: vec!["*Ms".into()],
-            ..Leave::default()
-        };
-        let d = compare(&real, &fake, &leave);
-        assert_eq!(
-            d,
-            vec![
-                Difference::Values {
-                    kind: "error:session/prompt".into(),
-                    field: ".error.code".into(),
-                    real: ["-32000".to_owned()].into(),
-                    fake: ["-32603".to_owned()].into(),
-                },
-                Difference::Count {
-                    kind: "error:session/prompt".into(),
-                    real: 2,
-                    fake: 1
-                },
-            ]
-        );
-        assert_eq!(
-            d[0].to_string(),
-            "`error:session/prompt` `.error.code`: the real runtime sends -32000; the fake sends -32603"
-        );
-        // Without the volatile rule the clock is a value difference too.
-        assert!(
-            compare(&real, &fake, &Leave::default()).iter().any(
-                |d| matches!(d, Difference::Values { field, .. } if field == ".at.startedAtMs")
-            )
-        );
-    }
-
-    #[test]
-    fn explanations_match_classes_by_glob() {
-        let explained: Explained = toml::from_str(
-            r#"
-            [[difference]]
-            peer = "codex-*"
-            kind = "item/*"
-            field = ".params.item.status="
-            reason = "r"
-            "#,
-        )
-        .unwrap();
-        let values = |kind: &str, field: &str| Difference::Values {
-            kind: kind.into(),
-            field: field.into(),
-            real: BTreeSet::new(),
-            fake: BTreeSet::new(),
-        };
-        assert!(
-            explained
-                .reason(
-                    "codex-0.171.0",
-                    "s",
-                    &values("item/completed", ".params.item.status")
-                )
-                .is_some()
-        );
-        // A shape difference at the same path is another difference.
-        let shape = Difference::FieldOnlyReal {
-            kind: "item/completed".into(),
-            field: ".params.item.status:string".into(),
-        };
-        assert!(explained.reason("codex-0.171.0", "s", &shape).is_none());
-        assert!(
-            explained
-                .reason(
-                    "dsh-sdk",
-                    "s",
-                    &values("item/completed", ".params.item.status")
-                )
-                .is_none()
-        );
-    }
-}
+mod tests;

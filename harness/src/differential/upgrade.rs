@@ -20,8 +20,9 @@ use std::path::{Path, PathBuf};
 use conform_protocol::vocab::Provider;
 use serde::Serialize;
 
-use super::diff::{self, DiffOptions, Ledger, PeerCase, Wire};
+use super::DiffOptions;
 use super::vocabulary;
+use super::wire::{self, Ledger, PeerCase, Wire};
 use super::{Difference, Explained, compare, schema_rejections};
 
 /// One side of an upgrade: a peers folder whose `peers.json` names the peer, and the product
@@ -114,7 +115,7 @@ impl UpgradeReport {
 
 /// Runs the peer's scenarios on both sides and compares them.
 pub async fn upgrade(opts: &UpgradeOptions) -> Result<UpgradeReport, String> {
-    let cases: Vec<PeerCase> = diff::peer_cases(&opts.diff.scenarios)?
+    let cases: Vec<PeerCase> = wire::peer_cases(&opts.diff.scenarios)?
         .into_iter()
         .filter(|c| c.peer == opts.peer)
         .filter(|c| {
@@ -128,21 +129,21 @@ pub async fn upgrade(opts: &UpgradeOptions) -> Result<UpgradeReport, String> {
         ));
     };
     let ids: Vec<String> = cases.iter().map(|c| c.id.clone()).collect();
-    let pinned = diff::ledgers(
+    let pinned = wire::ledgers(
         &opts.diff,
         &ids,
         Some(opts.pinned.dir.clone()),
         Default::default(),
     )
     .await?;
-    let candidate = diff::ledgers(
+    let candidate = wire::ledgers(
         &opts.diff,
         &ids,
         Some(opts.candidate.dir.clone()),
         Default::default(),
     )
     .await?;
-    let fakes = diff::run_analogs(&opts.diff, &cases).await?;
+    let fakes = wire::run_analogs(&opts.diff, &cases).await?;
     let explained = Explained::load_all(&opts.diff.fixtures)?;
     let mut changes = Vec::new();
     let mut against_fake = Vec::new();
@@ -188,7 +189,7 @@ pub async fn upgrade(opts: &UpgradeOptions) -> Result<UpgradeReport, String> {
 }
 
 fn wire(provider: Provider, run: &Ledger) -> Wire {
-    diff::kinds_of(provider, diff::normalised(&run.lines, &run.run_dir))
+    wire::kinds_of(provider, wire::normalised(&run.lines, &run.run_dir))
 }
 
 fn wire_of_fake(case: &PeerCase, fake: &Ledger) -> Wire {
@@ -223,7 +224,7 @@ fn case_changes(
         if run.cut_off {
             out.push(change(
                 Rank::Reports,
-                format!("{side}: {}", diff::unfinished(run, case.provider)),
+                format!("{side}: {}", wire::unfinished(run, case.provider)),
             ));
         }
     }

@@ -1,0 +1,116 @@
+//! `conform peers record <peer>`: a peer's wires recorded over its fixtures, and a draft
+//! explanation for each kind of frame whose differences nothing explains yet.
+
+use std::collections::BTreeMap;
+use std::path::Path;
+
+use super::diff::{DiffOptions, record};
+use super::wire::{PeerCase, kinds_of, normalised, peer_cases, run_analogs};
+use super::{Explained, compare, schema_rejections};
+
+/// `conform peers record <peer>`: the peer's scenarios recorded from its installed runtime over
+/// its fixtures, then a draft explanation for each kind of frame whose differences from the
+/// fakes nothing explains yet, appended to `<fixtures>/<peer>/differences.toml` for a person to
+/// review (a draft explains nothing until then). Returns how many drafts were written.
+pub async fn record_peer(opts: DiffOptions, peer: &str) -> Result<usize, String> {
+    let dir = opts
+        .peers
+        .clone()
+        .ok_or("recording needs the installed peers (--peers DIR)")?;
+    let cases: Vec<PeerCase> = peer_cases(&opts.scenarios)?
+        .into_iter()
+        .filter(|c| c.peer == peer)
+        .collect();
+    if cases.is_empty() {
+        return Err(format!(
+            "no peer scenario names `{peer}` (write scenarios/peers/{peer}/*.toml with `[peer] name = \"{peer}\"` and an `analog`)"
+        ));
+    }
+    let explained = Explained::load_all(&opts.fixtures)?;
+    let opts = DiffOptions {
+        update: true,
+        ..opts
+    };
+    let (fresh, cut_off) = record(&opts, &cases, &dir, &explained).await?;
+    if let Some((id, why)) = cut_off.iter().next() {
+        return Err(format!("{id}: {why}; nothing drafted"));
+    }
+    let fakes = run_analogs(&opts, &cases).await?;
+    let mut open: BTreeMap<String, Vec<String>> = BTreeMap::new();
+    for case in &cases {
+        let (Some(real), Some(fake)) = (
+            fresh.get(&case.id),
+            fakes.get(&(case.analog.clone(), case.version.clone())),
+        ) else {
+            continue;
+        };
+        let fake = kinds_of(case.provider, normalised(&fake.lines, &fake.run_dir));
+        let mut diffs = compare(real, &fake, &explained.leave(peer));
+        diffs.extend(schema_rejections(
+            case.provider,
+            case.version.as_deref(),
+            real,
+        ));
+        for d in diffs
+            .into_iter()
+            .filter(|d| explained.reason(peer, &case.id, d).is_none())
+        {
+            open.entry(d.key().0)
+                .or_default()
+                .push(format!("{}: {d}", case.id));
+        }
+    }
+    write_drafts(&opts.fixtures.join(peer).join(super::FILE), peer, open)
+}
+
+/// Appends one draft entry per kind to a peer's explanations file.
+fn write_drafts(
+    path: &Path,
+    peer: &str,
+    open: BTreeMap<String, Vec<String>>,
+) -> Result<usize, String> {
+    #[derive(serde::Serialize)]
+    struct Draft<'a> {
+        peer: &'a str,
+        kind: String,
+        draft: bool,
+        reason: String,
+    }
+    #[derive(serde::Serialize)]
+    struct File<'a> {
+        difference: Vec<Draft<'a>>,
+    }
+    let drafts: Vec<Draft> = open
+        .into_iter()
+        .map(|(kind, seen)| Draft {
+            peer,
+            kind,
+            draft: true,
+            reason: format!(
+                "TO REVIEW — why the fake may differ here, or close it in the fakes. Seen: {}",
+                seen.join(" | ")
+            ),
+        })
+        .collect();
+    let n = drafts.len();
+    if n == 0 {
+        return Ok(0);
+    }
+    let text = toml::to_string(&File { difference: drafts }).map_err(|e| e.to_string())?;
+    let head = if path.is_file() {
+        String::new()
+    } else {
+        format!(
+            "# Differences between the real `{peer}` and the fakes, kept on purpose (see\n# ../differences.toml for the format). Drafts from `conform peers record {peer}`.\n\n"
+        )
+    };
+    std::fs::create_dir_all(path.parent().expect("a peer folder")).map_err(|e| e.to_string())?;
+    let mut f = std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(path)
+        .map_err(|e| format!("{}: {e}", path.display()))?;
+    std::io::Write::write_all(&mut f, format!("{head}{text}").as_bytes())
+        .map_err(|e| format!("{}: {e}", path.display()))?;
+    Ok(n)
+}

@@ -1,0 +1,133 @@
+use super::*;
+use serde_json::json;
+
+#[test]
+fn volatile_values_are_masked_and_shapes_kept() {
+    let f = json!({"params": {"sessionId": "session-0123456789abcdef0123456789abcdef",
+        "event": {"time": 1796090370099_u64, "seq": 3, "data": {"id": "7887a44c-9297-4893-9cc4-e41e56d40641",
+        "cwd": "/tmp/conform-x/r1/workspace", "text": "Hello, world."}}}});
+    let n = normalise(&f, "/tmp/conform-x/r1");
+    assert_eq!(n["params"]["sessionId"], "session-<id>");
+    assert_eq!(n["params"]["event"]["time"], 0);
+    assert_eq!(n["params"]["event"]["seq"], 3);
+    assert_eq!(n["params"]["event"]["data"]["id"], "<id>");
+    assert_eq!(n["params"]["event"]["data"]["cwd"], "<run>/workspace");
+    assert_eq!(n["params"]["event"]["data"]["text"], "Hello, world.");
+}
+
+#[test]
+fn kinds_fields_and_order_are_compared() {
+    let k = |f: &Value| (kind(Provider::DshSdk, f, None), f.clone());
+    let real = vec![
+        k(&json!({"method": "session.event", "params": {"event": {"type": "turn/start"}}})),
+        k(
+            &json!({"method": "session.event", "params": {"event": {"type": "assistant/message", "data": {"stream": []}}}}),
+        ),
+    ];
+    let fake = vec![k(
+        &json!({"method": "session.event", "params": {"event": {"type": "assistant/message", "data": {"x": 1}}}}),
+    )];
+    let d = compare(&real, &fake, &Leave::default());
+    assert!(
+        d.contains(&Difference::OnlyReal {
+            kind: "session.event:turn/start".into()
+        }),
+        "{d:?}"
+    );
+    assert!(d.iter().any(|x| matches!(x, Difference::FieldOnlyReal { field, .. } if field == ".params.event.data.stream:array")), "{d:?}");
+    assert!(d.iter().any(|x| matches!(x, Difference::FieldOnlyFake { field, .. } if field == ".params.event.data.x:number")), "{d:?}");
+}
+
+#[test]
+fn closed_values_and_counts_are_compared_and_free_text_ids_and_volatile_fields_are_not() {
+    let k = |f: Value| ("error:session/prompt".to_owned(), f);
+    let real = vec![
+        k(
+            json!({"error": {"code": -32000, "message": "Authentication required", "data": {"status": "failed"}},
+            "id": "<id>", "at": {"startedAtMs": 5}}),
+        ),
+        k(
+            json!({"error": {"code": -32000, "message": "again", "data": {"status": "failed"}},
+            "id": "<id>", "at": {"startedAtMs": 9}}),
+        ),
+    ];
+    let fake = vec![k(
+        json!({"error": {"code": -32603, "message": "Internal error", "data": {"status": "failed"}},
+            "id": "<id>", "at": {"startedAtMs": 1}}),
+    )];
+    let leave = Leave {
+        volatile: vec!["*Ms".into()],
+        ..Leave::default()
+    };
+    let d = compare(&real, &fake, &leave);
+    assert_eq!(
+        d,
+        vec![
+            Difference::Values {
+                kind: "error:session/prompt".into(),
+                field: ".error.code".into(),
+                real: ["-32000".to_owned()].into(),
+                fake: ["-32603".to_owned()].into(),
+            },
+            Difference::Count {
+                kind: "error:session/prompt".into(),
+                real: 2,
+                fake: 1
+            },
+        ]
+    );
+    assert_eq!(
+        d[0].to_string(),
+        "`error:session/prompt` `.error.code`: the real runtime sends -32000; the fake sends -32603"
+    );
+    // Without the volatile rule the clock is a value difference too.
+    assert!(
+        compare(&real, &fake, &Leave::default())
+            .iter()
+            .any(|d| matches!(d, Difference::Values { field, .. } if field == ".at.startedAtMs"))
+    );
+}
+
+#[test]
+fn explanations_match_classes_by_glob() {
+    let explained: Explained = toml::from_str(
+        r#"
+        [[difference]]
+        peer = "codex-*"
+        kind = "item/*"
+        field = ".params.item.status="
+        reason = "r"
+        "#,
+    )
+    .unwrap();
+    let values = |kind: &str, field: &str| Difference::Values {
+        kind: kind.into(),
+        field: field.into(),
+        real: BTreeSet::new(),
+        fake: BTreeSet::new(),
+    };
+    assert!(
+        explained
+            .reason(
+                "codex-0.171.0",
+                "s",
+                &values("item/completed", ".params.item.status")
+            )
+            .is_some()
+    );
+    // A shape difference at the same path is another difference.
+    let shape = Difference::FieldOnlyReal {
+        kind: "item/completed".into(),
+        field: ".params.item.status:string".into(),
+    };
+    assert!(explained.reason("codex-0.171.0", "s", &shape).is_none());
+    assert!(
+        explained
+            .reason(
+                "dsh-sdk",
+                "s",
+                &values("item/completed", ".params.item.status")
+            )
+            .is_none()
+    );
+}

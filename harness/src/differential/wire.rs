@@ -1,0 +1,289 @@
+//! The wires the differential compares: the scenarios that pair a real peer with a fake, their
+//! runs (each run's ledger, when its lines arrived, whether its deadline cut it off), and the
+//! recorded frames as fixtures keep them (normalised, each with its kind).
+
+use std::collections::BTreeMap;
+use std::path::Path;
+
+use conform_protocol::side::{Direction, FakeEvent, FakeLine};
+use conform_protocol::vocab::Provider;
+use serde::Deserialize;
+use serde_json::Value;
+
+use super::DiffOptions;
+use super::normalise;
+
+/// One recorded frame in a fixture: the frame, and the method a response answers.
+#[derive(Debug, serde::Serialize, Deserialize)]
+pub(super) struct Recorded {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    answers: Option<String>,
+    frame: Value,
+}
+
+/// The frames the runtime (real or fake) sent, in order, from a run's ledger.
+fn recorded(ledger: &[FakeLine]) -> Vec<Recorded> {
+    ledger
+        .iter()
+        .filter_map(|l| match &l.event {
+            FakeEvent::Frame {
+                dir: Direction::Sent,
+                frame,
+                answers,
+                ..
+            } => Some(Recorded {
+                answers: answers.clone(),
+                frame: frame.clone(),
+            }),
+            _ => None,
+        })
+        .collect()
+}
+
+/// A run's frames as a fixture holds them: normalised ([`normalise`]).
+pub(super) fn normalised(ledger: &[FakeLine], run_dir: &str) -> Vec<Recorded> {
+    recorded(ledger)
+        .into_iter()
+        .map(|r| Recorded {
+            frame: normalise(&r.frame, run_dir),
+            ..r
+        })
+        .collect()
+}
+
+pub(super) fn kinds_of(provider: Provider, records: Vec<Recorded>) -> Vec<(String, Value)> {
+    let codec = conform_fakes::codec::for_provider(provider);
+    records
+        .into_iter()
+        .map(|r| (codec.frame_kind(&r.frame, r.answers.as_deref()), r.frame))
+        .collect()
+}
+
+pub(super) fn fixture_path(dir: &Path, peer: &str, id: &str) -> std::path::PathBuf {
+    dir.join(peer)
+        .join(format!("{}.jsonl", id.rsplit('/').next().unwrap_or(id)))
+}
+
+pub(super) fn read_fixture(
+    provider: Provider,
+    path: &Path,
+) -> Result<Vec<(String, Value)>, String> {
+    let text = std::fs::read_to_string(path).map_err(|e| format!("{}: {e}", path.display()))?;
+    let records = text
+        .lines()
+        .filter(|l| !l.trim().is_empty())
+        .map(|l| serde_json::from_str(l).map_err(|e| format!("{}: {e}", path.display())))
+        .collect::<Result<Vec<Recorded>, String>>()?;
+    // Read as recorded now: the normalising rules may have grown since it was written.
+    let records = records
+        .into_iter()
+        .map(|r| Recorded {
+            frame: normalise(&r.frame, ""),
+            ..r
+        })
+        .collect();
+    Ok(kinds_of(provider, records))
+}
+
+/// A run's ledger, its scratch folder, when each ledger line arrived (ms), its deadline (ms)
+/// and whether the deadline cut it off.
+pub(super) struct Ledger {
+    pub(super) lines: Vec<FakeLine>,
+    pub(super) run_dir: String,
+    at_ms: Vec<u64>,
+    deadline_ms: u64,
+    pub(super) cut_off: bool,
+    /// The case's verdict against the reference: `pass`, or `fail: <check>: <message>`.
+    pub(super) outcome: String,
+}
+
+/// Runs the scenarios with these exact ids in foreground and returns each one's ledger.
+pub(super) async fn ledgers(
+    opts: &DiffOptions,
+    ids: &[String],
+    peers: Option<std::path::PathBuf>,
+    product_versions: BTreeMap<Provider, String>,
+) -> Result<BTreeMap<String, Ledger>, String> {
+    let defaults = crate::settings::Settings::default();
+    let report = crate::suite::run(crate::suite::Options {
+        filters: ids.to_vec(),
+        settings: crate::settings::Settings {
+            product_versions: product_versions.into_iter().collect(),
+            allow_skips: true,
+            peers,
+            deadline: opts.deadline.unwrap_or(defaults.deadline),
+            jobs: opts.jobs.unwrap_or(defaults.jobs),
+            ..defaults
+        },
+        keep_ledgers: true,
+        // The differential reads wires: a text that differs is in the case's verdict, and no
+        // `.snap.new` is left in the repository (a candidate version must write nothing there).
+        pending_snapshots: false,
+        ..crate::suite::Options::new(opts.scenarios.clone(), opts.snapshots.clone())
+    })
+    .await
+    .map_err(|e| e.to_string())?;
+    let mut out = BTreeMap::new();
+    for c in report.cases {
+        if c.mode != conform_protocol::subject::Mode::Foreground || !ids.contains(&c.scenario.id) {
+            continue;
+        }
+        if let Some(obs) = c.obs {
+            // As the run had it: the scenario's, else its peer's, else the suite's.
+            let deadline_ms = obs.deadline.as_millis() as u64;
+            out.insert(
+                c.scenario.id.clone(),
+                Ledger {
+                    outcome: outcome(&c.verdict, &c.findings),
+                    cut_off: obs.timed_out.is_some(),
+                    lines: obs.fake,
+                    run_dir: obs.run_dir,
+                    at_ms: obs.fake_at_ms,
+                    deadline_ms,
+                },
+            );
+        }
+    }
+    Ok(out)
+}
+
+/// A case's verdict in one line: `pass`, or the first failed check and its message.
+fn outcome(verdict: &crate::suite::Verdict, findings: &[crate::checks::Finding]) -> String {
+    use crate::suite::Verdict;
+    match verdict {
+        Verdict::Pass => "pass".into(),
+        Verdict::Fail | Verdict::Known(_) => findings.first().map_or("fail".into(), |f| {
+            format!(
+                "fail: {}: {}",
+                f.check.id(),
+                conform_protocol::lines::excerpt(&f.message, 300)
+            )
+        }),
+        Verdict::Skip(why) => format!("skip: {why}"),
+        Verdict::Interrupted(why) => format!("interrupted: {why}"),
+    }
+}
+
+/// Timing that matters, from when the ledger lines arrived: the `initialize` answer, the
+/// terminal frame (the turn's end), and the share of the run's deadline it took.
+pub(super) fn timing(run: &Ledger) -> String {
+    let at = |pred: &dyn Fn(&FakeEvent) -> bool| {
+        run.lines
+            .iter()
+            .zip(&run.at_ms)
+            .find(|(l, _)| pred(&l.event))
+            .map(|(_, ms)| *ms)
+    };
+    let init = at(
+        &|e| matches!(e, FakeEvent::Frame { dir: Direction::Sent, answers: Some(m), .. } if m == "initialize"),
+    );
+    let end = at(&|e| matches!(e, FakeEvent::Terminal));
+    let show = |ms: Option<u64>| ms.map_or("never".to_owned(), |ms| format!("{ms} ms"));
+    let mut out = format!(
+        "timing: initialize answered at {}, turn ended at {} (deadline {} ms)",
+        show(init),
+        show(end),
+        run.deadline_ms
+    );
+    if end.is_some_and(|ms| ms * 2 > run.deadline_ms) {
+        out.push_str(" — over half the deadline: a loaded machine may miss it");
+    } else if end.is_some_and(|ms| ms > default_deadline_ms()) {
+        out.push_str(" — past the default 20 s deadline: the scenario needs its own");
+    }
+    out
+}
+
+/// The default per-run deadline (ms): a real run past it needs a deadline of its own.
+fn default_deadline_ms() -> u64 {
+    crate::settings::Settings::default().deadline.as_millis() as u64
+}
+
+/// A peer scenario: its id, the real peer it runs, and the analog scenario whose fake it is
+/// compared with, with the provider and product version that fake speaks.
+pub(super) struct PeerCase {
+    pub(super) id: String,
+    pub(super) peer: String,
+    pub(super) analog: String,
+    pub(super) provider: Provider,
+    pub(super) version: Option<String>,
+}
+
+/// A wire as kinds and frames, in order.
+pub(super) type Wire = Vec<(String, Value)>;
+
+/// Every peer scenario that names an analog.
+pub(super) fn peer_cases(scenarios: &Path) -> Result<Vec<PeerCase>, String> {
+    let all = crate::scenario::discover(scenarios).map_err(|errs| {
+        errs.iter()
+            .map(|e| e.to_string())
+            .collect::<Vec<_>>()
+            .join("\n")
+    })?;
+    let cases: Vec<PeerCase> = all
+        .iter()
+        .filter_map(|s| {
+            let p = s.file.peer.as_ref()?;
+            Some(PeerCase {
+                id: s.id.clone(),
+                peer: p.name.clone(),
+                analog: p.analog.clone()?,
+                provider: s.file.provider,
+                // The product version the analog's fake speaks (`[peer] product_version`).
+                version: p.product_version.clone(),
+            })
+        })
+        .collect();
+    if cases.is_empty() {
+        return Err("no peer scenario names an analog".into());
+    }
+    Ok(cases)
+}
+
+/// "The real run did not finish": its deadline, and the last frame it sent (when).
+pub(super) fn unfinished(run: &Ledger, provider: Provider) -> String {
+    let codec = conform_fakes::codec::for_provider(provider);
+    let last = run
+        .lines
+        .iter()
+        .zip(&run.at_ms)
+        .rev()
+        .find_map(|(l, ms)| match &l.event {
+            FakeEvent::Frame {
+                dir: Direction::Sent,
+                frame,
+                answers,
+                ..
+            } => Some((codec.frame_kind(frame, answers.as_deref()), *ms)),
+            _ => None,
+        });
+    let last = last.map_or("it sent no frame".to_owned(), |(kind, ms)| {
+        format!("its last frame `{kind}` at {ms} ms")
+    });
+    format!(
+        "the real run did not finish (deadline {} ms, {last})",
+        run.deadline_ms
+    )
+}
+
+/// The analogs' fakes, run once per product version they must speak: each ledger by analog
+/// and version.
+pub(super) async fn run_analogs(
+    opts: &DiffOptions,
+    cases: &[PeerCase],
+) -> Result<BTreeMap<(String, Option<String>), Ledger>, String> {
+    let mut by_version: BTreeMap<(Provider, Option<String>), Vec<String>> = BTreeMap::new();
+    for case in cases {
+        by_version
+            .entry((case.provider, case.version.clone()))
+            .or_default()
+            .push(case.analog.clone());
+    }
+    let mut fakes = BTreeMap::new();
+    for ((provider, version), analogs) in by_version {
+        let versions = version.iter().map(|v| (provider, v.clone())).collect();
+        for (analog, ledger) in ledgers(opts, &analogs, None, versions).await? {
+            fakes.insert((analog, version.clone()), ledger);
+        }
+    }
+    Ok(fakes)
+}
