@@ -282,6 +282,10 @@ pub struct PeersArgs {
     /// Write the freshly recorded wires over the fixtures (read the differences first).
     #[arg(long, requires = "peers")]
     pub update: bool,
+    /// Run every real peer again, even one whose wire `conform run --peers` just kept (by
+    /// default such a wire is reused while the peer, the scenario and conform are unchanged).
+    #[arg(long, requires = "peers")]
+    pub rerun: bool,
     /// The fixtures folder [default: `fakes/peers/` of this workspace].
     #[arg(long, value_name = "DIR")]
     pub fixtures: Option<PathBuf>,

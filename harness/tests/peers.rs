@@ -294,3 +294,103 @@ fn every_report_names_the_real_peer_and_version_that_ran() {
         "{xml}"
     );
 }
+
+/// A "real ACP agent" that counts its starts in `count` and then does `then` (it exits at once,
+/// or never answers).
+fn counting_peer(peers: &Path, count: &Path, then: &str) {
+    let script = format!("echo start >> '{}'; {then}", count.display());
+    let json =
+        serde_json::json!({"acp-example": {"version": "t", "command": ["/bin/sh", "-c", script]}});
+    std::fs::write(peers.join("peers.json"), json.to_string()).unwrap();
+}
+
+fn starts(count: &Path) -> usize {
+    std::fs::read_to_string(count)
+        .unwrap_or_default()
+        .lines()
+        .count()
+}
+
+fn run_then_diff(peers: &Path, fixtures: &Path, extra: &[&str]) -> String {
+    let filter = [
+        "--filter",
+        "peers/acp/example-allow",
+        "--deadline-ms",
+        "1500",
+    ];
+    {
+        let _slot = common::Slot::take();
+        conform()
+            .arg("run")
+            .args(filter)
+            .arg("--peers")
+            .arg(peers)
+            .output()
+            .unwrap();
+    }
+    let out = conform()
+        .args(["peers", "diff", "--fixtures"])
+        .arg(fixtures)
+        .arg("--peers")
+        .arg(peers)
+        .args(filter)
+        .args(extra)
+        .output()
+        .unwrap();
+    stdout(&out)
+}
+
+#[test]
+fn peers_diff_reuses_the_wire_conform_run_just_kept_and_only_that() {
+    let fixtures = fixtures_copy();
+    let peers = tempfile::tempdir().unwrap();
+    let count = peers.path().join("count");
+    counting_peer(peers.path(), &count, "exit 0");
+    // `conform run` starts the peer once per mode; the differential reuses the foreground wire.
+    let text = run_then_diff(peers.path(), fixtures.path(), &[]);
+    assert_eq!(starts(&count), 2, "{text}");
+    assert!(
+        text.contains("peers/acp/example-allow: the wire `conform run --peers` kept"),
+        "{text}"
+    );
+    // --rerun runs it again.
+    let text = run_then_diff(peers.path(), fixtures.path(), &["--rerun"]);
+    assert_eq!(starts(&count), 5, "{text}");
+    assert!(!text.contains("kept"), "{text}");
+    // A peer whose installed command line changed is run again.
+    conform()
+        .args([
+            "run",
+            "--filter",
+            "peers/acp/example-allow",
+            "--deadline-ms",
+            "1500",
+        ])
+        .arg("--peers")
+        .arg(peers.path())
+        .output()
+        .unwrap();
+    assert_eq!(starts(&count), 7);
+    counting_peer(peers.path(), &count, "exit 1");
+    let out = conform()
+        .args(["peers", "diff", "--fixtures"])
+        .arg(fixtures.path())
+        .arg("--peers")
+        .arg(peers.path())
+        .args(["--filter", "peers/acp/example-allow"])
+        .output()
+        .unwrap();
+    assert_eq!(starts(&count), 8, "{}", stdout(&out));
+}
+
+#[test]
+fn a_wire_cut_off_by_its_deadline_is_never_reused() {
+    let fixtures = fixtures_copy();
+    let peers = tempfile::tempdir().unwrap();
+    let count = peers.path().join("count");
+    counting_peer(peers.path(), &count, "exec sleep 600");
+    let text = run_then_diff(peers.path(), fixtures.path(), &[]);
+    assert_eq!(starts(&count), 3, "{text}");
+    assert!(!text.contains("kept"), "{text}");
+    assert!(text.contains("the real run did not finish"), "{text}");
+}

@@ -34,6 +34,7 @@ fn diff(args: PeersArgs) -> Result<ExitCode, Error> {
             .unwrap_or_else(|| default_dir("fakes").join("peers")),
         peers: args.peers,
         update: args.update,
+        rerun: args.rerun,
         filters: args.runs.filter,
         deadline: args.runs.deadline_ms.map(std::time::Duration::from_millis),
         jobs: args.runs.jobs.map(|j| j as usize),
@@ -59,6 +60,8 @@ fn record(args: PeersRecordArgs) -> Result<ExitCode, Error> {
         fixtures: fixtures.clone(),
         peers: Some(peers),
         update: true,
+        // Recording a peer is running it.
+        rerun: true,
         filters: Vec::new(),
         deadline: None,
         jobs: None,

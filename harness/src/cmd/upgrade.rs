@@ -48,6 +48,8 @@ pub fn exec(args: UpgradeArgs) -> Result<ExitCode, Error> {
             fixtures: default_dir("fakes").join("peers"),
             peers: None,
             update: false,
+            // Both sides are run: an upgrade compares two installs, never a kept wire.
+            rerun: true,
             filters: args.runs.filter,
             deadline: args.runs.deadline_ms.map(std::time::Duration::from_millis),
             jobs: args.runs.jobs.map(|j| j as usize),

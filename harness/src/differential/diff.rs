@@ -5,7 +5,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
 
 use super::wire::{
-    PeerCase, Wire, fixture_path, kinds_of, ledgers, normalised, peer_cases, read_fixture,
+    PeerCase, Wire, fixture_path, kept, kinds_of, ledgers, normalised, peer_cases, read_fixture,
     run_analogs, timing, unfinished,
 };
 use super::{Explained, ExplainedEntry, compare, schema_rejections};
@@ -20,6 +20,9 @@ pub struct DiffOptions {
     pub peers: Option<std::path::PathBuf>,
     /// Write what was recorded over the fixtures.
     pub update: bool,
+    /// Run every peer again rather than reuse the wire `conform run --peers` kept
+    /// ([`crate::suite::recording`]).
+    pub rerun: bool,
     /// Only the peer scenarios whose id contains one of these (empty: all).
     pub filters: Vec<String>,
     /// Per-run deadline unless a scenario sets its own (`None`: `conform run`'s default).
@@ -112,8 +115,15 @@ pub(super) async fn record(
     dir: &Path,
     explained: &Explained,
 ) -> Result<(BTreeMap<String, Wire>, BTreeMap<String, String>), String> {
-    let ids: Vec<String> = cases.iter().map(|c| c.id.clone()).collect();
-    let runs = ledgers(opts, &ids, Some(dir.to_owned()), BTreeMap::new()).await?;
+    let mut runs = kept(opts, cases, dir);
+    let ids: Vec<String> = cases
+        .iter()
+        .map(|c| c.id.clone())
+        .filter(|id| !runs.contains_key(id))
+        .collect();
+    if !ids.is_empty() {
+        runs.extend(ledgers(opts, &ids, Some(dir.to_owned()), BTreeMap::new()).await?);
+    }
     let mut fresh = BTreeMap::new();
     let mut cut_off = BTreeMap::new();
     for case in cases {

@@ -29,6 +29,7 @@ pub async fn record_peer(opts: DiffOptions, peer: &str) -> Result<usize, String>
     let explained = Explained::load_all(&opts.fixtures)?;
     let opts = DiffOptions {
         update: true,
+        rerun: true,
         ..opts
     };
     let (fresh, cut_off) = record(&opts, &cases, &dir, &explained).await?;

@@ -97,6 +97,51 @@ pub(super) struct Ledger {
     pub(super) outcome: String,
 }
 
+impl From<crate::suite::recording::Recording> for Ledger {
+    fn from(r: crate::suite::recording::Recording) -> Ledger {
+        Ledger {
+            lines: r.lines,
+            run_dir: r.run_dir,
+            at_ms: r.at_ms,
+            deadline_ms: r.deadline_ms,
+            cut_off: r.cut_off,
+            outcome: r.outcome,
+        }
+    }
+}
+
+/// The wires `conform run --peers` kept for these cases that can stand for a run now
+/// ([`crate::suite::recording::reusable`]), by id; none with `--rerun`.
+pub(super) fn kept(opts: &DiffOptions, cases: &[PeerCase], dir: &Path) -> BTreeMap<String, Ledger> {
+    use crate::suite::recording;
+    let peers = match crate::proc::peers::Peers::load(dir) {
+        Ok(p) if !opts.rerun => p,
+        _ => return BTreeMap::new(),
+    };
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs());
+    let mut out = BTreeMap::new();
+    for case in cases {
+        let Some(entry) = peers.entries.get(&case.peer) else {
+            continue;
+        };
+        let path = opts.scenarios.join(format!("{}.toml", case.id));
+        let Some(stamp) = recording::stamp(entry, &path) else {
+            continue;
+        };
+        if let Some(r) = recording::reusable(dir, &case.id, &stamp) {
+            println!(
+                "{}: the wire `conform run --peers` kept {} s ago (same peer, scenario and conform; --rerun runs it again)",
+                case.id,
+                now.saturating_sub(r.recorded_at)
+            );
+            out.insert(case.id.clone(), Ledger::from(r));
+        }
+    }
+    out
+}
+
 /// Runs the scenarios with these exact ids in foreground and returns each one's ledger.
 pub(super) async fn ledgers(
     opts: &DiffOptions,
@@ -116,6 +161,7 @@ pub(super) async fn ledgers(
             ..defaults
         },
         keep_ledgers: true,
+        only_mode: Some(conform_protocol::subject::Mode::Foreground),
         // The differential reads wires: a text that differs is in the case's verdict, and no
         // `.snap.new` is left in the repository (a candidate version must write nothing there).
         pending_snapshots: false,
@@ -134,7 +180,7 @@ pub(super) async fn ledgers(
             out.insert(
                 c.scenario.id.clone(),
                 Ledger {
-                    outcome: outcome(&c.verdict, &c.findings),
+                    outcome: crate::suite::recording::outcome(&c.verdict, &c.findings),
                     cut_off: obs.timed_out.is_some(),
                     lines: obs.fake,
                     run_dir: obs.run_dir,
@@ -145,23 +191,6 @@ pub(super) async fn ledgers(
         }
     }
     Ok(out)
-}
-
-/// A case's verdict in one line: `pass`, or the first failed check and its message.
-fn outcome(verdict: &crate::suite::Verdict, findings: &[crate::checks::Finding]) -> String {
-    use crate::suite::Verdict;
-    match verdict {
-        Verdict::Pass => "pass".into(),
-        Verdict::Fail | Verdict::Known(_) => findings.first().map_or("fail".into(), |f| {
-            format!(
-                "fail: {}: {}",
-                f.check.id(),
-                conform_protocol::lines::excerpt(&f.message, 300)
-            )
-        }),
-        Verdict::Skip(why) => format!("skip: {why}"),
-        Verdict::Interrupted(why) => format!("interrupted: {why}"),
-    }
 }
 
 /// Timing that matters, from when the ledger lines arrived: the `initialize` answer, the

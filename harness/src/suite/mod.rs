@@ -5,6 +5,7 @@ pub mod baseline;
 pub mod judge;
 pub mod outcome;
 pub mod partition;
+pub mod recording;
 pub mod schedule;
 pub mod sweep;
 
@@ -36,6 +37,9 @@ pub struct Options {
     /// Keep each run's runtime ledger parsed after judging (the peer differential reads it);
     /// otherwise it is kept as text only ([`crate::run::Observed::compact`]).
     pub keep_ledgers: bool,
+    /// Run each scenario in this mode only (where it has it): the differential reads
+    /// foreground wires alone.
+    pub only_mode: Option<conform_protocol::subject::Mode>,
 }
 
 impl Options {
@@ -52,6 +56,7 @@ impl Options {
             pending_snapshots: true,
             interrupt: crate::proc::interrupt::never(),
             keep_ledgers: false,
+            only_mode: None,
         }
     }
 }
@@ -126,6 +131,11 @@ pub async fn run(opts: Options) -> Result<SuiteReport, SuiteError> {
         .collect();
     if let Some(p) = &opts.partition {
         chosen = p.shard(chosen);
+    }
+    if let Some(only) = opts.only_mode {
+        for s in &mut chosen {
+            s.file.modes.retain(|m| *m == only);
+        }
     }
     let scenarios: Vec<Arc<Scenario>> = chosen.into_iter().map(Arc::new).collect();
     let mut report = run_scenarios(&opts, scenarios).await?;

@@ -279,6 +279,11 @@ async fn run_unit(
         if grouped {
             isolation(&mut done, j.strictness);
         }
+        if let Some((peers, _)) = &ctx.peers {
+            for (_, r) in &done {
+                keep_wire(peers, r);
+            }
+        }
         if !j.keep_ledgers {
             for (_, r) in &mut done {
                 let passed = matches!(r.verdict, Verdict::Pass);
@@ -289,6 +294,27 @@ async fn run_unit(
         }
         done
     })
+}
+
+/// A real peer's run keeps its wire beside the installed peers, for `conform peers diff` to
+/// reuse ([`super::recording`]); a wire that cannot be written is said and lost, no more.
+fn keep_wire(peers: &crate::proc::peers::Peers, case: &CaseReport) {
+    let Some(entry) = case
+        .scenario
+        .file
+        .peer
+        .as_ref()
+        .and_then(|p| peers.entries.get(&p.name))
+    else {
+        return;
+    };
+    if let Err(e) = super::recording::keep(&peers.dir, entry, case) {
+        eprintln!(
+            "conform: the wire of {} was not kept in {} ({e}); `conform peers diff` runs it again",
+            case.scenario.id,
+            peers.dir.display()
+        );
+    }
 }
 
 /// Why a case cannot run with this subject and these settings, if it cannot.
