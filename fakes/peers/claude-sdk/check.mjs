@@ -123,7 +123,11 @@ async function replay(c) {
   const reg = c.ledger.map((l) => /^\[\d+\] (\{"ev":"register".*\})$/.exec(l)).find(Boolean);
   const refArgs = reg ? JSON.parse(reg[1]).args ?? [] : null;
   const sdkArgs = seen[0]?.argv ?? null;
-  if (refArgs && sdkArgs && refArgs.join(' ') !== sdkArgs.join(' ')) {
+  // By meaning: `--flag=value` (SDK 0.3.334) is `--flag value` (0.3.220) to the CLI, which
+  // reads both, as the fake does.
+  const meaning = (argv) => argv.flatMap((w) => (w.startsWith('--') && w.includes('=')
+    ? [w.slice(0, w.indexOf('=')), w.slice(w.indexOf('=') + 1)] : [w])).join(' ');
+  if (refArgs && sdkArgs && meaning(refArgs) !== meaning(sdkArgs)) {
     problems.push(`CLI flags: the real SDK passes \`${sdkArgs.join(' ')}\`, the reference \`${refArgs.join(' ')}\``);
   }
   return { id: c.id, mode, sent: sent.length, marked, problems, threw, argv: sdkArgs, env: seen[0]?.env };

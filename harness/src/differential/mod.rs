@@ -12,6 +12,7 @@
 mod diff;
 mod drafts;
 mod explained;
+pub mod sdk_flags;
 pub mod upgrade;
 pub mod vocabulary;
 mod wire;

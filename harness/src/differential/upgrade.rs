@@ -93,6 +93,10 @@ pub struct UpgradeReport {
     pub fakes_speak: Option<String>,
     /// The protocol schemas' definitions that changed (Codex), or why they were not read.
     pub vocabulary: Result<Vec<vocabulary::Change>, String>,
+    /// How the Agent SDK's command line for the CLI changed (Claude Code only), or why it was
+    /// not read ([`super::sdk_flags`]).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub sdk_flags: Option<Result<Vec<String>, String>>,
     pub changes: Vec<Change>,
     pub against_fake: Vec<AgainstFake>,
 }
@@ -183,6 +187,7 @@ pub async fn upgrade(opts: &UpgradeOptions) -> Result<UpgradeReport, String> {
                 .map(str::to_owned)
         }),
         vocabulary: schema_changes(product, opts),
+        sdk_flags: (product == Provider::ClaudeCode).then(|| sdk_flag_changes(opts)),
         changes,
         against_fake,
     })
@@ -363,6 +368,21 @@ fn schema_changes(
     ))
 }
 
+/// The Agent SDK's command line for the CLI, pinned against candidate: each side's SDK is the
+/// one installed beside its CLI.
+fn sdk_flag_changes(opts: &UpgradeOptions) -> Result<Vec<String>, String> {
+    let argv = |side: &Side| -> Result<Vec<String>, String> {
+        let cli = binary(&side.dir, &opts.peer)?;
+        let sdk = super::sdk_flags::sdk_of(&cli)
+            .ok_or_else(|| format!("no Agent SDK installed beside {}", cli.display()))?;
+        super::sdk_flags::argv(&sdk)
+    };
+    Ok(super::sdk_flags::changes(
+        &argv(&opts.pinned)?,
+        &argv(&opts.candidate)?,
+    ))
+}
+
 /// The program a peers folder runs for `peer` (its command's first word).
 pub fn binary(dir: &Path, peer: &str) -> Result<PathBuf, String> {
     let peers = crate::proc::peers::Peers::load(dir).map_err(|e| e.to_string())?;
@@ -406,6 +426,23 @@ pub fn markdown(r: &UpgradeReport) -> String {
         Ok(v) if v.is_empty() => out.push_str("No definition changed.\n"),
         Ok(v) => out.push_str(&vocabulary_lines(v)),
         Err(why) => out.push_str(&format!("Not compared: {why}.\n")),
+    }
+    if let Some(flags) = &r.sdk_flags {
+        out.push_str("\n## How the Agent SDK starts the CLI\n\n");
+        match flags {
+            Ok(v) if v.is_empty() => out.push_str("The same command line.\n"),
+            Ok(v) => {
+                for line in v {
+                    out.push_str(&format!("- The candidate SDK {line}.\n"));
+                }
+                out.push_str(
+                    "\nThe Claude Code fake reads a value either way (`--flag value`, \
+                     `--flag=value`), as the real CLI does; `ci/claude-sdk` compares the flags \
+                     by meaning.\n",
+                );
+            }
+            Err(why) => out.push_str(&format!("Not compared: {why}.\n")),
+        }
     }
     let unexplained = r.unexplained();
     out.push_str(&format!(
@@ -490,104 +527,4 @@ fn grouped(list: &[&Change]) -> Vec<String> {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn report(changes: Vec<Change>, against_fake: Vec<AgainstFake>) -> UpgradeReport {
-        UpgradeReport {
-            peer: "codex-0.147.0".into(),
-            product: Provider::Codex,
-            pinned_version: "0.147.0".into(),
-            candidate_version: "0.171.0".into(),
-            scenarios: vec!["peers/codex/success".into(), "peers/codex/http-401".into()],
-            fakes_speak: Some("0.147.0".into()),
-            vocabulary: Ok(vec![vocabulary::Change {
-                definition: "CodexErrorInfo".into(),
-                whole: None,
-                added: ["bioPolicy".to_owned()].into(),
-                removed: BTreeSet::new(),
-            }]),
-            changes,
-            against_fake,
-        }
-    }
-
-    fn change(rank: Rank, scenario: &str, text: &str) -> Change {
-        Change {
-            rank,
-            scenario: scenario.into(),
-            text: text.into(),
-        }
-    }
-
-    #[test]
-    fn the_report_ranks_changes_groups_their_scenarios_and_fails_on_what_a_provider_reports() {
-        let values = "`error` `.error.codexErrorInfo`: 0.171.0 (candidate) sends \"httpConnectionFailed\"; codex-0.147.0 0.147.0 (pinned) sends \"unauthorized\"";
-        let r = report(
-            vec![
-                change(Rank::Meaning, "peers/codex/http-401", values),
-                change(Rank::Additive, "peers/codex/success", "new field"),
-                change(Rank::Additive, "peers/codex/http-401", "new field"),
-            ],
-            vec![AgainstFake {
-                scenario: "peers/codex/success".into(),
-                text: "t".into(),
-                explained: Some("why".into()),
-            }],
-        );
-        assert_eq!(
-            r.exit_code(),
-            0,
-            "values and additions alone, all explained"
-        );
-        let md = markdown(&r);
-        assert!(
-            md.starts_with("# Upgrade: `codex-0.147.0` 0.147.0 → 0.171.0\n"),
-            "{md}"
-        );
-        assert!(
-            md.contains("## Changes what a provider reports (0)\n\nNothing.\n"),
-            "{md}"
-        );
-        assert!(
-            md.contains(&format!(
-                "## Can change what a provider reports (1)\n\n- {values} — shown by peers/codex/http-401\n"
-            )),
-            "{md}"
-        );
-        assert!(
-            md.contains("- new field — shown by peers/codex/http-401, peers/codex/success\n"),
-            "{md}"
-        );
-        assert!(
-            md.contains("- `CodexErrorInfo`; adds `bioPolicy`\n"),
-            "{md}"
-        );
-        assert!(
-            md.contains("1 difference(s) kept by `fakes/peers/differences.toml` (as for the pinned version), 0 unexplained"),
-            "{md}"
-        );
-
-        let verdict = report(
-            vec![change(
-                Rank::Reports,
-                "peers/codex/http-401",
-                "the verdict changed: pass → fail: …",
-            )],
-            vec![],
-        );
-        assert_eq!(verdict.exit_code(), 1);
-        let unexplained = report(
-            vec![],
-            vec![AgainstFake {
-                scenario: "peers/codex/success".into(),
-                text: "the real runtime sends `thread/search/partial`; the fake never does".into(),
-                explained: None,
-            }],
-        );
-        assert_eq!(unexplained.exit_code(), 1);
-        assert!(markdown(&unexplained).contains(
-            "- ✗ the real runtime sends `thread/search/partial`; the fake never does — shown by peers/codex/success\n"
-        ));
-    }
-}
+mod tests;

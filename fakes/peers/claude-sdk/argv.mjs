@@ -1,0 +1,44 @@
+// The command line the real Claude Agent SDK gives the Claude Code CLI for one `query()` with
+// the options a host passes (a string prompt, a permission mode, no persisted session): the CLI
+// here is a stub that writes its argv and exits. `conform upgrade claude-code@<v>` compares two
+// SDK versions' lines (how a flag is written, which flags, which values).
+//
+//   node argv.mjs <sdk.mjs> <work folder>   → prints the argv as one JSON array
+import fs from 'node:fs';
+import path from 'node:path';
+
+const [sdkPath, work] = process.argv.slice(2);
+const { query } = await import(sdkPath);
+fs.mkdirSync(work, { recursive: true });
+const out = path.join(work, 'argv.json');
+const stub = path.join(work, 'stub-cli.mjs');
+fs.writeFileSync(stub, `
+import fs from 'node:fs';
+fs.writeFileSync(process.env.ARGV_OUT, JSON.stringify(process.argv.slice(2)));
+process.exit(0);
+`);
+const abort = new AbortController();
+setTimeout(() => abort.abort(), 5000);
+try {
+  for await (const _ of query({
+    prompt: 'Carry out the scripted task.',
+    options: {
+      pathToClaudeCodeExecutable: stub,
+      executable: 'node',
+      env: { ...process.env, ARGV_OUT: out },
+      abortController: abort,
+      persistSession: false,
+      permissionMode: 'default',
+      canUseTool: async () => ({ behavior: 'deny', message: 'no' }),
+      allowedTools: ['Read'],
+      maxTurns: 3,
+      model: 'mock-model',
+      stderr: () => {},
+    },
+  })) { /* the stub answers nothing */ }
+} catch { /* the stub exited */ }
+if (!fs.existsSync(out)) {
+  console.error('the SDK never started the CLI');
+  process.exit(1);
+}
+console.log(fs.readFileSync(out, 'utf8'));
