@@ -16,6 +16,10 @@ use crate::settings::default_dir;
 
 pub fn exec(args: UpgradeArgs) -> Result<ExitCode, Error> {
     let (asked, version) = args.target;
+    let manifest_path = args
+        .manifest
+        .clone()
+        .unwrap_or_else(|| default_dir("ci").join("peers.toml"));
     let cache_args = PeersCacheArgs {
         manifest: args.manifest,
         peers: args.peers,
@@ -67,6 +71,7 @@ pub fn exec(args: UpgradeArgs) -> Result<ExitCode, Error> {
     }
     if args.accept {
         accept(&report, &opts.candidate.dir, &opts.peer)?;
+        accept_as_peer(&report, &opts.peer, &version, &manifest_path)?;
     }
     Ok(code(report.exit_code()))
 }
@@ -140,6 +145,106 @@ fn accept(report: &upgrade::UpgradeReport, candidate: &Path, peer: &str) -> Resu
         "accepted: wrote {} and an entry in {} (Codex {version} dressed as {dress_as}); review the diff, then rebuild",
         schema.display(),
         profiles.display(),
+    );
+    Ok(())
+}
+
+/// The accepted version as a peer of its own (`codex-<version>`), re-validated like the pinned
+/// one from then on: its manifest tables, its peer scenarios (the analogs' fakes speaking it)
+/// and their snapshots, the fixtures of the wire it sent here, and the explanations that kept
+/// its differences from the fakes — each made from the pinned peer's own
+/// ([`crate::differential::accept`]). Nothing is overwritten: a peer of that name is left as it is.
+fn accept_as_peer(
+    report: &upgrade::UpgradeReport,
+    pinned: &str,
+    package_version: &str,
+    manifest_path: &Path,
+) -> Result<(), Error> {
+    use crate::differential::accept;
+    let new = format!("{}-{}", report.product, report.candidate_version);
+    let read = |path: &Path| {
+        std::fs::read_to_string(path).map_err(|source| Error::Write {
+            path: path.to_owned(),
+            source,
+        })
+    };
+    let manifest = read(manifest_path)?;
+    if Manifest::parse(manifest_path, &manifest)?
+        .peers
+        .contains_key(&new)
+    {
+        println!(
+            "`{new}` is a peer already ({}): left as it is",
+            manifest_path.display()
+        );
+        return Ok(());
+    }
+    let moved = |id: &str| format!("peers/{new}/{}", id.rsplit('/').next().unwrap_or(id));
+    let (scenarios, snapshots) = (default_dir("scenarios"), default_dir("snapshots"));
+    let fixtures = default_dir("fakes").join("peers").join(&new);
+    let mut files: Vec<(PathBuf, String)> = Vec::new();
+    for id in &report.scenarios {
+        let text = read(&scenarios.join(format!("{id}.toml")))?;
+        let scenario = accept::peer_scenario(&text, &new, &report.candidate_version);
+        files.push((scenarios.join(format!("{}.toml", moved(id))), scenario));
+        for mode in ["foreground", "background"] {
+            let name = |id: &str| format!("{}@{mode}.snap", id.replace('/', "__"));
+            if let Ok(text) = std::fs::read_to_string(snapshots.join(name(id))) {
+                let snap = accept::snapshot(&text, id, &moved(id));
+                files.push((snapshots.join(name(&moved(id))), snap));
+            }
+        }
+        if let Some(wire) = report.kept.fixtures.get(id) {
+            let file = id.rsplit('/').next().unwrap_or(id);
+            files.push((fixtures.join(format!("{file}.jsonl")), wire.clone()));
+        }
+    }
+    let explained = accept::explanations(
+        &report.kept.explained,
+        &report.kept.explanations,
+        pinned,
+        &new,
+        moved,
+    );
+    let why = format!(
+        "{} {}, accepted from `conform upgrade {pinned}@{package_version} --accept`: made from `{pinned}`'s own (review).",
+        report.product, report.candidate_version
+    );
+    let toml = toml::to_string(&explained).map_err(|e| Error::Usage(e.to_string()))?;
+    if !toml.trim().is_empty() {
+        files.push((
+            fixtures.join(crate::differential::FILE),
+            format!(
+                "# The differences of `{new}` from the fakes, kept on purpose. {why}\n\n{toml}"
+            ),
+        ));
+    }
+    let block = accept::manifest_block(
+        &manifest,
+        pinned,
+        &new,
+        package_version,
+        &format!("peers/{new}/"),
+        &why,
+    )
+    .ok_or_else(|| {
+        Error::Usage(format!(
+            "{} has no peer `{pinned}`",
+            manifest_path.display()
+        ))
+    })?;
+    files.push((manifest_path.to_owned(), format!("{manifest}{block}")));
+    for (path, text) in &files {
+        let written = |source| Error::Write {
+            path: path.clone(),
+            source,
+        };
+        std::fs::create_dir_all(path.parent().expect("a folder")).map_err(written)?;
+        std::fs::write(path, text).map_err(written)?;
+        println!("accepted: wrote {}", path.display());
+    }
+    println!(
+        "`{new}` is a peer of its own: review the diff, rebuild, then `ci/peers` re-validates it"
     );
     Ok(())
 }

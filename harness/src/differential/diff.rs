@@ -5,8 +5,8 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
 
 use super::wire::{
-    PeerCase, Wire, fixture_path, kept, kinds_of, ledgers, normalised, peer_cases, read_fixture,
-    run_analogs, timing, unfinished,
+    PeerCase, Wire, fixture_path, fixture_text, kept, kinds_of, ledgers, normalised, peer_cases,
+    read_fixture, run_analogs, timing, unfinished,
 };
 use super::{Explained, ExplainedEntry, compare, schema_rejections};
 
@@ -140,10 +140,7 @@ pub(super) async fn record(
             continue;
         }
         let records = normalised(&run.lines, &run.run_dir);
-        let text = records
-            .iter()
-            .map(|r| serde_json::to_string(r).expect("serialises") + "\n")
-            .collect::<String>();
+        let text = fixture_text(&records);
         let wire = kinds_of(case.provider, records);
         let path = fixture_path(&opts.fixtures, &case.peer, id);
         let old = std::fs::read_to_string(&path).unwrap_or_default();

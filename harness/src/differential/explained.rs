@@ -4,7 +4,7 @@
 use std::collections::BTreeSet;
 use std::path::Path;
 
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 
 use super::Difference;
 use crate::input::wildcard;
@@ -28,24 +28,25 @@ impl Leave {
 pub const FILE: &str = "differences.toml";
 
 /// `fakes/peers/differences.toml`: the differences kept on purpose, each with its reason.
-#[derive(Debug, Default, Deserialize)]
+#[derive(Debug, Default, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
 pub struct Explained {
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub difference: Vec<ExplainedEntry>,
     /// Kinds a real runtime sends asynchronously: their place in the order is not judged.
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub unordered: Vec<Unordered>,
     /// Fields whose values change from run to run or build to build by nature (token counts,
     /// versions, model names): their values are not compared.
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub volatile: Vec<Volatile>,
 }
 
-#[derive(Debug, Deserialize)]
+#[derive(Clone, Debug, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
 pub struct Volatile {
     /// Only for this peer (absent: every peer).
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub peer: Option<String>,
     /// A field path, `*` for any run of characters (`*.usage.*`).
     pub field: String,
@@ -53,7 +54,7 @@ pub struct Volatile {
     pub reason: String,
 }
 
-#[derive(Debug, Deserialize)]
+#[derive(Clone, Debug, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
 pub struct Unordered {
     pub peer: String,
@@ -62,13 +63,14 @@ pub struct Unordered {
     pub reason: String,
 }
 
-#[derive(Debug, Deserialize)]
+#[derive(Clone, Debug, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
 pub struct ExplainedEntry {
     /// The peer (`dsh-sdk`), as in `peers.json`; `*` matches any run of characters
     /// (`codex-*`).
     pub peer: String,
     /// Only for this peer scenario (absent: every scenario of the peer).
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub scenario: Option<String>,
     /// The frame kind, or `order`; `*` matches any run of characters (a class of kinds).
     pub kind: String,
@@ -76,15 +78,16 @@ pub struct ExplainedEntry {
     /// field path and `=` (`.error.code=`, its values), `count`, or `schema`; `*` matches any
     /// run of characters (`.params.*:*` for every new field). Absent: every difference of the
     /// kind.
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub field: Option<String>,
     /// Why the fake differs on purpose (or why it cannot matter to a provider).
     pub reason: String,
     /// The real runtime does this in some runs only (a race): never reported stale.
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub sometimes: bool,
     /// Written by `conform peers record` for a person to review: it explains nothing (and
     /// fails the differential) until its reason is written and this is removed.
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub draft: bool,
 }
 

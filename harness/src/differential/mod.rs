@@ -9,6 +9,7 @@
 //! difference is either closed in the fakes or listed, with its reason, in
 //! `fakes/peers/differences.toml`; an unexplained one fails.
 
+pub mod accept;
 mod diff;
 mod drafts;
 mod explained;

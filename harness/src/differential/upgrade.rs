@@ -99,6 +99,18 @@ pub struct UpgradeReport {
     pub sdk_flags: Option<Result<Vec<String>, String>>,
     pub changes: Vec<Change>,
     pub against_fake: Vec<AgainstFake>,
+    /// What accepting the candidate as a peer of its own keeps (not in the JSON report).
+    #[serde(skip)]
+    pub kept: Kept,
+}
+
+/// The candidate's wires as fixtures (by peer scenario), and the explanations (indices into
+/// the loaded [`Explained`], kept here) that kept its differences from the fakes.
+#[derive(Debug, Default)]
+pub struct Kept {
+    pub fixtures: BTreeMap<String, String>,
+    pub explanations: BTreeSet<usize>,
+    pub explained: Explained,
 }
 
 impl UpgradeReport {
@@ -151,6 +163,7 @@ pub async fn upgrade(opts: &UpgradeOptions) -> Result<UpgradeReport, String> {
     let explained = Explained::load_all(&opts.diff.fixtures)?;
     let mut changes = Vec::new();
     let mut against_fake = Vec::new();
+    let mut kept = Kept::default();
     for case in &cases {
         let (Some(p), Some(c)) = (pinned.get(&case.id), candidate.get(&case.id)) else {
             changes.push(Change {
@@ -164,6 +177,10 @@ pub async fn upgrade(opts: &UpgradeOptions) -> Result<UpgradeReport, String> {
         if c.cut_off {
             continue;
         }
+        kept.fixtures.insert(
+            case.id.clone(),
+            wire::fixture_text(&wire::normalised(&c.lines, &c.run_dir)),
+        );
         let wire = wire(case.provider, c);
         if let Some(fake) = fakes.get(&(case.analog.clone(), case.version.clone())) {
             against_fake.extend(judge_against_fake(
@@ -171,6 +188,7 @@ pub async fn upgrade(opts: &UpgradeOptions) -> Result<UpgradeReport, String> {
                 &wire,
                 &wire_of_fake(case, fake),
                 &explained,
+                &mut kept.explanations,
             ));
         }
     }
@@ -190,6 +208,7 @@ pub async fn upgrade(opts: &UpgradeOptions) -> Result<UpgradeReport, String> {
         sdk_flags: (product == Provider::ClaudeCode).then(|| sdk_flag_changes(opts)),
         changes,
         against_fake,
+        kept: Kept { explained, ..kept },
     })
 }
 
@@ -317,6 +336,7 @@ fn judge_against_fake(
     real: &Wire,
     fake: &Wire,
     explained: &Explained,
+    used: &mut BTreeSet<usize>,
 ) -> Vec<AgainstFake> {
     let mut diffs = compare(real, fake, &explained.leave(&case.peer));
     diffs.extend(schema_rejections(
@@ -334,9 +354,10 @@ fn judge_against_fake(
     };
     kept.iter()
         .map(|d| {
-            let reason = explained
-                .reason(&case.peer, &case.id, d)
-                .map(|(_, r)| r.to_owned());
+            let reason = explained.reason(&case.peer, &case.id, d).map(|(i, r)| {
+                used.insert(i);
+                r.to_owned()
+            });
             against(d.to_string(), reason)
         })
         .chain(

@@ -51,6 +51,14 @@ pub(super) fn normalised(ledger: &[FakeLine], run_dir: &str) -> Vec<Recorded> {
         .collect()
 }
 
+/// A run's frames as a fixture file holds them: one normalised [`Recorded`] per line.
+pub(super) fn fixture_text(records: &[Recorded]) -> String {
+    records
+        .iter()
+        .map(|r| serde_json::to_string(r).expect("serialises") + "\n")
+        .collect()
+}
+
 pub(super) fn kinds_of(provider: Provider, records: Vec<Recorded>) -> Vec<(String, Value)> {
     let codec = conform_fakes::codec::for_provider(provider);
     records

@@ -15,6 +15,7 @@ fn report(changes: Vec<Change>, against_fake: Vec<AgainstFake>) -> UpgradeReport
             removed: BTreeSet::new(),
         }]),
         sdk_flags: None,
+        kept: Default::default(),
         changes,
         against_fake,
     }
