@@ -185,7 +185,9 @@ fn accept_as_peer(
     let mut files: Vec<(PathBuf, String)> = Vec::new();
     for id in &report.scenarios {
         let text = read(&scenarios.join(format!("{id}.toml")))?;
-        let scenario = accept::peer_scenario(&text, &new, &report.candidate_version);
+        let speaks =
+            analog_version(&text, &scenarios).unwrap_or_else(|| report.candidate_version.clone());
+        let scenario = accept::peer_scenario(&text, &new, &report.pinned_version, &speaks);
         files.push((scenarios.join(format!("{}.toml", moved(id))), scenario));
         for mode in ["foreground", "background"] {
             let name = |id: &str| format!("{}@{mode}.snap", id.replace('/', "__"));
@@ -215,7 +217,10 @@ fn accept_as_peer(
         files.push((
             fixtures.join(crate::differential::FILE),
             format!(
-                "# The differences of `{new}` from the fakes, kept on purpose. {why}\n\n{toml}"
+                "{}\n{toml}",
+                accept::comment(&format!(
+                    "The differences of `{new}` from the fakes, kept on purpose. {why}"
+                ))
             ),
         ));
     }
@@ -247,6 +252,16 @@ fn accept_as_peer(
         "`{new}` is a peer of its own: review the diff, rebuild, then `ci/peers` re-validates it"
     );
     Ok(())
+}
+
+/// The product version a peer scenario's analog declares it is about (`product_version` in the
+/// analog's file: a case of one version's behaviour), if any: its fake must speak that one.
+fn analog_version(peer_scenario: &str, scenarios: &Path) -> Option<String> {
+    let table: toml::Table = toml::from_str(peer_scenario).ok()?;
+    let analog = table.get("peer")?.get("analog")?.as_str()?;
+    let text = std::fs::read_to_string(scenarios.join(format!("{analog}.toml"))).ok()?;
+    let analog: toml::Table = toml::from_str(&text).ok()?;
+    Some(analog.get("product_version")?.as_str()?.to_owned())
 }
 
 /// The manifest's peer for `asked`: its own name, else the one peer of that product (or

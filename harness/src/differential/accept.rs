@@ -27,16 +27,21 @@ pub fn manifest_block(
             .iter()
             .any(|h| line.starts_with(&format!("{h}]")) || line.starts_with(&format!("{h}.")))
     };
-    // Sections: a table header and the lines up to the next one.
+    // Sections: a table header and the lines up to the next one (a `[` inside a multi-line
+    // string, as a runtime's own config file, is text).
     let mut sections: Vec<Vec<&str>> = Vec::new();
+    let mut in_string = false;
     for line in manifest.lines() {
-        if line.starts_with('[') {
+        if line.starts_with('[') && !in_string {
             sections.push(vec![line]);
         } else if let Some(last) = sections.last_mut() {
             last.push(line);
         }
+        if (line.matches("'''").count() + line.matches("\"\"\"").count()) % 2 == 1 {
+            in_string = !in_string;
+        }
     }
-    let mut out = format!("\n# {why}\n");
+    let mut out = format!("\n{}", comment(why));
     let mut found = false;
     for section in sections.iter().filter(|s| is_pinned(s[0])) {
         found = true;
@@ -64,9 +69,28 @@ pub fn manifest_block(
     found.then(|| out.trim_end().to_owned() + "\n")
 }
 
+/// `text` as TOML comment lines of at most 100 columns.
+pub fn comment(text: &str) -> String {
+    let mut out = String::new();
+    let mut line = String::from("#");
+    for word in text.split_whitespace() {
+        if line.len() + 1 + word.len() > 100 && line.len() > 1 {
+            out.push_str(&line);
+            out.push('\n');
+            line = String::from("#");
+        }
+        line.push(' ');
+        line.push_str(word);
+    }
+    out.push_str(&line);
+    out.push('\n');
+    out
+}
+
 /// A pinned peer scenario's text for the new peer: its `[peer] name`, and the `product_version`
-/// its analog's fake speaks (the accepted version), replaced or added.
-pub fn peer_scenario(text: &str, new: &str, version: &str) -> String {
+/// its analog's fake speaks (the accepted version), replaced or added; the pinned version named
+/// in its title becomes the accepted one.
+pub fn peer_scenario(text: &str, new: &str, pinned_version: &str, version: &str) -> String {
     let mut out = Vec::new();
     let mut in_peer = false;
     let mut version_written = false;
@@ -75,7 +99,9 @@ pub fn peer_scenario(text: &str, new: &str, version: &str) -> String {
             in_peer = line.trim() == "[peer]";
         }
         let key = line.split('=').next().unwrap_or_default().trim();
-        if in_peer && key == "name" {
+        if key == "title" && !in_peer {
+            out.push(line.replace(pinned_version, version));
+        } else if in_peer && key == "name" {
             out.push(format!("name = {new:?}"));
             out.push(format!("product_version = {version:?}"));
             version_written = true;
@@ -166,6 +192,14 @@ scenarios = ["peers/codex/"]
 [peer."codex-0.147.0".env]
 HOME = "{run_dir}/home"
 
+[peer."codex-0.147.0".files]
+"{run_dir}/config.toml" = '''
+model = "m"
+
+[model_providers.mock]
+name = "mock"
+'''
+
 # The next peer.
 [peer.codex-acp]
 version = "0.16.0"
@@ -184,7 +218,7 @@ version = "0.16.0"
         .unwrap();
         assert_eq!(
             block,
-            "\n# accepted\n[peer.\"codex-0.171.0\"]\nproduct = \"codex\"\nversion = \"0.171.0\"\nscenarios = [\"peers/codex-0.171.0/\"]\n\n[peer.\"codex-0.171.0\".env]\nHOME = \"{run_dir}/home\"\n"
+            "\n# accepted\n[peer.\"codex-0.171.0\"]\nproduct = \"codex\"\nversion = \"0.171.0\"\nscenarios = [\"peers/codex-0.171.0/\"]\n\n[peer.\"codex-0.171.0\".env]\nHOME = \"{run_dir}/home\"\n\n[peer.\"codex-0.171.0\".files]\n\"{run_dir}/config.toml\" = '''\nmodel = \"m\"\n\n[model_providers.mock]\nname = \"mock\"\n'''\n"
         );
         let parsed: toml::Table = toml::from_str(&format!("{MANIFEST}{block}")).unwrap();
         assert!(parsed["peer"].get("codex-0.171.0").is_some());
@@ -192,16 +226,27 @@ version = "0.16.0"
     }
 
     #[test]
+    fn a_comment_is_wrapped_at_100_columns() {
+        let text = "word ".repeat(40);
+        let out = comment(&text);
+        assert!(
+            out.lines().all(|l| l.starts_with("# ") && l.len() <= 100),
+            "{out}"
+        );
+        assert_eq!(out.split_whitespace().filter(|w| *w == "word").count(), 40);
+    }
+
+    #[test]
     fn a_peer_scenario_names_the_new_peer_and_the_version_its_analog_speaks() {
-        let pinned = "title = \"t\"\n\n[peer]\nname = \"codex-0.147.0\"\nmodel = \"success\"\n\n[expect]\nname = \"not the peer's\"\n";
+        let pinned = "title = \"the real runtime (0.147.0)\"\n\n[peer]\nname = \"codex-0.147.0\"\nmodel = \"success\"\n\n[expect]\nname = \"not the peer's\"\n";
         assert_eq!(
-            peer_scenario(pinned, "codex-0.171.0", "0.171.0"),
-            "title = \"t\"\n\n[peer]\nname = \"codex-0.171.0\"\nproduct_version = \"0.171.0\"\nmodel = \"success\"\n\n[expect]\nname = \"not the peer's\"\n"
+            peer_scenario(pinned, "codex-0.171.0", "0.147.0", "0.171.0"),
+            "title = \"the real runtime (0.171.0)\"\n\n[peer]\nname = \"codex-0.171.0\"\nproduct_version = \"0.171.0\"\nmodel = \"success\"\n\n[expect]\nname = \"not the peer's\"\n"
         );
         let versioned =
             "[peer]\nname = \"codex-0.169.0\"\nanalog = \"a\"\nproduct_version = \"0.169.0\"\n";
         assert_eq!(
-            peer_scenario(versioned, "codex-0.171.0", "0.171.0"),
+            peer_scenario(versioned, "codex-0.171.0", "0.169.0", "0.171.0"),
             "[peer]\nname = \"codex-0.171.0\"\nproduct_version = \"0.171.0\"\nanalog = \"a\"\n"
         );
     }
