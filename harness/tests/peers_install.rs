@@ -70,8 +70,10 @@ fn the_manifest_names_every_peer_a_scenario_runs_and_no_other() {
             ("claude-code", 5),
             ("codex-0.147.0", 8),
             ("codex-0.169.0", 4),
+            ("codex-0.171.0", 4),
             ("codex-acp", 2),
             ("dsh-sdk", 7),
+            ("gemini-cli", 2),
         ]
     );
 }
@@ -511,6 +513,14 @@ fn the_manifest_gives_todays_peers_json() {
             "node_modules/@openai/codex-linux-x64/vendor/x86_64-unknown-linux-musl/bin/codex",
         ),
         (
+            "codex-0.171.0",
+            "node_modules/@openai/codex-linux-x64/vendor/x86_64-unknown-linux-musl/bin/codex",
+        ),
+        (
+            "gemini-cli",
+            "node_modules/@google/gemini-cli/bundle/gemini.js",
+        ),
+        (
             "codex-acp",
             "node_modules/@zed-industries/codex-acp-linux-x64/bin/codex-acp",
         ),
@@ -567,6 +577,8 @@ fn the_manifest_gives_todays_peers_json() {
         "npm/@anthropic-ai/claude-agent-sdk@0.3.220",
         "npm/@openai/codex@0.147.0",
         "npm/@openai/codex@0.169.0",
+        "npm/@openai/codex@0.171.0",
+        "npm/@google/gemini-cli@0.61.0",
         "npm/@zed-industries/codex-acp@0.16.0",
         "pypi/deepseek-harness-runtime-bin@0.2.1rc2",
     ] {
@@ -603,6 +615,7 @@ fn the_manifest_gives_todays_peers_json() {
             },
             "codex-0.147.0": codex("codex-0.147.0", "0.147.0"),
             "codex-0.169.0": codex("codex-0.169.0", "0.169.0"),
+            "codex-0.171.0": codex("codex-0.171.0", "0.171.0"),
             "codex-acp": {
                 "version": "0.16.0",
                 "command": [bin["codex-acp"]],
@@ -630,6 +643,14 @@ fn the_manifest_gives_todays_peers_json() {
                         "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1",
                         "DISABLE_ERROR_REPORTING": "1", "CLAUDE_CODE_MAX_RETRIES": "0"},
                 "files": {"{run_dir}/home/.keep": ""},
+            },
+            "gemini-cli": {
+                "version": "0.61.0",
+                "command": ["node", bin["gemini-cli"], "--acp", "--model", "gemini-2.5-pro"],
+                "env": {"HOME": "{run_dir}/home", "PATH": "/usr/local/bin:/usr/bin:/bin",
+                        "GEMINI_API_KEY": "mock-model-key", "GOOGLE_GEMINI_BASE_URL": "{model}"},
+                "files": {"{run_dir}/home/.gemini/settings.json":
+                    "{\"privacy\": {\"usageStatisticsEnabled\": false}, \"general\": {\"enableAutoUpdate\": false}}\n"},
             },
         })
     );

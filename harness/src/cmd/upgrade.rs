@@ -160,14 +160,7 @@ fn accept_as_peer(
     package_version: &str,
     manifest_path: &Path,
 ) -> Result<(), Error> {
-    use crate::differential::accept;
     let new = format!("{}-{}", report.product, report.candidate_version);
-    let read = |path: &Path| {
-        std::fs::read_to_string(path).map_err(|source| Error::Write {
-            path: path.to_owned(),
-            source,
-        })
-    };
     let manifest = read(manifest_path)?;
     if Manifest::parse(manifest_path, &manifest)?
         .peers
@@ -179,52 +172,13 @@ fn accept_as_peer(
         );
         return Ok(());
     }
-    let moved = |id: &str| format!("peers/{new}/{}", id.rsplit('/').next().unwrap_or(id));
-    let (scenarios, snapshots) = (default_dir("scenarios"), default_dir("snapshots"));
-    let fixtures = default_dir("fakes").join("peers").join(&new);
-    let mut files: Vec<(PathBuf, String)> = Vec::new();
-    for id in &report.scenarios {
-        let text = read(&scenarios.join(format!("{id}.toml")))?;
-        let speaks =
-            analog_version(&text, &scenarios).unwrap_or_else(|| report.candidate_version.clone());
-        let scenario = accept::peer_scenario(&text, &new, &report.pinned_version, &speaks);
-        files.push((scenarios.join(format!("{}.toml", moved(id))), scenario));
-        for mode in ["foreground", "background"] {
-            let name = |id: &str| format!("{}@{mode}.snap", id.replace('/', "__"));
-            if let Ok(text) = std::fs::read_to_string(snapshots.join(name(id))) {
-                let snap = accept::snapshot(&text, id, &moved(id));
-                files.push((snapshots.join(name(&moved(id))), snap));
-            }
-        }
-        if let Some(wire) = report.kept.fixtures.get(id) {
-            let file = id.rsplit('/').next().unwrap_or(id);
-            files.push((fixtures.join(format!("{file}.jsonl")), wire.clone()));
-        }
-    }
-    let explained = accept::explanations(
-        &report.kept.explained,
-        &report.kept.explanations,
-        pinned,
-        &new,
-        moved,
-    );
     let why = format!(
         "{} {}, accepted from `conform upgrade {pinned}@{package_version} --accept`: made from `{pinned}`'s own (review).",
         report.product, report.candidate_version
     );
-    let toml = toml::to_string(&explained).map_err(|e| Error::Usage(e.to_string()))?;
-    if !toml.trim().is_empty() {
-        files.push((
-            fixtures.join(crate::differential::FILE),
-            format!(
-                "{}\n{toml}",
-                accept::comment(&format!(
-                    "The differences of `{new}` from the fakes, kept on purpose. {why}"
-                ))
-            ),
-        ));
-    }
-    let block = accept::manifest_block(
+    let mut files = scenario_files(report, &new)?;
+    files.extend(explanations_file(report, pinned, &new, &why)?);
+    let block = crate::differential::accept::manifest_block(
         &manifest,
         pinned,
         &new,
@@ -252,6 +206,79 @@ fn accept_as_peer(
         "`{new}` is a peer of its own: review the diff, rebuild, then `ci/peers` re-validates it"
     );
     Ok(())
+}
+
+fn read(path: &Path) -> Result<String, Error> {
+    std::fs::read_to_string(path).map_err(|source| Error::Write {
+        path: path.to_owned(),
+        source,
+    })
+}
+
+/// A pinned peer scenario's id under the new peer (`peers/codex/success` →
+/// `peers/codex-0.171.0/success`).
+fn moved(new: &str, id: &str) -> String {
+    format!("peers/{new}/{}", id.rsplit('/').next().unwrap_or(id))
+}
+
+/// Each peer scenario the upgrade ran, for the new peer: the scenario, its snapshots and the
+/// fixture of the candidate's wire.
+fn scenario_files(
+    report: &upgrade::UpgradeReport,
+    new: &str,
+) -> Result<Vec<(PathBuf, String)>, Error> {
+    use crate::differential::accept;
+    let (scenarios, snapshots) = (default_dir("scenarios"), default_dir("snapshots"));
+    let fixtures = default_dir("fakes").join("peers").join(new);
+    let mut files = Vec::new();
+    for id in &report.scenarios {
+        let text = read(&scenarios.join(format!("{id}.toml")))?;
+        let speaks =
+            analog_version(&text, &scenarios).unwrap_or_else(|| report.candidate_version.clone());
+        let scenario = accept::peer_scenario(&text, new, &report.pinned_version, &speaks);
+        files.push((scenarios.join(format!("{}.toml", moved(new, id))), scenario));
+        for mode in ["foreground", "background"] {
+            let name = |id: &str| format!("{}@{mode}.snap", id.replace('/', "__"));
+            if let Ok(text) = std::fs::read_to_string(snapshots.join(name(id))) {
+                let snap = accept::snapshot(&text, id, &moved(new, id));
+                files.push((snapshots.join(name(&moved(new, id))), snap));
+            }
+        }
+        if let Some(wire) = report.kept.fixtures.get(id) {
+            let file = id.rsplit('/').next().unwrap_or(id);
+            files.push((fixtures.join(format!("{file}.jsonl")), wire.clone()));
+        }
+    }
+    Ok(files)
+}
+
+/// The new peer's `differences.toml`, when any explanation must be carried over.
+fn explanations_file(
+    report: &upgrade::UpgradeReport,
+    pinned: &str,
+    new: &str,
+    why: &str,
+) -> Result<Option<(PathBuf, String)>, Error> {
+    use crate::differential::accept;
+    let explained = accept::explanations(
+        &report.kept.explained,
+        &report.kept.explanations,
+        pinned,
+        new,
+        |id| moved(new, id),
+    );
+    let toml = toml::to_string(&explained).map_err(|e| Error::Usage(e.to_string()))?;
+    if toml.trim().is_empty() {
+        return Ok(None);
+    }
+    let head = accept::comment(&format!(
+        "The differences of `{new}` from the fakes, kept on purpose. {why}"
+    ));
+    let path = default_dir("fakes")
+        .join("peers")
+        .join(new)
+        .join(crate::differential::FILE);
+    Ok(Some((path, format!("{head}\n{toml}"))))
 }
 
 /// The product version a peer scenario's analog declares it is about (`product_version` in the
