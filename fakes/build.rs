@@ -24,9 +24,32 @@ fn main() {
         let schema = dir.join(format!("schemas/codex/{version}.schemas.json"));
         assert!(schema.is_file(), "{} is missing", schema.display());
         println!("cargo::rerun-if-changed={}", schema.display());
+        let mut adds = String::new();
+        let learned = entry.get("add").and_then(|v| v.as_array()).cloned();
+        for add in learned.unwrap_or_default() {
+            let key = |k: &str| {
+                add.get(k)
+                    .and_then(|v| v.as_str())
+                    .unwrap_or_else(|| {
+                        panic!("profiles/codex.toml: a [[version.add]] without `{k}`")
+                    })
+                    .to_owned()
+            };
+            let value = key("value");
+            serde_json::from_str::<serde_json::Value>(&value).unwrap_or_else(|e| {
+                panic!("profiles/codex.toml: {version}: `value = {value:?}` is not JSON: {e}")
+            });
+            write!(
+                adds,
+                "Add {{ kind: {:?}, field: {:?}, value: {value:?} }}, ",
+                key("kind"),
+                key("field")
+            )
+            .expect("a string");
+        }
         writeln!(
             out,
-            "    Profile {{ version: {version:?}, dress_as: {dress_as:?}, schema: include_str!({:?}) }},",
+            "    Profile {{ version: {version:?}, dress_as: {dress_as:?}, schema: include_str!({:?}), adds: &[{adds}] }},",
             schema.display().to_string()
         )
         .expect("a string");

@@ -624,12 +624,17 @@ impl Codec for CodexCodec {
     }
 
     fn dress(&self, answers: Option<&str>, frame: &mut Value) {
-        if !self.v0_169() {
-            return;
+        if self.v0_169() {
+            match answers {
+                Some(m) => self.dress_reply(m, frame),
+                None => self.dress_notification(frame),
+            }
         }
-        match answers {
-            Some(m) => self.dress_reply(m, frame),
-            None => self.dress_notification(frame),
+        // What an accepted version's recording taught beyond its dressing.
+        let adds = super::profile::adds(self.version);
+        if !adds.is_empty() {
+            let kind = self.frame_kind(frame, answers);
+            super::profile::apply(adds, &kind, frame);
         }
     }
 

@@ -88,7 +88,11 @@ fn accept(report: &upgrade::UpgradeReport, candidate: &Path, peer: &str) -> Resu
             peer, report.product
         )));
     }
-    if report.exit_code() != 0 {
+    let verdict_changed = report
+        .changes
+        .iter()
+        .any(|c| c.rank == upgrade::Rank::Reports);
+    if verdict_changed || report.open_after_learning() > 0 {
         return Err(Error::Usage(format!(
             "--accept: {version} is not accepted: a verdict changed or a difference of the fakes \
              is unexplained (above); close it in the fakes or explain it first"
@@ -123,12 +127,19 @@ fn accept(report: &upgrade::UpgradeReport, candidate: &Path, peer: &str) -> Resu
         source,
     })?;
     let profiles = fakes.join("profiles/codex.toml");
-    let entry = format!(
+    let mut entry = format!(
         "\n[[version]]\nversion = {version:?}\ndress_as = {dress_as:?}\naccepted = {:?}\n",
         format!(
-            "conform upgrade {peer}@{version}: no verdict changed, every difference of the fakes explained"
+            "conform upgrade {peer}@{version}: no verdict changed, every difference of the fakes explained or learned"
         )
     );
+    // What the recording taught: fields the fake adds when it speaks this version.
+    for a in &report.learned {
+        entry.push_str(&format!(
+            "\n[[version.add]]\nkind = {:?}\nfield = {:?}\nvalue = {:?}\n",
+            a.kind, a.field, a.value
+        ));
+    }
     let mut file = std::fs::OpenOptions::new()
         .append(true)
         .open(&profiles)

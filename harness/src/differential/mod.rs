@@ -13,6 +13,7 @@ pub mod accept;
 mod diff;
 mod drafts;
 mod explained;
+pub mod learn;
 pub mod sdk_flags;
 pub mod upgrade;
 pub mod vocabulary;

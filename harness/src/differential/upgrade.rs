@@ -21,6 +21,7 @@ use conform_protocol::vocab::Provider;
 use serde::Serialize;
 
 use super::DiffOptions;
+use super::learn::{self, Addition};
 use super::vocabulary;
 use super::wire::{self, Ledger, PeerCase, Wire};
 use super::{Difference, Explained, compare, schema_rejections};
@@ -78,6 +79,9 @@ pub struct AgainstFake {
     pub scenario: String,
     pub text: String,
     pub explained: Option<String>,
+    /// Unexplained, but closed by what `--accept` writes into the profile ([`learn`]).
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub learnable: bool,
 }
 
 #[derive(Debug, Serialize)]
@@ -99,6 +103,8 @@ pub struct UpgradeReport {
     pub sdk_flags: Option<Result<Vec<String>, String>>,
     pub changes: Vec<Change>,
     pub against_fake: Vec<AgainstFake>,
+    /// The fields `--accept` writes into the version's profile for the fake to send.
+    pub learned: Vec<Addition>,
     /// What accepting the candidate as a peer of its own keeps (not in the JSON report).
     #[serde(skip)]
     pub kept: Kept,
@@ -118,6 +124,15 @@ impl UpgradeReport {
         self.against_fake
             .iter()
             .filter(|d| d.explained.is_none())
+            .count()
+    }
+
+    /// The differences of the fakes neither explained nor closed by what the profile learns:
+    /// `--accept` takes a version only when there are none.
+    pub fn open_after_learning(&self) -> usize {
+        self.against_fake
+            .iter()
+            .filter(|d| d.explained.is_none() && !d.learnable)
             .count()
     }
 
@@ -164,6 +179,7 @@ pub async fn upgrade(opts: &UpgradeOptions) -> Result<UpgradeReport, String> {
     let mut changes = Vec::new();
     let mut against_fake = Vec::new();
     let mut kept = Kept::default();
+    let mut learned = BTreeSet::new();
     for case in &cases {
         let (Some(p), Some(c)) = (pinned.get(&case.id), candidate.get(&case.id)) else {
             changes.push(Change {
@@ -189,6 +205,7 @@ pub async fn upgrade(opts: &UpgradeOptions) -> Result<UpgradeReport, String> {
                 &wire_of_fake(case, fake),
                 &explained,
                 &mut kept.explanations,
+                &mut learned,
             ));
         }
     }
@@ -208,6 +225,7 @@ pub async fn upgrade(opts: &UpgradeOptions) -> Result<UpgradeReport, String> {
         sdk_flags: (product == Provider::ClaudeCode).then(|| sdk_flag_changes(opts)),
         changes,
         against_fake,
+        learned: learned.into_iter().collect(),
         kept: Kept { explained, ..kept },
     })
 }
@@ -330,15 +348,18 @@ fn describe(differences: Vec<Difference>, now: &str, was: &str) -> Vec<(Rank, St
 }
 
 /// The candidate's wire against the analog's fake: each difference an explanation keeps (as
-/// for the pinned peer) with its reason, the rest described as [`describe`] does.
+/// for the pinned peer) with its reason, the rest described as [`describe`] does — those a
+/// profile can learn ([`learn::learnable`]) apart, their additions into `learned`.
 fn judge_against_fake(
     case: &PeerCase,
     real: &Wire,
     fake: &Wire,
     explained: &Explained,
     used: &mut BTreeSet<usize>,
+    learned: &mut BTreeSet<Addition>,
 ) -> Vec<AgainstFake> {
-    let mut diffs = compare(real, fake, &explained.leave(&case.peer));
+    let leave = explained.leave(&case.peer);
+    let mut diffs = compare(real, fake, &leave);
     diffs.extend(schema_rejections(
         case.provider,
         case.version.as_deref(),
@@ -347,10 +368,17 @@ fn judge_against_fake(
     let (kept, open): (Vec<_>, Vec<_>) = diffs
         .into_iter()
         .partition(|d| explained.reason(&case.peer, &case.id, d).is_some());
+    let (learnable, open): (Vec<_>, Vec<_>) = open.into_iter().partition(|d| {
+        learn::learnable(d, real, fake, &leave).is_some_and(|a| {
+            learned.insert(a);
+            true
+        })
+    });
     let against = |text: String, explained: Option<String>| AgainstFake {
         scenario: case.id.clone(),
         text,
         explained,
+        learnable: false,
     };
     kept.iter()
         .map(|d| {
@@ -364,6 +392,14 @@ fn judge_against_fake(
             describe(open, "the candidate", "the fake")
                 .into_iter()
                 .map(|(_, text)| against(text, None)),
+        )
+        .chain(
+            describe(learnable, "the candidate", "the fake")
+                .into_iter()
+                .map(|(_, text)| AgainstFake {
+                    learnable: true,
+                    ..against(text, None)
+                }),
         )
         .collect()
 }
@@ -478,11 +514,27 @@ pub fn markdown(r: &UpgradeReport) -> String {
         .map(|d| Change {
             rank: Rank::Meaning,
             scenario: d.scenario.clone(),
-            text: format!("✗ {}", d.text),
+            text: if d.learnable {
+                format!(
+                    "✗ {} (learnable: `--accept` adds it to the profile)",
+                    d.text
+                )
+            } else {
+                format!("✗ {}", d.text)
+            },
         })
         .collect();
     for line in grouped(&open.iter().collect::<Vec<_>>()) {
         out.push_str(&line);
+    }
+    if !r.learned.is_empty() {
+        out.push_str(&format!(
+            "\n`--accept` would write {} field(s) into the profile for the fake to send:\n\n",
+            r.learned.len()
+        ));
+        for a in &r.learned {
+            out.push_str(&format!("- `{}` `{}` = `{}`\n", a.kind, a.field, a.value));
+        }
     }
     out
 }

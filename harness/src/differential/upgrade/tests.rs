@@ -15,6 +15,7 @@ fn report(changes: Vec<Change>, against_fake: Vec<AgainstFake>) -> UpgradeReport
             removed: BTreeSet::new(),
         }]),
         sdk_flags: None,
+        learned: Vec::new(),
         kept: Default::default(),
         changes,
         against_fake,
@@ -42,6 +43,7 @@ fn the_report_ranks_changes_groups_their_scenarios_and_fails_on_what_a_provider_
             scenario: "peers/codex/success".into(),
             text: "t".into(),
             explained: Some("why".into()),
+            learnable: false,
         }],
     );
     assert_eq!(
@@ -92,6 +94,7 @@ fn the_report_ranks_changes_groups_their_scenarios_and_fails_on_what_a_provider_
             scenario: "peers/codex/success".into(),
             text: "the real runtime sends `thread/search/partial`; the fake never does".into(),
             explained: None,
+            learnable: false,
         }],
     );
     assert_eq!(unexplained.exit_code(), 1);
