@@ -40,7 +40,9 @@ fn a_baseline_of_known_failures_passes_an_unlisted_one_fails_and_a_stale_entry_f
     ]);
     assert_eq!(code, Some(0), "{out}");
     assert!(
-        out.contains("│ acp/stop/refusal ") && out.contains(" known "),
+        out.contains(
+            "  ~ acp/stop/refusal (foreground) [expect.diagnostic] (known: in the baseline)"
+        ),
         "{out}"
     );
     assert!(out.contains(" 0 stale, "), "{out}");

@@ -25,13 +25,22 @@ fn the_reference_passes_the_whole_catalog() {
     // The upgrade scenarios need `--product-version codex=0.169.0` (or 0.171.0), the
     // real-peer ones `--peers` (ci/peers); everything else runs.
     assert!(out.contains(" 0 failed, 94 skipped"), "{out}");
+    // A passing catalog fits on one screen: the matrix, why cases were skipped, one line.
+    assert!(
+        out.lines().count() <= 50,
+        "{} lines:\n{out}",
+        out.lines().count()
+    );
+    assert!(out.contains("│ cancel "), "{out}");
     assert!(
         out.contains("real peer `dsh-sdk`: run `ci/peers` (or pass --peers DIR)"),
         "{out}"
     );
-    for family in ["acp/", "dsh-sdk/", "codex/", "claude-code/", "isolation/"] {
-        assert!(out.contains(family), "{family} scenarios ran: {out}");
+    // The matrix: a column per provider, a row per family (`isolation` across them).
+    for provider in [" acp ", " dsh-sdk ", " codex ", " claude-code "] {
+        assert!(out.contains(provider), "{provider} scenarios ran: {out}");
     }
+    assert!(out.contains("│ isolation "), "{out}");
 }
 
 #[test]
@@ -83,9 +92,8 @@ fn the_dsh_sdk_catalog_also_passes_with_the_fake_speaking_0_1_1() {
     assert!(out.contains("fakes speak: DSH SDK runtime 0.1.1"), "{out}");
     // The only skips are the real-peer DSH SDK cases (`peers/dsh-sdk/`, which need `--peers`).
     assert!(out.contains(" 0 failed, 14 skipped"), "{out}");
-    assert_eq!(
-        out.matches("real peer `dsh-sdk`: run `ci/peers`").count(),
-        14,
+    assert!(
+        out.contains("  14 × real peer `dsh-sdk`: run `ci/peers` (or pass --peers DIR)\n"),
         "{out}"
     );
 }
@@ -123,6 +131,17 @@ fn a_host_reading_partial_text_only_from_chunks_passes_at_0_1_1_and_fails_at_the
         out.contains("fakes speak: DSH SDK runtime 0.2.1rc2"),
         "{out}"
     );
+    // The terminal leads with what failed: the matrix, then every failure's check, requirement
+    // and diff, then the failures by name; no passing case has a row of its own.
+    let first_detail = out
+        .find("\n━━ dsh-sdk/output/")
+        .expect("a failure's detail");
+    let matrix = out.find("│ output ").expect("the matrix's output row");
+    let index = out.find("8 case(s) failed:").expect("the failures by name");
+    assert!(matrix < first_detail && first_detail < index, "{out}");
+    assert!(out.contains("    requirement ("), "{out}");
+    assert!(out.contains("  ✗ dsh-sdk/output/"), "{out}");
+    assert!(!out.contains(" pass "), "no row per passing case: {out}");
 }
 
 /// The test `ci/mutants` runs against each mutant of the reference: the part of the catalog a

@@ -1,6 +1,8 @@
-//! The human report: a table of every case, then each failure with its checks, the subject
-//! transcript, the runtime's wire transcript and the subject's stderr tail, then what the
-//! suite as a whole found and the counts.
+//! The human report, leading with what failed: where the subject stands (a matrix of families
+//! by provider; `-v`: a row for every case), then each failure with its checks, requirements,
+//! the subject transcript, the runtime's wire transcript and the subject's stderr tail (long
+//! lines folded; `-v` and `--json` keep them whole), then what the suite as a whole found, the
+//! failures by name, why cases were skipped, and the counts.
 
 use std::fmt::Write as _;
 
@@ -11,16 +13,22 @@ use crate::run::Observed;
 use crate::run::observed::ledger_line;
 use crate::suite::{CaseReport, SuiteReport, Verdict};
 
-/// The whole human report, as its sections: the table, each failure's detail, upstream codes,
-/// the settling mode, what the suite itself found, the baseline, and the closing counts.
+/// The whole human report, as its sections: the matrix (or with `verbose`, the table), each
+/// failure's detail, upstream codes, the settling mode, what the suite itself found, the
+/// baseline, the failures by name, the skips by reason, and the closing counts.
 pub fn human(report: &SuiteReport, verbose: bool) -> String {
     let mut out = String::new();
     let _ = writeln!(out, "subject: {}", report.subject);
     out.push_str(&header(report));
-    out.push_str(&table(report));
+    if verbose {
+        out.push_str(&table(report));
+    } else {
+        out.push_str(&matrix(report));
+    }
+    let fold = (!verbose).then_some(FOLD_BYTES);
     for c in &report.cases {
         if matches!(c.verdict, Verdict::Fail) || (verbose && c.obs.is_some()) {
-            out.push_str(&case_detail(c));
+            out.push_str(&detail(c, fold));
         } else if !c.advisories.is_empty() {
             out.push_str(&advisories(c));
         }
@@ -33,7 +41,117 @@ pub fn human(report: &SuiteReport, verbose: bool) -> String {
     if let Some(b) = &report.baseline {
         out.push_str(&baseline_section(b));
     }
+    if !verbose {
+        out.push_str(&by_name(report));
+        out.push_str(&skips(report));
+    }
     out.push_str(&closing(report));
+    out
+}
+
+/// A transcript or ledger line longer than this is folded in the default report.
+const FOLD_BYTES: usize = 400;
+
+/// How many skip reasons the default report lists (the most frequent first).
+const SKIP_REASONS: usize = 5;
+
+/// Every case counted by family and provider ([`super::matrix`]), one row per family.
+fn matrix(report: &SuiteReport) -> String {
+    let m = super::matrix::Matrix::of(&report.cases);
+    if m.rows.is_empty() {
+        return String::new();
+    }
+    let mut table = Table::new();
+    table.load_preset(UTF8_BORDERS_ONLY);
+    let mut head = vec!["family".to_owned()];
+    head.extend(m.providers.iter().map(|p| p.to_string()));
+    table.set_header(head);
+    for (family, cells) in &m.rows {
+        let mut row = vec![family.clone()];
+        row.extend(
+            m.providers
+                .iter()
+                .map(|p| cells.get(p).map(|c| c.cell()).unwrap_or_default()),
+        );
+        table.add_row(row);
+    }
+    format!(
+        "{table}
+(cases passed; ✗ failed, ~ known from the baseline, − skipped, ! interrupted; -v lists every case)
+"
+    )
+}
+
+/// The failed and known cases by name, one line each with the first failed check.
+fn by_name(report: &SuiteReport) -> String {
+    let mut out = String::new();
+    let failed: Vec<&CaseReport> = report
+        .cases
+        .iter()
+        .filter(|c| matches!(c.verdict, Verdict::Fail | Verdict::Known(_)))
+        .collect();
+    if failed.is_empty() {
+        return out;
+    }
+    let _ = writeln!(
+        out,
+        "
+{} case(s) failed:",
+        failed.len()
+    );
+    for c in failed {
+        let check = c.findings.first().map(|f| f.check.id()).unwrap_or("?");
+        let (mark, note) = match c.verdict {
+            Verdict::Known(_) => ("~", " (known: in the baseline)"),
+            _ => ("✗", ""),
+        };
+        let _ = writeln!(
+            out,
+            "  {mark} {} ({}) [{check}]{note}",
+            c.scenario.id, c.mode
+        );
+    }
+    if report
+        .cases
+        .iter()
+        .any(|c| matches!(c.verdict, Verdict::Fail))
+    {
+        let _ = writeln!(
+            out,
+            "(long transcript and ledger lines are folded above: `-v` prints them whole, `--json FILE` keeps them)"
+        );
+    }
+    out
+}
+
+/// Why cases were skipped: the most frequent reasons with their counts.
+fn skips(report: &SuiteReport) -> String {
+    let mut reasons: std::collections::BTreeMap<&str, usize> = Default::default();
+    for c in &report.cases {
+        if let Verdict::Skip(why) = &c.verdict {
+            *reasons.entry(why.as_str()).or_default() += 1;
+        }
+    }
+    if reasons.is_empty() {
+        return String::new();
+    }
+    let mut reasons: Vec<(&str, usize)> = reasons.into_iter().collect();
+    reasons.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(b.0)));
+    let mut out = String::from(
+        "
+skipped:
+",
+    );
+    for (why, n) in reasons.iter().take(SKIP_REASONS) {
+        let _ = writeln!(out, "  {n} × {why}");
+    }
+    if reasons.len() > SKIP_REASONS {
+        let _ = writeln!(
+            out,
+            "  … and {} other reason(s) (-v lists every case)",
+            reasons.len() - SKIP_REASONS
+        );
+    }
     out
 }
 
@@ -265,6 +383,11 @@ fn advisory_lines(c: &CaseReport) -> String {
 }
 
 pub(crate) fn case_detail(c: &CaseReport) -> String {
+    detail(c, None)
+}
+
+/// A failure's detail; with `fold`, each transcript or ledger line past that many bytes is cut.
+fn detail(c: &CaseReport, fold: Option<usize>) -> String {
     let mut out = String::new();
     let _ = writeln!(
         out,
@@ -289,17 +412,31 @@ pub(crate) fn case_detail(c: &CaseReport) -> String {
     }
     out.push_str(&advisory_lines(c));
     if let Some(obs) = &c.obs {
-        out.push_str(&transcripts(obs));
+        out.push_str(&transcripts(obs, fold));
     }
     // Each part is bounded; so is the block, whatever a run piles up.
     bound::cut(&out, bound::DETAIL_BYTES)
 }
 
-fn transcripts(obs: &Observed) -> String {
+/// A line as the default report shows it: whole, or cut at `fold` bytes with what was left.
+fn folded(line: &str, fold: Option<usize>) -> std::borrow::Cow<'_, str> {
+    match fold {
+        Some(max) if line.len() > max => {
+            let mut end = max;
+            while !line.is_char_boundary(end) {
+                end -= 1;
+            }
+            format!("{} … (+{} bytes)", &line[..end], line.len() - end).into()
+        }
+        _ => line.into(),
+    }
+}
+
+fn transcripts(obs: &Observed, fold: Option<usize>) -> String {
     let mut out = String::new();
     let _ = writeln!(out, "  subject transcript (run {}):", obs.run);
     for line in &obs.transcript {
-        let _ = writeln!(out, "    {line}");
+        let _ = writeln!(out, "    {}", folded(line, fold));
     }
     let _ = writeln!(out, "  runtime ledger:");
     let ledger: Vec<String> = obs
@@ -309,7 +446,7 @@ fn transcripts(obs: &Observed) -> String {
         .chain(obs.ledger_text.iter().cloned())
         .collect();
     for line in bound::cut_lines(&ledger, bound::LEDGER_LINES, bound::LEDGER_BYTES) {
-        let _ = writeln!(out, "    {line}");
+        let _ = writeln!(out, "    {}", folded(&line, fold));
     }
     if obs.wire_lines_dropped > 0 {
         let _ = writeln!(

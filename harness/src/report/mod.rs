@@ -5,6 +5,7 @@ pub mod bound;
 pub mod human;
 pub mod json;
 pub mod junit;
+pub mod matrix;
 pub mod merge;
 pub mod terminal;
 

@@ -1,0 +1,122 @@
+//! Where a subject stands at a glance: every case counted by family of scenarios (rows: the
+//! folder under the provider's, `cancel`, `stage`, …; `isolation` and `peers` whole) and by
+//! provider (columns), each cell counting passed, failed, known, skipped and interrupted cases.
+
+use std::collections::BTreeMap;
+
+use conform_protocol::vocab::Provider;
+
+use crate::suite::{CaseReport, Verdict};
+
+/// The counts of one cell.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Counts {
+    pub passed: usize,
+    pub failed: usize,
+    pub known: usize,
+    pub skipped: usize,
+    pub interrupted: usize,
+}
+
+impl Counts {
+    fn add(&mut self, verdict: &Verdict) {
+        match verdict {
+            Verdict::Pass => self.passed += 1,
+            Verdict::Fail => self.failed += 1,
+            Verdict::Known(_) => self.known += 1,
+            Verdict::Skip(_) => self.skipped += 1,
+            Verdict::Interrupted(_) => self.interrupted += 1,
+        }
+    }
+
+    /// The cell as the terminal shows it: `12`, `10 ✗2`, `−8` (nothing for no case).
+    pub fn cell(&self) -> String {
+        let mut parts = Vec::new();
+        if self.passed > 0 {
+            parts.push(self.passed.to_string());
+        }
+        for (n, mark) in [
+            (self.failed, "✗"),
+            (self.known, "~"),
+            (self.skipped, "−"),
+            (self.interrupted, "!"),
+        ] {
+            if n > 0 {
+                parts.push(format!("{mark}{n}"));
+            }
+        }
+        parts.join(" ")
+    }
+}
+
+/// A case's family: the folder under its provider's (`acp/cancel/x` → `cancel`), or the top
+/// folder for cases across providers (`isolation`, `peers`).
+pub fn family(id: &str) -> &str {
+    let mut parts = id.split('/');
+    let top = parts.next().unwrap_or_default();
+    match top {
+        "isolation" | "peers" => top,
+        _ => parts.next().unwrap_or(top),
+    }
+}
+
+/// Every case counted by family and provider; families in the order of their first case.
+pub struct Matrix {
+    pub providers: Vec<Provider>,
+    pub rows: Vec<(String, BTreeMap<Provider, Counts>)>,
+}
+
+impl Matrix {
+    pub fn of(cases: &[CaseReport]) -> Matrix {
+        let mut providers: Vec<Provider> = Vec::new();
+        let mut rows: Vec<(String, BTreeMap<Provider, Counts>)> = Vec::new();
+        for c in cases {
+            let provider = c.scenario.file.provider;
+            if !providers.contains(&provider) {
+                providers.push(provider);
+            }
+            let family = family(&c.scenario.id);
+            let at = match rows.iter().position(|(f, _)| f == family) {
+                Some(i) => i,
+                None => {
+                    rows.push((family.to_owned(), BTreeMap::new()));
+                    rows.len() - 1
+                }
+            };
+            rows[at].1.entry(provider).or_default().add(&c.verdict);
+        }
+        // Special families last, as the catalog lists them.
+        rows.sort_by_key(|(f, _)| matches!(f.as_str(), "isolation" | "peers"));
+        Matrix { providers, rows }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_cell_counts_each_verdict_with_its_mark() {
+        let c = Counts {
+            passed: 10,
+            failed: 2,
+            known: 1,
+            skipped: 3,
+            interrupted: 0,
+        };
+        assert_eq!(c.cell(), "10 ✗2 ~1 −3");
+        assert_eq!(Counts::default().cell(), "");
+        let skipped = Counts {
+            skipped: 8,
+            ..Default::default()
+        };
+        assert_eq!(skipped.cell(), "−8");
+    }
+
+    #[test]
+    fn a_family_is_the_folder_under_the_provider_or_the_top_one() {
+        assert_eq!(family("acp/cancel/during-handshake"), "cancel");
+        assert_eq!(family("isolation/notices-at-once/a"), "isolation");
+        assert_eq!(family("peers/codex-0.171.0/success"), "peers");
+    }
+}
