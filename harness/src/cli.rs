@@ -139,12 +139,22 @@ pub struct BenchArgs {
 
 #[derive(Debug, Args)]
 pub struct ReportArgs {
-    /// `merge`: join shards' JSON reports.
-    #[arg(value_parser = ["merge"])]
+    /// `merge`: join shards' JSON reports; `html`: the HTML report of a JSON report (or of
+    /// shards' reports, merged) into `-o DIR`.
+    #[arg(value_parser = ["merge", "html"])]
     pub action: String,
-    /// The shards' JSON reports (`conform run --partition k/n --json …`), all n of them.
-    #[arg(required = true, value_name = "SHARD.json")]
+    /// The JSON reports: one run's, or the shards' (`conform run --partition k/n --json …`),
+    /// all n of them.
+    #[arg(required = true, value_name = "REPORT.json")]
     pub reports: Vec<PathBuf>,
+    /// `html`: the folder to write `index.html` into.
+    #[arg(
+        long,
+        short = 'o',
+        value_name = "DIR",
+        required_if_eq("action", "html")
+    )]
+    pub out: Option<PathBuf>,
     /// Write the merged JSON report here.
     #[arg(long)]
     pub json: Option<PathBuf>,
@@ -406,4 +416,8 @@ pub struct RunArgs {
     /// Write a JSON report here. Opened before anything runs.
     #[arg(long)]
     pub json: Option<PathBuf>,
+    /// Write the HTML report into this folder (`index.html`: one self-contained page, no
+    /// server, no network).
+    #[arg(long, value_name = "DIR")]
+    pub html: Option<PathBuf>,
 }

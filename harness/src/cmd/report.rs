@@ -1,4 +1,5 @@
 //! `conform report merge`: one report, one JUnit file and one exit code from the shards'.
+//! `conform report html`: the HTML report of one run's JSON report, or of shards' merged.
 
 use std::process::ExitCode;
 
@@ -9,6 +10,9 @@ use crate::report::{self, terminal};
 use crate::suite::exit;
 
 pub fn exec(args: ReportArgs) -> Result<ExitCode, Error> {
+    if args.action == "html" {
+        return html(&args);
+    }
     let merged = crate::report::merge::merge_files(&args.reports)
         .map_err(|e| Error::Usage(e.to_string()))?;
     if let Some(path) = &args.json {
@@ -25,4 +29,32 @@ pub fn exec(args: ReportArgs) -> Result<ExitCode, Error> {
     Ok(code(
         merged["exitCode"].as_i64().unwrap_or(exit::ERROR as i64) as i32,
     ))
+}
+
+/// The page of one report as it is, or of the shards' merged; exit 0 once it is written.
+fn html(args: &ReportArgs) -> Result<ExitCode, Error> {
+    let dir = args.out.as_deref().expect("clap requires -o for html");
+    let report = match args.reports.as_slice() {
+        [one] => {
+            let text = std::fs::read_to_string(one).map_err(|source| Error::Write {
+                path: one.clone(),
+                source,
+            })?;
+            let v: serde_json::Value = serde_json::from_str(&text)
+                .map_err(|e| Error::Usage(format!("{}: not a JSON report: {e}", one.display())))?;
+            if v["partition"].is_string() {
+                crate::report::merge::merge(vec![(one.clone(), v)])
+                    .map_err(|e| Error::Usage(e.to_string()))?
+            } else {
+                v
+            }
+        }
+        many => crate::report::merge::merge_files(many).map_err(|e| Error::Usage(e.to_string()))?,
+    };
+    let page = crate::report::html::write(dir, &report).map_err(|source| Error::Write {
+        path: dir.to_owned(),
+        source,
+    })?;
+    println!("report: {}", page.display());
+    Ok(code(exit::PASS))
 }

@@ -66,6 +66,14 @@ pub fn exec(args: RunArgs) -> Result<ExitCode, Error> {
     // Subject text is shown on a terminal: escaped. The JSON and JUnit reports are exact.
     let shown = out(&terminal::escape_controls(&report::human(&report, verbose)));
     write_reports(&report, json_file, junit_file)?;
+    if let Some(dir) = &args.html {
+        let page =
+            report::html::write(dir, &report::json(&report)).map_err(|source| Error::Write {
+                path: dir.clone(),
+                source,
+            })?;
+        eprintln!("html report: {}", page.display());
+    }
     shown.map(|()| code(report.exit_code()))
 }
 

@@ -16,6 +16,9 @@ pub fn json(report: &SuiteReport) -> serde_json::Value {
         "fakesSpeak": report.fakes_speak,
         "realPeers": report.real_peers,
         "strictness": report.strictness.as_str(),
+        "jobs": report.jobs,
+        "conformVersion": env!("CARGO_PKG_VERSION"),
+        "generatedAt": jiff::Timestamp::now().to_string(),
         "exitCode": report.exit_code(),
         "elapsedMs": report.elapsed.as_millis() as u64,
         "stragglers": report.stragglers,
@@ -41,37 +44,44 @@ pub fn json(report: &SuiteReport) -> serde_json::Value {
             crate::suite::CgroupMode::On(dir) => json!({"mode": "on", "dir": dir}),
             crate::suite::CgroupMode::Unavailable(why) => json!({"mode": "unavailable", "why": why}),
         },
-        "cases": report.cases.iter().enumerate().map(|(i, c)| json!({
-            "id": c.scenario.id,
-            "mode": c.mode,
-            "provider": c.scenario.file.provider,
-            // Where the case stands in the whole selection, before any partition: merged
-            // shards are put back in this order.
-            "order": [
-                report.positions.get(&c.scenario.id).copied().unwrap_or(i),
-                c.scenario.file.modes.iter().position(|m| *m == c.mode).unwrap_or_default(),
-            ],
-            "verdict": match &c.verdict { Verdict::Pass => "pass", Verdict::Fail => "fail", Verdict::Known(_) => "known", Verdict::Skip(_) => "skip", Verdict::Interrupted(_) => "interrupted" },
-            "skipReason": match &c.verdict { Verdict::Skip(r) | Verdict::Interrupted(r) => Some(r.clone()), _ => None },
-            "baselineReason": match &c.verdict { Verdict::Known(r) => Some(r.clone()), _ => None },
-            // The human report's block for the case (checks, transcripts, stderr tail).
-            "detail": matches!(c.verdict, Verdict::Fail | Verdict::Known(_)).then(|| case_detail(c)),
-            "findings": c.findings.iter().map(finding_json).collect::<Vec<_>>(),
-            "advisories": c.advisories.iter().map(finding_json).collect::<Vec<_>>(),
-            "elapsedMs": c.obs.as_ref().map(|o| o.elapsed.as_millis() as u64),
-            // What the snapshot holds (job ids masked): runs compare across reports.
-            "modelVisible": c.obs.as_ref().map(|o| bound::cut(&crate::snapshot::render(o), bound::DETAIL_BYTES)),
-            "settle": c.obs.as_ref().map(settle_json),
-            // The runtime's ledger as the failure report prints it (a passing run keeps it only
-            // with --verbose): what a real peer can be replayed against (`ci/claude-sdk`).
-            "ledger": c.obs.as_ref().map(|o| bound::cut_lines(&o.ledger_text, bound::LEDGER_LINES, bound::LEDGER_BYTES)),
-            "delivery": c.obs.as_ref().filter(|_| c.mode == conform_protocol::subject::Mode::Background).map(|o| json!({
-                "dispatch": o.dispatch_receipt,
-                "completion": o.completion_receipt,
-                "watchdog": o.watchdog.last().map(|c| c.status),
-                "timeline": o.watchdog,
-            })),
-        })).collect::<Vec<_>>(),
+        "cases": report.cases.iter().enumerate().map(|(i, c)| case_json(report, i, c)).collect::<Vec<_>>(),
+    })
+}
+
+/// One case: its verdict, findings and advisories, and what its run left to read.
+fn case_json(report: &SuiteReport, i: usize, c: &crate::suite::CaseReport) -> serde_json::Value {
+    json!({
+        "id": c.scenario.id,
+        "title": c.scenario.file.title,
+        "file": c.scenario.path,
+        "mode": c.mode,
+        "provider": c.scenario.file.provider,
+        // Where the case stands in the whole selection, before any partition: merged
+        // shards are put back in this order.
+        "order": [
+            report.positions.get(&c.scenario.id).copied().unwrap_or(i),
+            c.scenario.file.modes.iter().position(|m| *m == c.mode).unwrap_or_default(),
+        ],
+        "verdict": match &c.verdict { Verdict::Pass => "pass", Verdict::Fail => "fail", Verdict::Known(_) => "known", Verdict::Skip(_) => "skip", Verdict::Interrupted(_) => "interrupted" },
+        "skipReason": match &c.verdict { Verdict::Skip(r) | Verdict::Interrupted(r) => Some(r.clone()), _ => None },
+        "baselineReason": match &c.verdict { Verdict::Known(r) => Some(r.clone()), _ => None },
+        // The human report's block for the case (checks, transcripts, stderr tail).
+        "detail": matches!(c.verdict, Verdict::Fail | Verdict::Known(_)).then(|| case_detail(c)),
+        "findings": c.findings.iter().map(finding_json).collect::<Vec<_>>(),
+        "advisories": c.advisories.iter().map(finding_json).collect::<Vec<_>>(),
+        "elapsedMs": c.obs.as_ref().map(|o| o.elapsed.as_millis() as u64),
+        // What the snapshot holds (job ids masked): runs compare across reports.
+        "modelVisible": c.obs.as_ref().map(|o| bound::cut(&crate::snapshot::render(o), bound::DETAIL_BYTES)),
+        "settle": c.obs.as_ref().map(settle_json),
+        // The runtime's ledger as the failure report prints it (a passing run keeps it only
+        // with --verbose): what a real peer can be replayed against (`ci/claude-sdk`).
+        "ledger": c.obs.as_ref().map(|o| bound::cut_lines(&o.ledger_text, bound::LEDGER_LINES, bound::LEDGER_BYTES)),
+        "delivery": c.obs.as_ref().filter(|_| c.mode == conform_protocol::subject::Mode::Background).map(|o| json!({
+            "dispatch": o.dispatch_receipt,
+            "completion": o.completion_receipt,
+            "watchdog": o.watchdog.last().map(|c| c.status),
+            "timeline": o.watchdog,
+        })),
     })
 }
 

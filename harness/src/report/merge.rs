@@ -126,6 +126,11 @@ pub fn merge(shards: Vec<(PathBuf, Value)>) -> Result<Value, MergeError> {
         "fakesSpeak": union(&shards, "fakesSpeak"),
         "realPeers": union(&shards, "realPeers"),
         "exitCode": facts.exit_code(),
+        // As the first shard gives them (one split of one run).
+        "strictness": shards[0].1["strictness"],
+        "jobs": shards[0].1["jobs"],
+        "conformVersion": shards[0].1["conformVersion"],
+        "generatedAt": shards.iter().filter_map(|(_, r)| r["generatedAt"].as_str()).max(),
         // The shards ran side by side: the merged suite took as long as the slowest.
         "elapsedMs": shards.iter().filter_map(|(_, r)| r["elapsedMs"].as_u64()).max(),
         "stragglers": stragglers,

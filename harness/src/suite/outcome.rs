@@ -51,6 +51,8 @@ pub struct SuiteReport {
     pub real_peers: std::collections::BTreeMap<String, RealPeer>,
     /// Which requirements failed a case (`--strictness`).
     pub strictness: crate::settings::Strictness,
+    /// Runs in flight at once (`-j`).
+    pub jobs: usize,
     pub cases: Vec<CaseReport>,
     /// Failures of the suite as a whole, not of one case: a subject that cannot be started,
     /// messages for runs the harness never started, broken lines that name no run.

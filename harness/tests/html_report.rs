@@ -1,0 +1,252 @@
+//! The HTML report in a real browser: headless Chromium (Debian's `chromium`) opens the page of
+//! a run with failures, and of a merged partitioned run, offline, and runs its script without a
+//! console error; the matrix counts what the JSON report says, a filter in the address hides
+//! what it should, a failure opens with its requirement and its diff, and a subject's markup
+//! stays text. Skipped, saying why, where Chromium is not installed (`ci/check` installs it).
+//! A screenshot for review goes under `target/`, never into the repository.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+mod common;
+use common::{Slot, conform, defective, stdout};
+
+fn chromium() -> Option<PathBuf> {
+    let names = ["chromium", "chromium-browser", "google-chrome"];
+    let found = std::env::var_os("CONFORM_CHROMIUM")
+        .map(PathBuf::from)
+        .into_iter()
+        .chain(names.iter().map(PathBuf::from))
+        .find(|c| {
+            Command::new(c)
+                .arg("--version")
+                .output()
+                .is_ok_and(|o| o.status.success())
+        });
+    if found.is_none() {
+        eprintln!(
+            "SKIPPED: Chromium is not installed (apt-get install chromium); the HTML report was not opened in a browser"
+        );
+    }
+    found
+}
+
+/// The page's DOM once its script ran (`--dump-dom`), and what the browser logged.
+fn open(browser: &Path, page: &Path, hash: &str, screenshot: Option<&Path>) -> (String, String) {
+    let profile = tempfile::tempdir().unwrap();
+    let mut cmd = Command::new(browser);
+    cmd.args([
+        "--headless",
+        "--no-sandbox",
+        "--disable-gpu",
+        "--no-first-run",
+        "--enable-logging=stderr",
+        "--v=0",
+        "--virtual-time-budget=10000",
+    ])
+    .arg(format!("--user-data-dir={}", profile.path().display()));
+    match screenshot {
+        Some(png) => cmd
+            .arg(format!("--screenshot={}", png.display()))
+            .arg("--window-size=1280,1600"),
+        None => cmd.arg("--dump-dom"),
+    };
+    let out = cmd
+        .arg(format!("file://{}#{hash}", page.display()))
+        .output()
+        .unwrap();
+    (
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+/// The console's errors among what the browser logged (`CONSOLE` lines, uncaught exceptions,
+/// a Content-Security-Policy refusal).
+fn console_errors(log: &str) -> Vec<&str> {
+    log.lines()
+        .filter(|l| {
+            l.contains("CONSOLE") || l.contains("Uncaught") || l.contains("Content Security Policy")
+        })
+        .collect()
+}
+
+/// The value of `attr` on the element whose opening tag holds every one of `marks`.
+fn attr(dom: &str, marks: &[&str], attr: &str) -> Option<String> {
+    dom.split('<')
+        .find(|tag| marks.iter().all(|m| tag.contains(m)))
+        .and_then(|tag| {
+            let at = tag.find(&format!("{attr}=\""))? + attr.len() + 2;
+            Some(tag[at..].split('"').next()?.to_owned())
+        })
+}
+
+fn shown_rows(dom: &str) -> usize {
+    dom.split("<tr ")
+        .filter(|t| t.starts_with("class=\"case\"") || t.contains(" class=\"case\""))
+        .filter(|t| !t.split('>').next().unwrap_or("").contains("hidden"))
+        .count()
+}
+
+fn run(args: &[&str]) -> (Option<i32>, String) {
+    let _slot = Slot::take();
+    let out = conform().arg("run").args(args).output().unwrap();
+    (out.status.code(), stdout(&out))
+}
+
+fn count(report: &serde_json::Value, verdict: &str) -> usize {
+    report["cases"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|c| c["verdict"] == verdict)
+        .count()
+}
+
+#[test]
+fn a_run_with_failures_opens_in_chromium_with_its_counts_filters_and_diffs() {
+    let Some(browser) = chromium() else { return };
+    let dir = tempfile::tempdir().unwrap();
+    let (json, html) = (dir.path().join("r.json"), dir.path().join("html"));
+    let subject = defective(&["partial-from-chunks-only"]);
+    let (code, out) = run(&[
+        "--filter",
+        "dsh-sdk/output/",
+        "--subject",
+        &subject,
+        "--json",
+        json.to_str().unwrap(),
+        "--html",
+        html.to_str().unwrap(),
+    ]);
+    assert_eq!(code, Some(1), "{out}");
+    let report: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    let (pass, fail) = (count(&report, "pass"), count(&report, "fail"));
+    assert!(fail > 0 && pass > 0, "{out}");
+    let page = html.join("index.html");
+
+    let (dom, log) = open(&browser, &page, "", None);
+    assert!(dom.contains("data-ready=\"yes\""), "the script ran: {log}");
+    assert_eq!(console_errors(&log), Vec::<&str>::new(), "{log}");
+    // The matrix counts what the JSON says.
+    let cell = ["data-provider=\"dsh-sdk\"", "data-family=\"output\""];
+    assert_eq!(attr(&dom, &cell, "data-pass"), Some(pass.to_string()));
+    assert_eq!(attr(&dom, &cell, "data-fail"), Some(fail.to_string()));
+    assert_eq!(shown_rows(&dom), pass + fail);
+    // A failure opens with its requirement, its source and its diff.
+    assert!(dom.contains("requirement (record): seed"), "{dom}");
+    assert!(
+        dom.contains("<span class=\"del\">"),
+        "a rendered diff: {dom}"
+    );
+
+    // The filter in the address hides every passing case.
+    let (dom, _) = open(&browser, &page, "status=fail", None);
+    assert_eq!(shown_rows(&dom), fail);
+    assert_eq!(
+        attr(&dom, &["id=\"shown\""], "data-count"),
+        Some(fail.to_string())
+    );
+    let (dom, _) = open(&browser, &page, "q=nothing-matches-this", None);
+    assert_eq!(shown_rows(&dom), 0);
+
+    // For a person to look at: under target/, never in the repository.
+    let png = Path::new(env!("CARGO_TARGET_TMPDIR")).join("html-report.png");
+    let _ = std::fs::remove_file(&png);
+    open(&browser, &page, "status=fail", Some(&png));
+    assert!(png.is_file(), "a screenshot at {}", png.display());
+    eprintln!("screenshot of the HTML report: {}", png.display());
+}
+
+#[test]
+fn a_subjects_markup_in_the_report_stays_text() {
+    let Some(browser) = chromium() else { return };
+    let dir = tempfile::tempdir().unwrap();
+    let json = dir.path().join("r.json");
+    let subject = defective(&["partial-from-chunks-only"]);
+    run(&[
+        "--filter",
+        "dsh-sdk/output/",
+        "--subject",
+        &subject,
+        "--json",
+        json.to_str().unwrap(),
+    ]);
+    // What a hostile subject could make a report hold, wherever it holds subject text.
+    let hostile = "<img src=x onerror=\"document.documentElement.dataset.pwned='img'\"><script>document.documentElement.dataset.pwned='script'</script></script><script>document.documentElement.dataset.pwned='break-out'</script>";
+    let mut report: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    report["subject"] = hostile.into();
+    for c in report["cases"].as_array_mut().unwrap() {
+        if c["verdict"] == "fail" {
+            c["findings"][0]["message"] = format!("first line {hostile}\nsecond {hostile}").into();
+            c["detail"] = hostile.into();
+        }
+    }
+    std::fs::write(&json, report.to_string()).unwrap();
+    let html = dir.path().join("html");
+    let out = conform()
+        .args(["report", "html"])
+        .arg(&json)
+        .arg("-o")
+        .arg(&html)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", stdout(&out));
+    let (dom, log) = open(&browser, &html.join("index.html"), "status=fail", None);
+    assert!(dom.contains("data-ready=\"yes\""), "the script ran: {log}");
+    assert!(!dom.contains("data-pwned"), "markup ran: {dom}");
+    assert!(
+        dom.contains("&lt;img src=x onerror="),
+        "shown as text: {dom}"
+    );
+}
+
+#[test]
+fn a_merged_partitioned_run_opens_with_every_shards_cases() {
+    let Some(browser) = chromium() else { return };
+    let dir = tempfile::tempdir().unwrap();
+    let shards: Vec<PathBuf> = (1..=2)
+        .map(|k| dir.path().join(format!("shard-{k}.json")))
+        .collect();
+    for (k, file) in shards.iter().enumerate() {
+        let (code, out) = run(&[
+            "--filter",
+            "acp/stop/",
+            "--partition",
+            &format!("{}/2", k + 1),
+            "--json",
+            file.to_str().unwrap(),
+        ]);
+        assert_eq!(code, Some(0), "{out}");
+    }
+    let html = dir.path().join("html");
+    let out = conform()
+        .args(["report", "html"])
+        .args(&shards)
+        .arg("-o")
+        .arg(&html)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", stdout(&out));
+    let passed: usize = shards
+        .iter()
+        .map(|f| {
+            let r: serde_json::Value =
+                serde_json::from_str(&std::fs::read_to_string(f).unwrap()).unwrap();
+            count(&r, "pass")
+        })
+        .sum();
+    let (dom, log) = open(&browser, &html.join("index.html"), "", None);
+    assert_eq!(console_errors(&log), Vec::<&str>::new(), "{log}");
+    assert_eq!(
+        attr(&dom, &["data-verdict=\"pass\"", "data-count"], "data-count"),
+        Some(passed.to_string())
+    );
+    assert_eq!(shown_rows(&dom), passed);
+    assert!(
+        dom.contains("shard-1.json") && dom.contains("shard-2.json"),
+        "{dom}"
+    );
+}
