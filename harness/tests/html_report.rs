@@ -104,14 +104,15 @@ fn count(report: &serde_json::Value, verdict: &str) -> usize {
 }
 
 #[test]
-fn a_run_with_failures_opens_in_chromium_with_its_counts_filters_and_diffs() {
+fn the_catalog_against_seeded_defects_opens_in_chromium_with_its_counts_filters_and_diffs() {
     let Some(browser) = chromium() else { return };
     let dir = tempfile::tempdir().unwrap();
     let (json, html) = (dir.path().join("r.json"), dir.path().join("html"));
-    let subject = defective(&["partial-from-chunks-only"]);
+    // The whole catalog, against a reference with two seeded defects.
+    let subject = defective(&["partial-from-chunks-only", "no-sigkill-rung"]);
     let (code, out) = run(&[
-        "--filter",
-        "dsh-sdk/output/",
+        "-j",
+        "8",
         "--subject",
         &subject,
         "--json",
@@ -122,23 +123,76 @@ fn a_run_with_failures_opens_in_chromium_with_its_counts_filters_and_diffs() {
     assert_eq!(code, Some(1), "{out}");
     let report: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
-    let (pass, fail) = (count(&report, "pass"), count(&report, "fail"));
+    let (pass, fail, skip) = (
+        count(&report, "pass"),
+        count(&report, "fail"),
+        count(&report, "skip"),
+    );
     assert!(fail > 0 && pass > 0, "{out}");
+    let cell_of = |provider: &str, family: &str, verdict: &str| {
+        let cases = report["cases"].as_array().unwrap();
+        let family_of = |id: &str| id.split('/').nth(1).unwrap_or("").to_owned();
+        cases
+            .iter()
+            .filter(|c| c["provider"] == provider && family_of(c["id"].as_str().unwrap()) == family)
+            .filter(|c| c["verdict"] == verdict)
+            .count()
+            .to_string()
+    };
     let page = html.join("index.html");
 
     let (dom, log) = open(&browser, &page, "", None);
     assert!(dom.contains("data-ready=\"yes\""), "the script ran: {log}");
     assert_eq!(console_errors(&log), Vec::<&str>::new(), "{log}");
-    // The matrix counts what the JSON says.
-    let cell = ["data-provider=\"dsh-sdk\"", "data-family=\"output\""];
-    assert_eq!(attr(&dom, &cell, "data-pass"), Some(pass.to_string()));
-    assert_eq!(attr(&dom, &cell, "data-fail"), Some(fail.to_string()));
-    assert_eq!(shown_rows(&dom), pass + fail);
-    // A failure opens with its requirement, its source and its diff.
+    // The matrix and the totals count what the JSON says.
+    for (provider, family) in [
+        ("dsh-sdk", "output"),
+        ("acp", "teardown"),
+        ("codex", "stage"),
+    ] {
+        let cell = [
+            format!("data-provider=\"{provider}\""),
+            format!("data-family=\"{family}\""),
+        ];
+        let cell: Vec<&str> = cell.iter().map(String::as_str).collect();
+        for verdict in ["pass", "fail", "skip"] {
+            assert_eq!(
+                attr(&dom, &cell, &format!("data-{verdict}")),
+                Some(cell_of(provider, family, verdict)),
+                "{provider}/{family} {verdict}"
+            );
+        }
+    }
+    for (verdict, n) in [("pass", pass), ("fail", fail), ("skip", skip)] {
+        let total = format!("data-verdict=\"{verdict}\"");
+        assert_eq!(
+            attr(&dom, &[&total, "data-count"], "data-count"),
+            Some(n.to_string())
+        );
+    }
+    assert_eq!(shown_rows(&dom), pass + fail + skip);
+    // A failure opens with its requirement, its source, its diff, the subject's transcript and
+    // the runtime's ledger.
     assert!(dom.contains("requirement (record): seed"), "{dom}");
     assert!(
         dom.contains("<span class=\"del\">"),
         "a rendered diff: {dom}"
+    );
+    assert!(dom.contains("subject transcript (run "), "{dom}");
+    assert!(dom.contains("runtime ledger:"), "{dom}");
+    // Every check is listed with its requirement; the one that failed names its cases.
+    assert_eq!(
+        attr(&dom, &["data-check=\"contract.bound\""], "data-failed").as_deref(),
+        Some("0")
+    );
+    assert_ne!(
+        attr(
+            &dom,
+            &["<tr", "data-check=\"expect.output\""],
+            "data-failed"
+        )
+        .as_deref(),
+        Some("0")
     );
 
     // The filter in the address hides every passing case.

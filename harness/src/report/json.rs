@@ -45,6 +45,10 @@ pub fn json(report: &SuiteReport) -> serde_json::Value {
             crate::suite::CgroupMode::Unavailable(why) => json!({"mode": "unavailable", "why": why}),
         },
         "cases": report.cases.iter().enumerate().map(|(i, c)| case_json(report, i, c)).collect::<Vec<_>>(),
+        // What each check holds a subject to, and where that comes from (`conform list --checks`).
+        "checks": crate::checks::Check::ALL.iter().map(|c| json!({
+            "id": c.id(), "requirement": c.requirement(), "level": c.level().as_str(), "source": c.source(),
+        })).collect::<Vec<_>>(),
     })
 }
 

@@ -130,6 +130,7 @@ pub fn merge(shards: Vec<(PathBuf, Value)>) -> Result<Value, MergeError> {
         "strictness": shards[0].1["strictness"],
         "jobs": shards[0].1["jobs"],
         "conformVersion": shards[0].1["conformVersion"],
+        "checks": shards[0].1["checks"],
         "generatedAt": shards.iter().filter_map(|(_, r)| r["generatedAt"].as_str()).max(),
         // The shards ran side by side: the merged suite took as long as the slowest.
         "elapsedMs": shards.iter().filter_map(|(_, r)| r["elapsedMs"].as_u64()).max(),

@@ -187,10 +187,12 @@
     setFilters(Object.fromEntries([...p.entries()].filter(([k]) => k in state)));
   }
 
-  // ---- requirements: each check that failed somewhere, its source, and its cases
+  // ---- requirements: every check with what it requires and from where, and the cases where
+  // it failed (or was an advisory); the checks that failed first
   function requirements() {
-    body.append(el('h2', { id: 'requirements' }, 'Requirements that failed'));
+    body.append(el('h2', { id: 'requirements' }, 'Requirements'));
     const by = new Map();
+    for (const k of report.checks || []) by.set(k.id, { level: k.level, source: k.source, requirement: k.requirement, cases: [] });
     for (const c of cases) {
       for (const [f, advisory] of [...(c.findings || []).map((f) => [f, false]), ...(c.advisories || []).map((f) => [f, true])]) {
         if (!by.has(f.check)) by.set(f.check, { level: f.level, source: f.source, cases: [] });
@@ -201,11 +203,14 @@
       if (!by.has(f.check)) by.set(f.check, { level: f.level, source: f.source, cases: [] });
       by.get(f.check).cases.push('the suite');
     }
-    if (!by.size) { body.append(el('p', { class: 'empty' }, 'No requirement failed.')); return; }
-    const table = el('table', { id: 'requirement-table' }, el('tr', {}, ...['check', 'requirement', 'cases'].map((h) => el('th', {}, h))));
-    for (const [check, r] of [...by.entries()].sort()) {
-      table.append(el('tr', { dataset: { check } }, el('td', {}, check), el('td', {}, `${r.level}: ${r.source || ''}`),
-        el('td', {}, folded([...new Set(r.cases)].join('\n'), 12))));
+    const judged = cases.filter((c) => c.verdict !== 'skip' && c.verdict !== 'interrupted').length;
+    const table = el('table', { id: 'requirement-table' }, el('tr', {}, ...['check', 'requirement', 'from', 'where it failed'].map((h) => el('th', {}, h))));
+    const entries = [...by.entries()].sort((a, b) => (b[1].cases.length > 0) - (a[1].cases.length > 0) || a[0].localeCompare(b[0]));
+    for (const [check, r] of entries) {
+      const failed = [...new Set(r.cases)];
+      table.append(el('tr', { dataset: { check, failed: failed.length } }, el('td', {}, check), el('td', {}, r.requirement || ''),
+        el('td', { class: 'source' }, `${r.level}: ${r.source || ''}`),
+        failed.length ? el('td', { class: 'fail' }, folded(failed.join('\n'), 12)) : el('td', { class: 'pass' }, `no failure in ${judged} judged case(s)`)));
     }
     body.append(table);
   }
