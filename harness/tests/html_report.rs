@@ -202,6 +202,14 @@ fn the_catalog_against_seeded_defects_opens_in_chromium_with_its_counts_filters_
         attr(&dom, &["id=\"shown\""], "data-count"),
         Some(fail.to_string())
     );
+    let background_failures = report["cases"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|c| c["verdict"] == "fail" && c["mode"] == "background")
+        .count();
+    let (dom, _) = open(&browser, &page, "status=fail&mode=background", None);
+    assert_eq!(shown_rows(&dom), background_failures);
     let (dom, _) = open(&browser, &page, "q=nothing-matches-this", None);
     assert_eq!(shown_rows(&dom), 0);
 

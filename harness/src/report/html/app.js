@@ -53,9 +53,19 @@
     body.append(totals);
   }
 
-  // ---- the matrix: family × provider, each cell its counts; a click filters the cases
+  // ---- the matrix: family × provider (× mode, with the mode picked), each cell its counts; a
+  // click lists the cell's cases
   function matrix() {
     body.append(el('h2', {}, 'Where the subject stands'));
+    const modes = [...new Set(cases.map((c) => c.mode))];
+    const pickMode = el('select', { id: 'matrix-mode', 'aria-label': 'mode' }, el('option', { value: '' }, 'both modes'), ...modes.map((m) => el('option', { value: m }, m)));
+    const holder = el('div', { id: 'matrix-holder' });
+    pickMode.addEventListener('change', () => { holder.replaceChildren(matrixTable(pickMode.value)); });
+    body.append(el('p', {}, pickMode), holder);
+    holder.append(matrixTable(''));
+    body.append(el('p', { class: 'source' }, 'A cell: passed (⚠ with advisories), ✗ failed, ~ known from the baseline, − skipped, ! interrupted. Click to list its cases.'));
+  }
+  function matrixTable(mode) {
     const providers = [...new Set(cases.map((c) => c.provider))];
     const families = [...new Set(cases.map((c) => family(c.id)))]
       .sort((a, b) => (['isolation', 'peers'].includes(a) - ['isolation', 'peers'].includes(b)));
@@ -64,20 +74,22 @@
     for (const f of families) {
       const tr = el('tr', {}, el('th', {}, f));
       for (const p of providers) {
-        const here = cases.filter((c) => c.provider === p && family(c.id) === f);
+        const here = cases.filter((c) => c.provider === p && family(c.id) === f && (!mode || c.mode === mode));
         const counts = Object.fromEntries(VERDICTS.map((v) => [v, here.filter((c) => c.verdict === v).length]));
-        const td = el('td', { class: 'cell', dataset: { provider: p, family: f, total: here.length, ...counts } });
+        const advised = here.filter((c) => c.verdict === 'pass' && (c.advisories || []).length).length;
+        const td = el('td', { class: 'cell', dataset: { provider: p, family: f, total: here.length, advisory: advised, ...counts } });
         if (here.length) {
           td.classList.add(counts.fail ? 'has-fail' : counts.pass === here.length ? 'all-pass' : counts.skip === here.length ? 'only-skip' : 'mixed');
           for (const v of VERDICTS) if (counts[v]) td.append(el('span', { class: v }, `${MARK[v]}${counts[v]} `));
+          if (advised) td.append(el('span', { class: 'known' }, `⚠${advised}`));
           td.title = VERDICTS.filter((v) => counts[v]).map((v) => `${counts[v]} ${v}`).join(', ');
-          td.addEventListener('click', () => { setFilters({ provider: p, family: f }); location.hash = 'cases'; applyFromState(); });
+          td.addEventListener('click', () => { setFilters({ provider: p, family: f, mode }); document.getElementById('cases').scrollIntoView(); applyFromState(); });
         }
         tr.append(td);
       }
       table.append(tr);
     }
-    body.append(table, el('p', { class: 'source' }, 'A cell: passed, ✗ failed, ~ known from the baseline, − skipped, ! interrupted. Click to list its cases.'));
+    return table;
   }
 
   // ---- a failure, opened: checks with requirement and source, the diff, the transcripts
@@ -124,8 +136,8 @@
   }
 
   // ---- the cases, filterable by provider, family, status and text
-  const state = { provider: '', family: '', status: '', q: '' };
-  function setFilters(s) { Object.assign(state, { provider: '', family: '', status: '', q: '' }, s); }
+  const state = { provider: '', family: '', mode: '', status: '', q: '' };
+  function setFilters(s) { Object.assign(state, { provider: '', family: '', mode: '', status: '', q: '' }, s); }
   let rows = [];
   function caseList() {
     body.append(el('h2', { id: 'cases' }, 'Cases'));
@@ -140,6 +152,7 @@
     body.append(el('div', { class: 'filters' },
       pick('provider', [...new Set(cases.map((c) => c.provider))]),
       pick('family', [...new Set(cases.map((c) => family(c.id)))]),
+      pick('mode', [...new Set(cases.map((c) => c.mode))]),
       pick('status', VERDICTS), q, shown));
     const table = el('table', { class: 'cases', id: 'case-table' });
     table.append(el('tr', {}, ...['case', 'mode', 'provider', 'result', 'first failed check', 'ms'].map((h) => el('th', {}, h))));
@@ -148,7 +161,7 @@
       const main = el('td', {}, c.id);
       if (c.verdict === 'fail' || c.verdict === 'known' || (c.advisories || []).length) main.append(opened(c));
       else if (c.skipReason) main.append(el('div', { class: 'source' }, c.skipReason));
-      const tr = el('tr', { class: 'case', dataset: { provider: c.provider, family: family(c.id), verdict: c.verdict } },
+      const tr = el('tr', { class: 'case', dataset: { provider: c.provider, family: family(c.id), mode: c.mode, verdict: c.verdict } },
         main, el('td', {}, c.mode), el('td', {}, c.provider), el('td', { class: `verdict ${c.verdict}` }, c.verdict),
         el('td', {}, first ? first.check : ''), el('td', {}, c.elapsedMs ?? ''));
       tr.searchText = [c.id, c.title, c.file, c.skipReason, ...(c.findings || []).flatMap((f) => [f.check, f.message])].join('\n').toLowerCase();
@@ -162,6 +175,7 @@
     for (const tr of rows) {
       const d = tr.dataset;
       const show = (!state.provider || d.provider === state.provider) && (!state.family || d.family === state.family)
+        && (!state.mode || d.mode === state.mode)
         && (!state.status || d.verdict === state.status) && (!state.q || tr.searchText.includes(state.q.toLowerCase()));
       tr.hidden = !show;
       if (show) n++;
@@ -171,7 +185,7 @@
     shown.dataset.count = n;
   }
   function applyFromState() {
-    for (const k of ['provider', 'family', 'status']) document.getElementById(`filter-${k}`).value = state[k];
+    for (const k of ['provider', 'family', 'mode', 'status']) document.getElementById(`filter-${k}`).value = state[k];
     document.getElementById('filter-q').value = state.q;
     applyToRows();
     writeHash();
