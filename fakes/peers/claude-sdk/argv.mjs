@@ -6,9 +6,9 @@
 //   node argv.mjs <sdk.mjs> <work folder>   → prints the argv as one JSON array
 import fs from 'node:fs';
 import path from 'node:path';
+import { probe } from './probe.mjs';
 
 const [sdkPath, work] = process.argv.slice(2);
-const { query } = await import(sdkPath);
 fs.mkdirSync(work, { recursive: true });
 const out = path.join(work, 'argv.json');
 const stub = path.join(work, 'stub-cli.mjs');
@@ -17,26 +17,13 @@ import fs from 'node:fs';
 fs.writeFileSync(process.env.ARGV_OUT, JSON.stringify(process.argv.slice(2)));
 process.exit(0);
 `);
-const abort = new AbortController();
-setTimeout(() => abort.abort(), 5000);
-try {
-  for await (const _ of query({
-    prompt: 'Carry out the scripted task.',
-    options: {
-      pathToClaudeCodeExecutable: stub,
-      executable: 'node',
-      env: { ...process.env, ARGV_OUT: out },
-      abortController: abort,
-      persistSession: false,
-      permissionMode: 'default',
-      canUseTool: async () => ({ behavior: 'deny', message: 'no' }),
-      allowedTools: ['Read'],
-      maxTurns: 3,
-      model: 'mock-model',
-      stderr: () => {},
-    },
-  })) { /* the stub answers nothing */ }
-} catch { /* the stub exited */ }
+await probe(sdkPath, stub, { ARGV_OUT: out }, {
+  permissionMode: 'default',
+  canUseTool: async () => ({ behavior: 'deny', message: 'no' }),
+  allowedTools: ['Read'],
+  maxTurns: 3,
+  model: 'mock-model',
+}, 5000);
 if (!fs.existsSync(out)) {
   console.error('the SDK never started the CLI');
   process.exit(1);

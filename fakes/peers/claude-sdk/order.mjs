@@ -7,9 +7,9 @@
 //   node order.mjs <sdk.mjs> <work folder>   → prints `user-before-answer` or `user-after-answer`
 import fs from 'node:fs';
 import path from 'node:path';
+import { probe } from './probe.mjs';
 
 const [sdkPath, work] = process.argv.slice(2);
-const { query } = await import(sdkPath);
 fs.mkdirSync(work, { recursive: true });
 const seen = path.join(work, 'seen.jsonl');
 const stub = path.join(work, 'stub-cli.mjs');
@@ -34,21 +34,8 @@ rl.on('line', (line) => {
 rl.on('close', () => process.exit(0));
 `);
 fs.writeFileSync(seen, '');
-const abort = new AbortController();
-setTimeout(() => abort.abort(), 2500);
-try {
-  for await (const _ of query({
-    prompt: 'Carry out the scripted task.',
-    options: {
-      pathToClaudeCodeExecutable: stub,
-      executable: 'node',
-      env: { ...process.env, ORDER_SEEN: seen },
-      abortController: abort,
-      persistSession: false,
-      stderr: () => {},
-    },
-  })) { /* nothing is answered: the order is all that matters */ }
-} catch { /* aborted */ }
+// Nothing is answered but initialize: the order is all that matters.
+await probe(sdkPath, stub, { ORDER_SEEN: seen }, {}, 2500);
 const lines = fs.readFileSync(seen, 'utf8').trim().split('\n').filter(Boolean).map((l) => JSON.parse(l));
 const user = lines.find((l) => l.type === 'user');
 if (!lines.some((l) => l.subtype === 'initialize') || !user) {
