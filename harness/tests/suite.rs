@@ -919,7 +919,7 @@ fn a_handshake_answered_with_null_is_caught_for_every_provider_it_fails() {
         ),
         (
             "dsh-sdk/handshake/initialize-null",
-            "[expect.start-error] start was not rejected",
+            "[expect.start-error] start rejected with \"subagent-dsh-sdk: Subagent failure (provider: DSH SDK; stage: initialize; category: protocol)\", expected `subagent-dsh-sdk: Subagent failure (provider: DSH SDK; stage: initialize; category: configuration)`",
         ),
         (
             "claude-code/handshake/initialize-null",
@@ -1439,4 +1439,23 @@ fn a_claude_code_cli_started_without_the_stdio_prompt_tool_is_caught_by_the_fake
             "[wire.violation] the runtime saw a protocol violation: the runtime's command line differs from the script",
         ],
     );
+}
+
+#[test]
+fn a_duration_read_without_validation_is_caught_by_the_configuration_surface() {
+    // Every invalid class of a dispose grace or the DSH SDK shutdown timeout
+    // (docs/scenarios.md, "The configuration surface") must refuse the start.
+    let out = caught(
+        &["durations-unchecked"],
+        "dsh-sdk/config/shutdown-timeout-",
+        &[],
+        &[
+            "✗ dsh-sdk/config/shutdown-timeout-zero (foreground)",
+            "✗ dsh-sdk/config/shutdown-timeout-negative (foreground)",
+            "✗ dsh-sdk/config/shutdown-timeout-past-the-timer-limit (foreground)",
+            "✗ dsh-sdk/config/shutdown-timeout-wrong-type (foreground)",
+            "[expect.start-error] start rejected with \"subagent-dsh-sdk: Subagent failure (provider: DSH SDK; stage: initialize; category: protocol)\", expected `subagent-dsh-sdk: Subagent failure (provider: DSH SDK; stage: initialize; category: configuration)`",
+        ],
+    );
+    assert!(out.contains("0 passed, 8 failed"), "{out}");
 }

@@ -174,6 +174,11 @@ defects! {
         "DSH SDK: read partial output only from `assistant/chunk` text-deltas, never from a \
          failed `assistant/attempt`'s stream (where the real runtime carries it)",
         catches ["expect.output", "snapshot"];
+    durations_unchecked = "durations-unchecked":
+        "Read an invalid duration (a dispose grace, the DSH SDK shutdown timeout: zero, \
+         negative, past the timer limit, a string) as unset, its default, instead of refusing \
+         the configuration (the child is spawned, with no script to play)",
+        catches ["expect.start-error", "snapshot", "wire.violation"];
     needless_grace = "needless-grace":
         "After the child's tree has settled, wait out the dispose grace anyway before saying so \
          (every verdict still passes; only time shows it)",

@@ -45,8 +45,14 @@ pub(crate) trait Driver: Sized + Send {
     fn bad_config() -> StartError;
 
     /// Reads the provider's configuration; an invalid one is logged and rejected.
-    fn configure(spec: &RunSpec, log: &Log) -> Result<Self::Config, StartError> {
-        Self::Config::from_map(&spec.config).map_err(|why| {
+    fn configure(spec: &RunSpec, log: &Log, defects: &Defects) -> Result<Self::Config, StartError> {
+        let config = if defects.durations_unchecked {
+            // Seeded defect: an invalid duration read as if it were not set.
+            std::borrow::Cow::Owned(crate::provider::without_invalid_durations(&spec.config))
+        } else {
+            std::borrow::Cow::Borrowed(&spec.config)
+        };
+        Self::Config::from_map(&config).map_err(|why| {
             log(format!(
                 "invalid {} provider configuration: {why}",
                 Self::Config::PROVIDER
@@ -205,7 +211,7 @@ impl Start<'_> {
         cancel: &watch::Receiver<bool>,
     ) -> Option<(D, ManagedChild)> {
         let (spec, defects) = (self.spec, self.defects);
-        let config = match D::configure(spec, log) {
+        let config = match D::configure(spec, log, &defects) {
             Ok(c) => c,
             Err(e) => {
                 self.refuse(e);

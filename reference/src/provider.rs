@@ -79,6 +79,21 @@ pub fn duration_ms(
     }
 }
 
+/// The durations the providers read, for the seeded defect that takes an invalid one as unset.
+const DURATIONS: [&str; 3] = ["disposeGraceMs", "disposeEofGraceMs", "shutdownTimeoutMs"];
+
+/// `config` without its invalid durations (what a provider that reads a duration without
+/// validating it falls back from: its default).
+pub fn without_invalid_durations(config: &Map<String, Value>) -> Map<String, Value> {
+    let mut out = config.clone();
+    for key in DURATIONS {
+        if duration_ms(config, key, 1).is_err() {
+            out.remove(key);
+        }
+    }
+    out
+}
+
 /// Resolves when local cancellation was requested (never, if the sender is gone).
 pub async fn cancelled(cancel: &mut watch::Receiver<bool>) {
     if cancel.wait_for(|c| *c).await.is_err() {
