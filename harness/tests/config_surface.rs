@@ -35,6 +35,7 @@ fn classes(kind: &str) -> &'static [&'static str] {
         ],
         "name" => &["blank", "wrong type"],
         "choice" => &["unknown", "wrong type"],
+        "path" => &["missing", "relative", "file"],
         _ => &[],
     }
 }
@@ -129,6 +130,7 @@ fn case(scenarios: &Path, id: &str) -> Option<Case> {
         .cloned()
         .unwrap_or_default();
     for (short, key) in [
+        ("cwd", "cwd"),
         ("permission", "permission"),
         ("dispose_eof_grace_ms", "disposeEofGraceMs"),
         ("dispose_grace_ms", "disposeGraceMs"),
@@ -178,7 +180,8 @@ fn problems(
             }
             Ok(c)
         };
-        if r.valid.is_empty() {
+        // A working directory is set by every case (a fresh workspace of its own).
+        if r.valid.is_empty() && r.kind != "path" {
             out.push(format!(
                 "{at}: no scenario sets a valid value other than the default"
             ));

@@ -533,7 +533,7 @@ impl AcpRun {
 
     /// `session/cancel`, once per run, only while the session is known and the wire is open.
     async fn send_cancel(&mut self) {
-        if self.cancel_sent || !self.rpc.is_open() {
+        if self.cancel_sent || !self.rpc.is_open() || self.defects.skip_session_cancel {
             return;
         }
         let Some(session_id) = self.state.lock().expect("run state").session_id.clone() else {

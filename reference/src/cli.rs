@@ -206,6 +206,10 @@ defects! {
     dsh_subject_cwd = "dsh-subject-cwd":
         "DSH SDK: initialize names the subject's own working directory instead of the runtime's",
         catches ["wire.violation"];
+    skip_session_cancel = "skip-session-cancel":
+        "ACP: never send session/cancel, neither on a local cancel nor at dispose (disposal \
+         while the prompt runs goes straight to stdin EOF)",
+        catches ["wire.violation"];
     skip_turn_interrupt = "skip-turn-interrupt":
         "Codex: never send turn/interrupt, neither on a local cancel nor when disposing an open \
          turn",
