@@ -190,10 +190,9 @@ pub fn idempotent_reads(obs: &Observed, f: &mut Vec<Finding>) {
 /// answer never came by the deadline: the parent model's call hangs. Only a missed deadline
 /// shows it, since the harness waits for that answer to end the run.
 pub fn job_output_unanswered(mode: Mode, obs: &Observed) -> bool {
-    mode == Mode::Background
-        && obs.tool_result.is_some()
-        && (!obs.notices.is_empty() || obs.cancel_sent || obs.fetched_at_expected_by)
-        && obs.job_output.is_none()
+    // Asked by the harness, not merely due: a notice the subject sent only after the deadline
+    // cut the run off (the runtime killed, the start rejected) was never asked about.
+    mode == Mode::Background && obs.job_output_asked && obs.job_output.is_none()
 }
 
 /// The watchdog's statuses with when each began (`active 0 ms → suspect_delivery_failure

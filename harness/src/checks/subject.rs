@@ -247,6 +247,26 @@ mod tests {
     }
 
     #[test]
+    fn a_missed_deadline_is_the_job_outputs_only_once_the_harness_asked_it() {
+        // Cut off by its deadline, the run's runtime killed: the subject's notice about it came
+        // after, and the harness never asked job_output — the deadline is what it missed.
+        let mut obs = Observed {
+            timed_out: Some(std::time::Duration::from_millis(1200)),
+            tool_result: Some((false, "started background subagent job subagent-1".into())),
+            notices: vec![("subagent-1".into(), "finished".into())],
+            ..Observed::default()
+        };
+        let checks = |obs: &Observed| {
+            let mut f = Vec::new();
+            liveness_and_protocol(Mode::Background, obs, &mut f);
+            f.into_iter().map(|f| f.check).collect::<Vec<_>>()
+        };
+        assert_eq!(checks(&obs), [Check::SubjectDeadline]);
+        obs.job_output_asked = true;
+        assert_eq!(checks(&obs), [Check::DeliveryJobOutput]);
+    }
+
+    #[test]
     fn late_messages_are_after_end_but_notices_are_delivery() {
         let run = || "r1".to_owned();
         let got = late(

@@ -112,6 +112,9 @@ pub struct Observed {
     /// The harness asked `job_output` (with `wait`) because `expectedBy` passed with no
     /// completion: what it answers is a status fetched back, not a pushed notice.
     pub fetched_at_expected_by: bool,
+    /// The harness asked `job_output` at least once (a notice that only came as the deadline
+    /// cut the run off is never asked about).
+    pub job_output_asked: bool,
 }
 
 /// One change of the delivery watchdog's status.
@@ -249,6 +252,7 @@ impl Recorder {
     /// The harness sent `job_output`: one answer becomes legal.
     pub fn asked_job_output(&mut self) {
         self.lifecycle.asked_job_output();
+        self.obs.job_output_asked = true;
     }
 
     /// The run's tree as it stood at the subject's claim. What had exited by the claim did so
