@@ -374,7 +374,16 @@ impl ManagedChild {
     /// lost its memory (no environment to read) and then its descriptors before it is a
     /// zombie, and it is not gone before that.
     pub fn owned(&self, group_only: bool) -> Vec<(i32, u64)> {
+        self.owned_or_unread(group_only).0
+    }
+
+    /// [`Self::owned`], and whether a process that may be the run's could not be read: one
+    /// below this process, in no other run's group, between two programs or on its way out
+    /// ([`in_transition`]) — its environment reads empty for that instant, so its marker says
+    /// nothing yet.
+    fn owned_or_unread(&self, group_only: bool) -> (Vec<(i32, u64)>, bool) {
         let table = table();
+        let unread = !group_only && self.unread(&table);
         let mut known = self.known.lock().expect("known processes");
         known.retain(|(pid, start)| {
             table.iter().any(|p| {
@@ -382,7 +391,23 @@ impl ManagedChild {
             })
         });
         known.extend(self.found(&table, group_only));
-        known.iter().copied().collect()
+        (known.iter().copied().collect(), unread)
+    }
+
+    /// Whether `table` holds a process below this one, in no other run's group, that cannot
+    /// be read yet ([`in_transition`]).
+    fn unread(&self, table: &[Proc]) -> bool {
+        let me = std::process::id() as i32;
+        let parent: HashMap<i32, i32> = table.iter().map(|p| (p.pid, p.ppid)).collect();
+        let others = other_runs_groups(table, self.pgid);
+        table.iter().any(|p| {
+            p.pid != me
+                && p.state != 'Z'
+                && p.state != 'X'
+                && !others.contains(&p.pgrp)
+                && descends_in(&parent, table.len(), p.pid, me)
+                && in_transition(p.pid)
+        })
     }
 
     /// The live processes the scan's criteria find in `table`.
@@ -452,7 +477,13 @@ impl ManagedChild {
             // Scan, then await the exit of what the scan found (a pidfd per process) and
             // scan again: what one of them forked meanwhile is found by the next scan.
             loop {
-                let mut pending = self.owned(group_only);
+                let (mut pending, unread) = self.owned_or_unread(group_only);
+                if pending.is_empty() && unread {
+                    // A process mid-exec (or mid-exit) cannot say whose it is for an instant,
+                    // and nothing signals when it can: look again at once.
+                    tokio::time::sleep(Duration::from_millis(1)).await;
+                    continue;
+                }
                 if pending.is_empty() {
                     // Nothing of the run runs: what exited before the scan is a zombie now,
                     // reaped here before anyone is told the tree is gone. A zombie leader whose
@@ -663,6 +694,17 @@ fn exited(pidfd: &std::os::fd::OwnedFd) -> bool {
     poll(&mut fds, PollTimeout::ZERO).is_ok_and(|n| n > 0)
 }
 
+/// Is `pid` between two programs or on its way out: no command line and no environment to
+/// read (the kernel sets both only once `execve` has built the new image, and drops them with
+/// the memory at exit; a process already gone reads as neither). A program exec'd with an
+/// empty environment still has its command line.
+fn in_transition(pid: i32) -> bool {
+    // Without its memory (exiting, or a zombie), reading the environment fails (ESRCH).
+    let empty =
+        |what: &str| std::fs::read(format!("/proc/{pid}/{what}")).map_or(true, |b| b.is_empty());
+    empty("cmdline") && empty("environ")
+}
+
 /// Does `pid`'s initial environment hold `RUN_MARKER=marker`?
 fn has_marker(pid: i32, marker: &str) -> bool {
     let Ok(env) = std::fs::read(format!("/proc/{pid}/environ")) else {
@@ -770,6 +812,36 @@ mod tests {
         assert!(!env.contains_key("API_KEY"));
         assert_eq!(env.get("HOME").map(String::as_str), Some("/h"));
         assert_eq!(ignored, vec!["N".to_string()]);
+    }
+
+    #[test]
+    fn a_process_without_its_memory_is_in_transition_and_a_cleared_environment_is_not() {
+        // A program started with an empty environment still has its command line.
+        let mut cleared = std::process::Command::new("sleep")
+            .arg("30")
+            .env_clear()
+            .spawn()
+            .unwrap();
+        let pid = cleared.id() as i32;
+        // Until its exec is done the child is a copy of this one: wait for `sleep` to show.
+        while std::fs::read_to_string(format!("/proc/{pid}/cmdline"))
+            .is_ok_and(|c| !c.starts_with("sleep"))
+        {
+            std::thread::yield_now();
+        }
+        assert!(!in_transition(pid));
+        assert!(!in_transition(std::process::id() as i32));
+        // Exited, not yet reaped (awaited without reaping): no memory, so neither command line
+        // nor environment.
+        cleared.kill().unwrap();
+        use nix::sys::wait::{Id, WaitPidFlag, waitid};
+        waitid(
+            Id::Pid(Pid::from_raw(pid)),
+            WaitPidFlag::WEXITED | WaitPidFlag::WNOWAIT,
+        )
+        .unwrap();
+        assert!(in_transition(pid));
+        cleared.wait().unwrap();
     }
 
     #[test]
