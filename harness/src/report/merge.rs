@@ -37,11 +37,11 @@ pub fn merge_files(paths: &[PathBuf]) -> Result<Value, MergeError> {
     merge(shards)
 }
 
-pub fn merge(shards: Vec<(PathBuf, Value)>) -> Result<Value, MergeError> {
-    // Every shard of one split, once each.
+/// Every shard of one split, once each, of one subject.
+fn check_split(shards: &[(PathBuf, Value)]) -> Result<(), MergeError> {
     let mut split: Option<(String, u32)> = None;
     let mut seen = std::collections::BTreeSet::new();
-    for (path, r) in &shards {
+    for (path, r) in shards {
         let spec = r["partition"]
             .as_str()
             .ok_or_else(|| MergeError::NotAShard(path.clone()))?;
@@ -78,6 +78,14 @@ pub fn merge(shards: Vec<(PathBuf, Value)>) -> Result<Value, MergeError> {
         }
     }
 
+    Ok(())
+}
+
+/// One report from a split's shards: their cases back in the unpartitioned order, one exit
+/// code by the rule of one run.
+pub fn merge(shards: Vec<(PathBuf, Value)>) -> Result<Value, MergeError> {
+    check_split(&shards)?;
+    let subject = shards[0].1["subject"].clone();
     let all = |key: &str| -> Vec<Value> {
         shards
             .iter()
