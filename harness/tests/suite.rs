@@ -1461,6 +1461,24 @@ fn a_duration_read_without_validation_is_caught_by_the_configuration_surface() {
 }
 
 #[test]
+fn a_configured_grace_not_applied_is_caught() {
+    // A provider that validates its graces and then walks the ladder with the defaults: only
+    // the time each rung took shows it.
+    caught(
+        &["graces-not-applied"],
+        "teardown/eof-deaf-needs-sigterm",
+        &["--filter", "teardown/sigterm-trap-needs-sigkill"],
+        &[
+            "✗ acp/teardown/eof-deaf-needs-sigterm (foreground) [timing.grace]",
+            "✗ dsh-sdk/teardown/sigterm-trap-needs-sigkill (background) [timing.grace]",
+            "✗ codex/teardown/sigterm-trap-needs-sigkill (foreground) [timing.grace]",
+            "between stdin EOF and SIGTERM (`disposeEofGraceMs` = 200 ms)",
+            "between a trapped SIGTERM and the SIGKILL (`disposeGraceMs` = 1000 ms)",
+        ],
+    );
+}
+
+#[test]
 fn a_dispose_mid_prompt_without_session_cancel_is_caught() {
     // Disposal while the prompt runs must cancel on the wire before stdin EOF, whether the agent
     // answers the cancel, answers it late or never does.

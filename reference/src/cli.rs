@@ -179,6 +179,10 @@ defects! {
          negative, past the timer limit, a string) as unset, its default, instead of refusing \
          the configuration (the child is spawned, with no script to play)",
         catches ["expect.start-error", "snapshot", "wire.violation"];
+    graces_not_applied = "graces-not-applied":
+        "Validate the dispose graces and the DSH SDK shutdown timeout, then walk the ladder \
+         with the records' defaults instead of the configured values",
+        catches ["timing.grace"];
     needless_grace = "needless-grace":
         "After the child's tree has settled, wait out the dispose grace anyway before saying so \
          (every verdict still passes; only time shows it)",

@@ -52,13 +52,19 @@ pub(crate) trait Driver: Sized + Send {
         } else {
             std::borrow::Cow::Borrowed(&spec.config)
         };
-        Self::Config::from_map(&config).map_err(|why| {
+        let valid = Self::Config::from_map(&config).map_err(|why| {
             log(format!(
                 "invalid {} provider configuration: {why}",
                 Self::Config::PROVIDER
             ));
             Self::bad_config()
-        })
+        })?;
+        if defects.graces_not_applied {
+            // Seeded defect: the durations validated, then the defaults used.
+            let defaults = crate::provider::without_durations(&spec.config);
+            return Ok(Self::Config::from_map(&defaults).expect("valid without its durations"));
+        }
+        Ok(valid)
     }
 
     /// Checks the start before anything is spawned (Codex: a blank task).

@@ -94,6 +94,15 @@ pub fn without_invalid_durations(config: &Map<String, Value>) -> Map<String, Val
     out
 }
 
+/// `config` without any of its durations (a provider that ignores them walks its defaults).
+pub fn without_durations(config: &Map<String, Value>) -> Map<String, Value> {
+    let mut out = config.clone();
+    for key in DURATIONS {
+        out.remove(key);
+    }
+    out
+}
+
 /// Resolves when local cancellation was requested (never, if the sender is gone).
 pub async fn cancelled(cancel: &mut watch::Receiver<bool>) {
     if cancel.wait_for(|c| *c).await.is_err() {

@@ -166,6 +166,8 @@ checks! {
         "The result comes promptly once the run's last process is gone (no needless grace).";
     TimingSettled = "timing.settled", Practice, "conform: no needless wait once the run's processes are gone",
         "`settled` comes promptly once the run's last process is gone.";
+    TimingGrace = "timing.grace", Record, "seed 000: dispose keeps the host's process cleanup ladder (stdin EOF, SIGTERM, SIGKILL) with its configured waits",
+        "Dispose waits out each configured grace before the next rung of the ladder, and not much longer: a configured grace is the one applied.";
     Snapshot = "snapshot", Record, "seed 000 Verification: exact foreground and background texts pinned by snapshots",
         "Every model-visible text equals its reviewed snapshot, byte for byte.";
 }

@@ -12,7 +12,8 @@
 //! subject's own threads spent waiting for a CPU (their run-queue delay) is the machine's: a
 //! finding it explains is load-suspect, an advisory.
 
-use conform_protocol::side::FakeEvent;
+use conform_protocol::side::{Direction, FakeEvent, Role};
+use conform_protocol::vocab::Provider;
 use serde_json::Value;
 
 use super::{Check, Finding};
@@ -22,6 +23,8 @@ use crate::scenario::Scenario;
 /// The records' default dispose graces (ms): SIGTERM → SIGKILL, and stdin EOF → SIGTERM.
 const DEFAULT_DISPOSE_GRACE_MS: u64 = 3000;
 const DEFAULT_DISPOSE_EOF_GRACE_MS: u64 = 6000;
+/// The DSH SDK's default bound on its `shutdown` request (ms).
+const DEFAULT_SHUTDOWN_TIMEOUT_MS: u64 = 1000;
 
 /// The least bound ever applied (ms): below it, scheduling noise on a loaded machine could be
 /// mistaken for a wait.
@@ -29,12 +32,21 @@ pub const MIN_BOUND_MS: u64 = 500;
 
 /// How long after its last process was gone a run may take to report (ms).
 pub fn bound_ms(scenario: &Scenario) -> u64 {
-    let config = &scenario.file.subject.config;
-    let grace =
-        |key: &str, default: u64| config.get(key).and_then(Value::as_u64).unwrap_or(default);
-    let shortest = grace("disposeGraceMs", DEFAULT_DISPOSE_GRACE_MS)
-        .min(grace("disposeEofGraceMs", DEFAULT_DISPOSE_EOF_GRACE_MS));
+    let config = scenario.file.subject.provider_config();
+    let shortest = configured_ms(&config, "disposeGraceMs", DEFAULT_DISPOSE_GRACE_MS).min(
+        configured_ms(&config, "disposeEofGraceMs", DEFAULT_DISPOSE_EOF_GRACE_MS),
+    );
     (shortest / 2).max(MIN_BOUND_MS)
+}
+
+/// A duration the scenario configures (a valid one: an invalid one fails the start), else the
+/// records' default.
+fn configured_ms(config: &serde_json::Map<String, Value>, key: &str, default: u64) -> u64 {
+    config
+        .get(key)
+        .and_then(Value::as_f64)
+        .filter(|ms| ms.is_finite() && *ms > 0.0)
+        .map_or(default, |ms| ms.ceil() as u64)
 }
 
 /// When the run's last registered process was seen gone (ms since the run started), if every
@@ -54,6 +66,149 @@ pub fn judge(scenario: &Scenario, obs: &Observed) -> Vec<Finding> {
     if obs.timed_out.is_some() || obs.subject_gone.is_some() || obs.not_run.is_some() {
         return Vec::new();
     }
+    let mut f = graces(scenario, obs);
+    f.extend(needless_waits(scenario, obs));
+    f
+}
+
+/// How much shorter than configured a measured wait may be (ms): the fake notes stdin EOF a
+/// little after the provider closed it, so the wait it measures from there is a little short.
+const EARLY_SLACK_MS: u64 = 100;
+
+/// One wait of the teardown ladder a run walked: what the provider is configured to wait
+/// there, and what its runtime's ledger shows it waited.
+#[derive(Debug, PartialEq)]
+struct Wait {
+    between: &'static str,
+    /// The configuration key that sets it (`None`: the records give it no grace).
+    key: Option<&'static str>,
+    configured: u64,
+    measured: u64,
+}
+
+/// The ladder's waits this run walked, read from its runtime's ledger: stdin EOF → SIGTERM
+/// (`disposeEofGraceMs`; Codex terminates at once), a trapped SIGTERM → the
+/// SIGKILL that ended it (`disposeGraceMs`), and the DSH SDK's unanswered `shutdown` → stdin
+/// EOF (`shutdownTimeoutMs`).
+fn ladder_waits(scenario: &Scenario, obs: &Observed) -> Vec<Wait> {
+    let lines = || obs.fake.iter().zip(&obs.fake_at_ms);
+    let Some(pid) = lines().find_map(|(l, _)| match l.event {
+        FakeEvent::Register {
+            role: Role::Runtime,
+            ..
+        } => Some(l.pid),
+        _ => None,
+    }) else {
+        return Vec::new();
+    };
+    let first = |is: &dyn Fn(&FakeEvent) -> bool| {
+        lines()
+            .enumerate()
+            .find(|(_, (l, _))| l.pid == pid && is(&l.event))
+            .map(|(i, (_, at))| (i, *at))
+    };
+    let config = scenario.file.subject.provider_config();
+    let provider = scenario.file.provider;
+    let eof = first(&|e| matches!(e, FakeEvent::Eof));
+    let term = first(&|e| matches!(e, FakeEvent::Signal { signal, .. } if signal == "SIGTERM"));
+    let mut waits = Vec::new();
+    // Claude Code's SDK ends the CLI's input itself, after the result: the records time no
+    // wait from there to the terminate.
+    if let (Some((_, eof)), Some((_, term))) = (eof, term)
+        && term >= eof
+        && provider != Provider::ClaudeCode
+    {
+        let key =
+            matches!(provider, Provider::Acp | Provider::DshSdk).then_some("disposeEofGraceMs");
+        waits.push(Wait {
+            between: "stdin EOF and SIGTERM",
+            key,
+            configured: key.map_or(0, |k| {
+                configured_ms(&config, k, DEFAULT_DISPOSE_EOF_GRACE_MS)
+            }),
+            measured: term - eof,
+        });
+    }
+    let trapped = first(
+        &|e| matches!(e, FakeEvent::Signal { signal, action } if signal == "SIGTERM" && action == "ignored"),
+    );
+    if let Some((i, term)) = trapped
+        && !obs.fake[i..]
+            .iter()
+            .any(|l| l.pid == pid && matches!(l.event, FakeEvent::Exit { .. }))
+        && let Some(&gone) = obs.gone_at_ms.get(&pid)
+        // Gone before the subject's claim: its SIGKILL, not the harness's sweep.
+        && obs.settled_at_ms.is_some_and(|settled| gone <= settled)
+    {
+        waits.push(Wait {
+            between: "a trapped SIGTERM and the SIGKILL",
+            key: Some("disposeGraceMs"),
+            configured: configured_ms(&config, "disposeGraceMs", DEFAULT_DISPOSE_GRACE_MS),
+            measured: gone.saturating_sub(term),
+        });
+    }
+    if provider == Provider::DshSdk
+        && let Some((_, asked)) = first(&|e| {
+            matches!(e, FakeEvent::Frame { dir: Direction::Recv, frame, .. }
+                if frame.get("method").and_then(Value::as_str) == Some("shutdown"))
+        })
+        && first(&|e| {
+            matches!(e, FakeEvent::Frame { dir: Direction::Sent, answers: Some(m), .. } if m == "shutdown")
+        })
+        .is_none()
+        && let Some((_, eof)) = eof
+        && eof >= asked
+    {
+        waits.push(Wait {
+            between: "the unanswered `shutdown` request and stdin EOF",
+            key: Some("shutdownTimeoutMs"),
+            configured: configured_ms(&config, "shutdownTimeoutMs", DEFAULT_SHUTDOWN_TIMEOUT_MS),
+            measured: eof - asked,
+        });
+    }
+    waits
+}
+
+/// Dispose walks the ladder with the waits it is configured with: each one waited out before
+/// the next rung (a few ms short is the fake noting EOF late), and not much longer (a wait
+/// past its bound is a configured value not applied).
+fn graces(scenario: &Scenario, obs: &Observed) -> Vec<Finding> {
+    ladder_waits(scenario, obs)
+        .into_iter()
+        .filter_map(|w| {
+            let setting = w.key.map_or("the records give it none".to_owned(), |k| {
+                format!("`{k}` = {} ms", w.configured)
+            });
+            let said = format!(
+                "dispose waited {} ms between {} ({setting})",
+                w.measured, w.between
+            );
+            let slack = (w.configured / 2).max(MIN_BOUND_MS);
+            if w.measured + EARLY_SLACK_MS < w.configured {
+                let short = w.configured - w.measured;
+                let f = Finding::new(
+                    Check::TimingGrace,
+                    format!("{said}: {short} ms short, the grace was not waited out"),
+                );
+                Some(explained_by_load(f, short - EARLY_SLACK_MS, obs))
+            } else if w.measured > w.configured + slack {
+                let over = w.measured - w.configured;
+                let f = Finding::new(
+                    Check::TimingGrace,
+                    format!(
+                        "{said}: {over} ms longer (bound {slack} ms), the configured wait is not the one applied"
+                    ),
+                );
+                Some(explained_by_load(f, over - slack, obs))
+            } else {
+                None
+            }
+        })
+        .collect()
+}
+
+/// `result` and `settled` long after the run's last process was gone.
+fn needless_waits(scenario: &Scenario, obs: &Observed) -> Vec<Finding> {
     let Some(gone) = all_gone_at(obs) else {
         return Vec::new();
     };
@@ -73,20 +228,223 @@ pub fn judge(scenario: &Scenario, obs: &Observed) -> Vec<Finding> {
                      half the shortest dispose grace); nothing was left to wait for"
                 ),
             );
-            // As late as the threads that had to report it waited for a CPU: the machine's.
-            let waited = obs.cpu_waited.unwrap_or_default().as_millis() as u64;
-            if waited >= late - bound {
-                Finding {
-                    message: format!(
-                        "{} — load-suspect: the harness's and the subject's threads waited {waited} ms for a CPU during the run",
-                        finding.message
-                    ),
-                    ..finding.load_suspect()
-                }
-            } else {
-                finding
-            }
+            explained_by_load(finding, late - bound, obs)
         })
     })
     .collect()
+}
+
+/// A finding off by `off` ms that the threads which had to act waited as long for a CPU: the
+/// machine's, a load-suspect advisory.
+fn explained_by_load(finding: Finding, off: u64, obs: &Observed) -> Finding {
+    let waited = obs.cpu_waited.unwrap_or_default().as_millis() as u64;
+    if waited >= off {
+        Finding {
+            message: format!(
+                "{} — load-suspect: the harness's and the subject's threads waited {waited} ms for a CPU during the run",
+                finding.message
+            ),
+            ..finding.load_suspect()
+        }
+    } else {
+        finding
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use conform_protocol::side::FakeLine;
+    use serde_json::json;
+
+    use super::*;
+
+    const PID: i32 = 7;
+
+    fn scenario(provider: &str, subject: &str) -> Scenario {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join(format!("{provider}/case.toml"));
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        let text = format!(
+            "title = \"t\"\nprovider = \"{provider}\"\n[subject]\n{subject}\n[[fake.steps]]\nstop = \"end_turn\"\n[expect]\nstop_reason = \"completed\"\n"
+        );
+        std::fs::write(&path, text).unwrap();
+        crate::scenario::load(dir.path(), &path).unwrap()
+    }
+
+    /// A run whose runtime's ledger holds `events` at their times (ms), settled at `settled`.
+    fn observed(events: &[(u64, FakeEvent)], gone: Option<u64>, settled: u64) -> Observed {
+        let mut obs = Observed::default();
+        let register = FakeEvent::Register {
+            role: Role::Runtime,
+            ppid: 1,
+            pgid: PID,
+            sid: PID,
+            start_time: 1,
+            stdio: Vec::new(),
+            args: Vec::new(),
+        };
+        for (at, event) in std::iter::once(&(0, register)).chain(events) {
+            obs.fake.push(FakeLine {
+                run: "r1".into(),
+                pid: PID,
+                event: event.clone(),
+            });
+            obs.fake_at_ms.push(*at);
+        }
+        if let Some(gone) = gone {
+            obs.gone_at_ms.insert(PID, gone);
+        }
+        obs.settled_at_ms = Some(settled);
+        obs
+    }
+
+    fn sigterm(action: &str) -> FakeEvent {
+        FakeEvent::Signal {
+            signal: "SIGTERM".into(),
+            action: action.into(),
+        }
+    }
+
+    fn messages(s: &Scenario, obs: &Observed) -> Vec<String> {
+        graces(s, obs).into_iter().map(|f| f.message).collect()
+    }
+
+    #[test]
+    fn each_rung_is_held_to_its_configured_wait_from_both_sides() {
+        let s = scenario("acp", "dispose_eof_grace_ms = 200\ndispose_grace_ms = 1000");
+        // On time: EOF → 210 ms → SIGTERM (trapped) → 1020 ms → gone.
+        let on_time = observed(
+            &[(100, FakeEvent::Eof), (310, sigterm("ignored"))],
+            Some(1330),
+            1340,
+        );
+        assert_eq!(
+            ladder_waits(&s, &on_time),
+            [
+                Wait {
+                    between: "stdin EOF and SIGTERM",
+                    key: Some("disposeEofGraceMs"),
+                    configured: 200,
+                    measured: 210
+                },
+                Wait {
+                    between: "a trapped SIGTERM and the SIGKILL",
+                    key: Some("disposeGraceMs"),
+                    configured: 1000,
+                    measured: 1020
+                }
+            ]
+        );
+        assert!(messages(&s, &on_time).is_empty());
+        // The defaults walked instead: 6000 ms, then 3000 ms.
+        let defaults = observed(
+            &[(100, FakeEvent::Eof), (6100, sigterm("ignored"))],
+            Some(9100),
+            9110,
+        );
+        assert_eq!(
+            messages(&s, &defaults),
+            [
+                "dispose waited 6000 ms between stdin EOF and SIGTERM (`disposeEofGraceMs` = 200 ms): 5800 ms longer (bound 500 ms), the configured wait is not the one applied",
+                "dispose waited 3000 ms between a trapped SIGTERM and the SIGKILL (`disposeGraceMs` = 1000 ms): 2000 ms longer (bound 500 ms), the configured wait is not the one applied",
+            ]
+        );
+        // No grace at all: SIGTERM with the EOF.
+        let hasty = observed(
+            &[(100, FakeEvent::Eof), (101, sigterm("exit"))],
+            Some(102),
+            110,
+        );
+        assert_eq!(
+            messages(&s, &hasty),
+            [
+                "dispose waited 1 ms between stdin EOF and SIGTERM (`disposeEofGraceMs` = 200 ms): 199 ms short, the grace was not waited out"
+            ]
+        );
+    }
+
+    #[test]
+    fn rungs_the_records_do_not_time_or_the_subject_did_not_walk_are_not_judged() {
+        // Codex terminates with the EOF: no grace, so a wait is late past the least bound.
+        let codex = scenario("codex", "dispose_grace_ms = 1000");
+        let late = observed(
+            &[(100, FakeEvent::Eof), (1100, sigterm("exit"))],
+            Some(1101),
+            1110,
+        );
+        assert_eq!(
+            messages(&codex, &late),
+            [
+                "dispose waited 1000 ms between stdin EOF and SIGTERM (the records give it none): 1000 ms longer (bound 500 ms), the configured wait is not the one applied"
+            ]
+        );
+        // Claude Code's SDK ends the CLI's input itself: that wait is not the dispose's.
+        let claude = scenario("claude-code", "dispose_grace_ms = 1000");
+        assert!(ladder_waits(&claude, &late).is_empty());
+        // A process the harness swept after the subject's claim was not ended by a SIGKILL
+        // of the subject's; one that exited by itself after a trapped SIGTERM neither.
+        let acp = scenario("acp", "dispose_grace_ms = 1000");
+        let swept = observed(&[(100, sigterm("ignored"))], Some(20_000), 5_000);
+        assert!(ladder_waits(&acp, &swept).is_empty());
+        let exited = observed(
+            &[
+                (100, sigterm("ignored")),
+                (
+                    200,
+                    FakeEvent::Exit {
+                        code: Some(0),
+                        signal: None,
+                        peak_rss_kib: None,
+                    },
+                ),
+            ],
+            Some(210),
+            220,
+        );
+        assert!(ladder_waits(&acp, &exited).is_empty());
+    }
+
+    #[test]
+    fn an_unanswered_dsh_shutdown_is_bounded_by_its_configured_timeout() {
+        let s = scenario("dsh-sdk", "config = { shutdownTimeoutMs = 150 }");
+        let frame = |dir, frame, answers: Option<&str>| FakeEvent::Frame {
+            dir,
+            frame,
+            violation: None,
+            answers: answers.map(str::to_owned),
+        };
+        let shutdown = frame(
+            Direction::Recv,
+            json!({"jsonrpc": "2.0", "id": "r", "method": "shutdown", "params": {}}),
+            None,
+        );
+        let unanswered = observed(
+            &[(100, shutdown.clone()), (1100, FakeEvent::Eof)],
+            Some(1110),
+            1120,
+        );
+        assert_eq!(
+            messages(&s, &unanswered),
+            [
+                "dispose waited 1000 ms between the unanswered `shutdown` request and stdin EOF (`shutdownTimeoutMs` = 150 ms): 850 ms longer (bound 500 ms), the configured wait is not the one applied"
+            ]
+        );
+        let answered = observed(
+            &[
+                (100, shutdown),
+                (
+                    1000,
+                    frame(
+                        Direction::Sent,
+                        json!({"jsonrpc": "2.0", "id": "r", "result": {}}),
+                        Some("shutdown"),
+                    ),
+                ),
+                (1100, FakeEvent::Eof),
+            ],
+            Some(1110),
+            1120,
+        );
+        assert!(ladder_waits(&s, &answered).is_empty());
+    }
 }

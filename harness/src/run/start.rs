@@ -45,7 +45,7 @@ pub fn start_message(
             env: environment(ctx, scenario, run, peer_env),
             cwd: working_directory(subject.cwd, &dir)?,
         },
-        config: configuration(scenario),
+        config: scenario.file.subject.provider_config(),
         expected_by: rfc3339_ms(SystemTime::now() + expected_in),
     })
 }
@@ -159,22 +159,6 @@ fn working_directory(kind: CwdKind, dir: &Path) -> std::io::Result<String> {
             path_str(&f)
         }
     })
-}
-
-/// The provider's configuration: the scenario's own keys and its named shorthands.
-fn configuration(scenario: &Scenario) -> Map<String, Value> {
-    let subject = &scenario.file.subject;
-    let mut config = subject.config.clone();
-    if let Some(p) = &subject.permission {
-        config.insert("permission".into(), json!(p));
-    }
-    if let Some(ms) = subject.dispose_eof_grace_ms {
-        config.insert("disposeEofGraceMs".into(), json!(ms));
-    }
-    if let Some(ms) = subject.dispose_grace_ms {
-        config.insert("disposeGraceMs".into(), json!(ms));
-    }
-    config
 }
 
 /// The runtime's environment: a peer's, the scenario's, and the run's mark — inherited by

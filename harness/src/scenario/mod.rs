@@ -155,6 +155,24 @@ pub struct SubjectSection {
     pub config: serde_json::Map<String, Value>,
 }
 
+impl SubjectSection {
+    /// The provider's configuration as the `start` sends it: the scenario's own keys and its
+    /// named shorthands.
+    pub fn provider_config(&self) -> serde_json::Map<String, Value> {
+        let mut config = self.config.clone();
+        if let Some(p) = &self.permission {
+            config.insert("permission".into(), serde_json::json!(p));
+        }
+        if let Some(ms) = self.dispose_eof_grace_ms {
+            config.insert("disposeEofGraceMs".into(), serde_json::json!(ms));
+        }
+        if let Some(ms) = self.dispose_grace_ms {
+            config.insert("disposeGraceMs".into(), serde_json::json!(ms));
+        }
+        config
+    }
+}
+
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Deserialize, Serialize, JsonSchema)]
 #[serde(rename_all = "kebab-case")]
 pub enum RuntimeKind {
