@@ -141,6 +141,8 @@ class AcpRun {
     this.output = '';
     this.permission = null; // the latest permission fact of the prompt
     this.cancelSent = false;
+    this.disposing = new AbortController(); // dispose() cancels the prompt in flight
+    this.disposal = null; // dispose() runs once: later calls get the same promise
     this.rpc = new JsonRpcConnection({
       input: child.stdout,
       output: child.stdin,
@@ -231,7 +233,7 @@ class AcpRun {
       ? { cancelled: true }
       : await raceAbort(
           this.rpc.request('session/prompt', { sessionId: this.sessionId, prompt: [{ type: 'text', text: task }] }),
-          signal,
+          AbortSignal.any([signal, this.disposing.signal]),
         );
     // The facts are decided here: later chunks and permission requests do not count.
     this.decided = true;
@@ -285,10 +287,20 @@ class AcpRun {
     return settled;
   }
 
-  /** dispose(): tell the runtime, then end its tree; rejects when the tree did not settle. */
-  async dispose() {
-    this.sendCancel();
-    if (!(await this.teardown())) throw new AcpRunFailure(failureLine('teardown', 'unknown'));
+  /**
+   * dispose(): settle a prompt in flight as aborted, tell the runtime, then end its tree;
+   * rejects when the tree did not settle. Idempotent: the host may dispose a run itself while
+   * the tool call still awaits it, and the tool disposes it again once its result is in.
+   */
+  dispose() {
+    if (this.disposal === null) {
+      this.disposing.abort();
+      this.sendCancel();
+      this.disposal = this.teardown().then((settled) => {
+        if (!settled) throw new AcpRunFailure(failureLine('teardown', 'unknown'));
+      });
+    }
+    return this.disposal;
   }
 }
 

@@ -49,6 +49,7 @@ class HostedRun {
     this.controller = new AbortController(); // the tool call's signal
     this.cancelRequested = false; // a local cancel (foreground abort, background job_kill)
     this.shuttingDown = false;
+    this.handle = null; // the provider's run handle, once published
     this.waiters = 0; // `job_output wait:true` calls waiting for the job to end
     this.outcome = null; // background: the job's terminal outcome, once it has one
     this.over = false; // the tool result (foreground) or the job's delivery (background) is done
@@ -81,6 +82,7 @@ class HostedRun {
       this.startRejected(error);
       return;
     }
+    this.handle = run;
 
     // Published: the dispatch receipt. The key is ours for the child, never its own session id.
     send({
@@ -157,6 +159,20 @@ class HostedRun {
     this.controller.abort();
   }
 
+  /**
+   * `dispose`: the host disposes the run handle itself, as its own teardown does — not the tool
+   * call's signal. The result settles as the provider makes it; the job is not killed by the
+   * parent, so its completion is still delivered.
+   */
+  dispose() {
+    if (this.handle === null) {
+      this.log('dispose before the run was published: no handle yet');
+      return;
+    }
+    // A rejection is the run's own dispose's to report, when the tool disposes it again.
+    this.handle.dispose().catch(() => {});
+  }
+
   /** `job_output`: answered at once, or — with `wait` — once the job is terminal. */
   jobOutput(wait) {
     if (this.job === null) {
@@ -195,6 +211,7 @@ function onMessage(msg) {
         subject: SUBJECT,
         providers: Object.keys(PROVIDERS),
         modes: ['foreground', 'background'],
+        controls: ['dispose'],
       });
       return;
     case 'start': {
@@ -207,10 +224,12 @@ function onMessage(msg) {
       return;
     }
     case 'cancel':
+    case 'dispose':
     case 'job_output': {
       const run = runs.get(msg.run);
       if (!run) send({ type: 'host_log', run: msg.run, text: `no run with this id (${msg.type} ignored)` });
       else if (msg.type === 'cancel') run.cancel();
+      else if (msg.type === 'dispose') run.dispose();
       else run.jobOutput(msg.wait === true);
       return;
     }

@@ -64,4 +64,18 @@ fn the_node_example_host_passes_the_acp_catalog_with_nothing_misjudged() {
         .filter(|c| c["verdict"] == "pass")
         .count();
     assert!(held >= 2, "{text}");
+    // Its hello lists the `dispose` control: the host's own dispose mid-prompt ran, both modes.
+    let disposed = report["cases"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|c| {
+            c["id"]
+                .as_str()
+                .unwrap()
+                .starts_with("acp/cancel/host-dispose-")
+        })
+        .filter(|c| c["verdict"] == "pass")
+        .count();
+    assert_eq!(disposed, 4, "{text}");
 }

@@ -1461,6 +1461,47 @@ fn a_duration_read_without_validation_is_caught_by_the_configuration_surface() {
 }
 
 #[test]
+fn a_host_dispose_that_leaves_the_turn_running_is_caught() {
+    // The host's own dispose while the prompt or turn runs must cancel it at once, for every
+    // provider: a dispose that waits for the turn to end by itself leaves the run hanging.
+    let out = caught(
+        &["dispose-ignores-turn"],
+        "cancel/host-dispose-",
+        &["--deadline-ms", "3000"],
+        &[
+            "✗ acp/cancel/host-dispose-answered-late (foreground) [subject.deadline]",
+            "✗ codex/cancel/host-dispose-interrupt-never-answered (background) [subject.deadline]",
+            "✗ dsh-sdk/cancel/host-dispose-shutdown-answered-late (foreground) [subject.deadline]",
+            "✗ claude-code/cancel/host-dispose-cli-deaf-to-eof (background) [subject.deadline]",
+        ],
+    );
+    assert!(out.contains("0 passed, 14 failed"), "{out}");
+}
+
+#[test]
+fn a_subject_without_the_dispose_control_skips_the_host_dispose_cases() {
+    // An adapter whose hello lists no `dispose` control is never sent one.
+    let hello = r#"{"type":"hello","protocol":"conform-subject/1","subject":{"name":"s","version":"1"},"providers":["acp"],"modes":["foreground","background"]}"#;
+    let subject = format!("read _; echo '{hello}'; cat >/dev/null");
+    let (code, out, err) = run(&[
+        "--filter",
+        "acp/cancel/host-dispose-",
+        "--subject",
+        &subject,
+    ]);
+    assert_eq!(
+        code,
+        Some(2),
+        "{out}
+{err}"
+    );
+    assert!(
+        out.contains("4 × the subject does not dispose a run on request (its hello lists no `dispose` control)"),
+        "{out}"
+    );
+}
+
+#[test]
 fn a_configured_grace_not_applied_is_caught() {
     // A provider that validates its graces and then walks the ladder with the defaults: only
     // the time each rung took shows it.

@@ -179,6 +179,10 @@ defects! {
          negative, past the timer limit, a string) as unset, its default, instead of refusing \
          the configuration (the child is spawned, with no script to play)",
         catches ["expect.start-error", "snapshot", "wire.violation"];
+    dispose_ignores_turn = "dispose-ignores-turn":
+        "The host's own dispose of a run whose prompt or turn is in flight cancels nothing: \
+         the provider waits for the turn to end on its own, and only then tears down",
+        catches ["subject.deadline"];
     graces_not_applied = "graces-not-applied":
         "Validate the dispose graces and the DSH SDK shutdown timeout, then walk the ladder \
          with the records' defaults instead of the configured values",

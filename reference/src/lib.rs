@@ -24,7 +24,9 @@ use std::sync::atomic::AtomicBool;
 
 use anyhow::Context;
 use conform_protocol::SUBJECT_PROTOCOL;
-use conform_protocol::subject::{FromSubject, Mode, StartError, SubjectInfo, ToSubject};
+use conform_protocol::subject::{
+    FromSubject, Mode, RunControl, StartError, SubjectInfo, ToSubject,
+};
 use conform_protocol::vocab::Provider;
 use tokio::io::AsyncBufReadExt;
 use tokio::sync::mpsc;
@@ -176,6 +178,7 @@ impl Subject {
                 self.forward(run, Control::Cancel);
             }
             ToSubject::Cancel { run } => self.forward(run, Control::Cancel),
+            ToSubject::Dispose { run } => self.forward(run, Control::Dispose),
             ToSubject::JobOutput { run, wait } => self.forward(run, Control::JobOutput { wait }),
             ToSubject::Shutdown => return Flow::Stop,
         }
@@ -195,6 +198,7 @@ impl Subject {
             },
             providers: run::PROVIDERS.iter().map(|p| p.to_string()).collect(),
             modes: Mode::ALL.to_vec(),
+            controls: vec![RunControl::Dispose],
         });
     }
 

@@ -1,5 +1,5 @@
-//! One run on the host side: ties the harness's control messages (`cancel`, `job_output`,
-//! shutdown) and the provider's events to the subject messages, in the host's order.
+//! One run on the host side: ties the harness's control messages (`cancel`, `dispose`,
+//! `job_output`, shutdown) and the provider's events to the subject messages, in the host's order.
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -20,6 +20,8 @@ use crate::{acp, claude_code, codex, dsh_sdk};
 pub enum Control {
     /// Local cancellation (foreground abort / `job_kill`).
     Cancel,
+    /// The host's own dispose of the run handle (not through the tool call's signal).
+    Dispose,
     JobOutput {
         wait: bool,
     },
@@ -124,6 +126,7 @@ pub async fn host_run(
         first_dispatch,
         hung_flag,
         cancel_requested: false,
+        published: false,
         shutdown: false,
         waiters: 0,
         result: None,
@@ -192,6 +195,8 @@ struct HostedRun {
     hung_flag: Arc<AtomicBool>,
     /// A local cancel (`job_kill`) was asked for.
     cancel_requested: bool,
+    /// The run was published (the host holds its handle).
+    published: bool,
     /// Subject shutdown (or the harness went away).
     shutdown: bool,
     /// `job_output wait:true` calls waiting for the run to end.
@@ -242,6 +247,17 @@ impl HostedRun {
                 self.cancel_requested = true;
                 let _ = self.cancel_tx.send(true);
             }
+            // Before publication the host holds no handle to dispose.
+            Some(Control::Dispose) if !self.published => self
+                .host
+                .log("dispose before the run was published: no handle yet".into()),
+            // Seeded defect: the turn in flight is left to end on its own; dispose waits.
+            Some(Control::Dispose) if self.defects.dispose_ignores_turn => {}
+            Some(Control::Dispose) => {
+                // dispose() cancels what is in flight (as the signal would) and tears down;
+                // the parent did not kill the job, so its completion is still delivered.
+                let _ = self.cancel_tx.send(true);
+            }
             Some(Control::JobOutput { wait }) => match self.p.mode {
                 Mode::Foreground => self
                     .host
@@ -266,6 +282,7 @@ impl HostedRun {
 
     /// The run is published: the dispatch receipt.
     fn on_published(&mut self, child_session_key: String, dispatch_at: String) {
+        self.published = true;
         let defects = self.defects;
         let expected_by = if defects.wrong_expected_by {
             dispatch_at.clone()
@@ -434,7 +451,8 @@ impl HostedRun {
                         text: host::notice_text(job, &self.p.label, outcome),
                     });
                 }
-                Control::Cancel => {}
+                // dispose() is idempotent: the run is already disposed.
+                Control::Cancel | Control::Dispose => {}
                 Control::Shutdown => return,
             }
         }

@@ -48,12 +48,26 @@ pub enum ToSubject {
     Cancel {
         run: String,
     },
+    /// The host disposes the run directly, as its own teardown does (not through the tool
+    /// call's signal): call the run handle's `dispose()` while the run may still be going.
+    /// Sent only to a subject whose hello lists the [`RunControl::Dispose`] control.
+    Dispose {
+        run: String,
+    },
     JobOutput {
         run: String,
         #[serde(default)]
         wait: bool,
     },
     Shutdown,
+}
+
+/// A run control a subject may take beyond `cancel` and `job_output`, named in its hello.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum RunControl {
+    /// `{"type":"dispose","run":…}`: the host's own dispose of a run in flight.
+    Dispose,
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
@@ -90,6 +104,10 @@ pub enum FromSubject {
         providers: Vec<String>,
         #[schemars(extend("uniqueItems" = true))]
         modes: Vec<Mode>,
+        /// The run controls the subject takes beyond `cancel` and `job_output` (absent: none).
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        #[schemars(extend("uniqueItems" = true))]
+        controls: Vec<RunControl>,
     },
     /// The dispatch receipt: the run was published after the provider's handshake.
     Dispatched {

@@ -54,10 +54,14 @@ pub fn judge(scenario: &Scenario, obs: &Observed, f: &mut Vec<Finding>) {
                 "a completed result carries a diagnostic",
             ));
         }
-        if r.stop_reason == "aborted" && obs.cancel_sent {
+        if r.stop_reason == "aborted" && (obs.cancel_sent || obs.dispose_sent) {
             f.push(Finding::new(
                 Check::ContractNoDiagnostic,
-                "a locally cancelled result carries a diagnostic",
+                if obs.cancel_sent {
+                    "a locally cancelled result carries a diagnostic"
+                } else {
+                    "a result the host's dispose cancelled carries a diagnostic"
+                },
             ));
         }
     }

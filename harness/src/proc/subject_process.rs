@@ -95,6 +95,8 @@ pub struct Capabilities {
     pub version: String,
     pub providers: Vec<String>,
     pub modes: Vec<Mode>,
+    /// The run controls beyond `cancel` and `job_output` it takes (`dispose`).
+    pub controls: Vec<conform_protocol::subject::RunControl>,
 }
 
 pub struct Subject {
@@ -175,6 +177,7 @@ impl Subject {
                 version: String::new(),
                 providers: vec![],
                 modes: vec![],
+                controls: vec![],
             },
             stderr: stderr_log,
             runs,
@@ -497,11 +500,13 @@ async fn read_loop(
                     subject,
                     providers,
                     modes,
+                    controls,
                 }) if protocol == SUBJECT_PROTOCOL => Ok(Capabilities {
                     name: subject.name,
                     version: subject.version,
                     providers,
                     modes,
+                    controls,
                 }),
                 Ok(FromSubject::Hello { protocol, .. }) => Err(format!(
                     "the subject speaks `{protocol}`, the harness speaks `{SUBJECT_PROTOCOL}`"

@@ -64,7 +64,7 @@ pub fn publish(g: &Membership, obs: &Observed) {
         ("settled", obs.settled),
         ("tool-result", obs.tool_result.is_some()),
         ("notice", !obs.notices.is_empty()),
-        ("cancel", obs.cancel_sent),
+        ("cancel", obs.cancel_sent || obs.dispose_sent),
     ];
     for (milestone, yes) in reached {
         if yes {

@@ -14,7 +14,7 @@ use crate::proc::run_id::RunId;
 use crate::run::board::{self, Membership};
 use crate::run::observed::{Folded, Recorder};
 use crate::run::watchdog;
-use crate::scenario::{Scenario, Trigger};
+use crate::scenario::{CancelBy, Scenario, Trigger};
 
 /// What the run hears while it is in flight.
 #[derive(Debug)]
@@ -182,11 +182,19 @@ impl<'a> Drive<'a> {
         match event {
             FakeEvent::Checkpoint { name }
                 if file.cancel.as_ref().is_some_and(|c| &c.at == name)
-                    && !rec.obs().cancel_sent =>
+                    && !rec.obs().cancel_sent
+                    && !rec.obs().dispose_sent =>
             {
-                rec.obs_mut().cancel_sent = true;
-                moves.push(Move::Send(ToSubject::Cancel {
-                    run: self.run.to_string(),
+                let run = self.run.to_string();
+                moves.push(Move::Send(match file.cancel.as_ref().map(|c| c.by) {
+                    Some(CancelBy::Dispose) => {
+                        rec.obs_mut().dispose_sent = true;
+                        ToSubject::Dispose { run }
+                    }
+                    _ => {
+                        rec.obs_mut().cancel_sent = true;
+                        ToSubject::Cancel { run }
+                    }
                 }));
             }
             FakeEvent::Checkpoint { name }
@@ -241,7 +249,7 @@ impl<'a> Drive<'a> {
                 Trigger::Immediately => true,
                 Trigger::Dispatched => obs.dispatched,
                 Trigger::Result => obs.result.is_some(),
-                Trigger::Cancel => obs.cancel_sent,
+                Trigger::Cancel => obs.cancel_sent || obs.dispose_sent,
                 // A background child late past expectedBy is released only once the subject
                 // has read the parent's waiting job_output, so that read is first (released
                 // before, the child could finish first, and a notice would be due).

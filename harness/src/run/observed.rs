@@ -64,7 +64,10 @@ pub struct Observed {
     /// When each line of `fake` arrived, in ms since the run started (timing that matters:
     /// a slow `initialize`, retries that outlast a deadline).
     pub fake_at_ms: Vec<u64>,
+    /// The harness sent the local cancel (`cancel`: abort / `job_kill`).
     pub cancel_sent: bool,
+    /// The harness sent the host's own `dispose` of the run (`[cancel] by = "dispose"`).
+    pub dispose_sent: bool,
     /// The run's deadline: the scenario's, else its real peer's, else the suite's.
     pub deadline: Duration,
     pub timed_out: Option<Duration>,

@@ -208,7 +208,7 @@ pub struct FakeSection {
     #[schemars(with = "Vec<Step>")]
     pub steps: Vec<Spanned<Step>>,
     /// When to release each `await` name: `immediately` (default), `dispatched`, `result`,
-    /// `cancel` (after the harness sent the cancel) or `expected-by` (once the run's
+    /// `cancel` (after the harness sent the cancel or the dispose) or `expected-by` (once the run's
     /// `expectedBy` passed); in an isolation group also
     /// `<member>:<milestone>`, when another member of the group reached it (`b:result`,
     /// `b:checkpoint:asked`, `b:awaiting:hold`; the milestones are listed in
@@ -347,12 +347,27 @@ fn one() -> u32 {
     1
 }
 
-/// Local cancellation: the foreground call is aborted, or the background job killed.
+/// Cancellation at a checkpoint: by default the local cancel (the foreground call is aborted,
+/// or the background job killed); with `by = "dispose"` the host's own dispose of the run.
 #[derive(Clone, Debug, Deserialize, Serialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct CancelSection {
     /// Cancel when the fake reports this checkpoint.
     pub at: String,
+    /// Who cancels: `signal` (the local cancel: abort / `job_kill`) or `dispose` (the host
+    /// disposes the run handle itself, as its own teardown does; the run's checkpoint must
+    /// come after its publication). A subject whose hello lists no `dispose` control skips
+    /// the case.
+    #[serde(default)]
+    pub by: CancelBy,
+}
+
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Deserialize, Serialize, JsonSchema)]
+#[serde(rename_all = "kebab-case")]
+pub enum CancelBy {
+    #[default]
+    Signal,
+    Dispose,
 }
 
 /// Contract-level expectations. With `stop_reason` set, the result's diagnostic must equal

@@ -6,7 +6,7 @@ use std::path::Path;
 use std::sync::Arc;
 use std::time::Instant;
 
-use conform_protocol::subject::Mode;
+use conform_protocol::subject::{Mode, RunControl};
 use tokio::sync::Semaphore;
 use tokio::task::JoinSet;
 
@@ -17,8 +17,8 @@ use crate::proc::side::SideServer;
 use crate::proc::subject_process::{Capabilities, Transcripts};
 use crate::run::board::{Board, Membership};
 use crate::run::{self, Ctx};
-use crate::scenario::Scenario;
 use crate::scenario::group::{group_of, member_name};
+use crate::scenario::{CancelBy, Scenario};
 use crate::suite::judge::{Judging, interrupted, isolation, judge, skipped};
 use crate::suite::outcome::{CaseReport, CgroupMode, SuiteReport, Verdict};
 use crate::suite::{Options, SuiteError, sweep};
@@ -352,6 +352,12 @@ fn skip_reason(ctx: &Ctx, caps: Option<&Capabilities>, s: &Scenario, mode: Mode)
         }
         Some(c) if !c.modes.contains(&mode) => {
             Some(format!("the subject does not run {mode} calls"))
+        }
+        Some(c)
+            if s.file.cancel.as_ref().is_some_and(|c| c.by == CancelBy::Dispose)
+                && !c.controls.contains(&RunControl::Dispose) =>
+        {
+            Some("the subject does not dispose a run on request (its hello lists no `dispose` control)".to_owned())
         }
         Some(_) => None,
     }
