@@ -133,6 +133,14 @@ struct AcpHandler {
 /// The `permission-fact-per-provider` defect's store: one fact for every ACP run.
 static PROVIDER_FACT: Mutex<Option<PermissionFact>> = Mutex::new(None);
 
+/// What a prompt's result is made of, taken as the prompt settles.
+struct Facts {
+    output: String,
+    permission: Option<PermissionFact>,
+    /// The latest permission request's tool title (only a seeded defect shows it).
+    title: Option<String>,
+}
+
 impl Handler for AcpHandler {
     fn on_request(&self, _id: &Value, method: &str, params: Value) -> Reply {
         if method != "session/request_permission" {
@@ -408,6 +416,8 @@ impl AcpRun {
         }
     }
 
+    /// Sends the task and settles its one result: the facts as they stand when the prompt
+    /// settles (or is cancelled), the answer mapped, the seeded defects that bend it applied.
     async fn prompt(
         &mut self,
         spec: &RunSpec,
@@ -423,22 +433,12 @@ impl AcpRun {
         );
         tokio::pin!(prompt);
         let step = race(&mut prompt, cancel).await;
-        // Settle the facts at this point: later chunks and permissions do not count.
-        let (mut output, permission, title) = {
-            let mut st = self.state.lock().expect("run state");
-            st.settled = true;
-            let permission = if self.defects.permission_fact_per_provider {
-                *PROVIDER_FACT.lock().expect("provider fact")
-            } else {
-                st.permission
-            };
-            (
-                std::mem::take(&mut st.output),
-                permission,
-                st.permission_title.take(),
-            )
-        };
-        let (stop_reason, diagnostic) = match step {
+        let Facts {
+            mut output,
+            permission,
+            title,
+        } = self.settle_facts();
+        let answer = match step {
             Step::Cancelled => {
                 // Local cancel: aborted at once, no diagnostic; then tell the child.
                 self.send_cancel().await;
@@ -451,7 +451,46 @@ impl AcpRun {
                     diagnostic: None,
                 };
             }
-            Step::Done(Ok(_))
+            Step::Done(answer) => answer,
+        };
+        let (stop_reason, diagnostic) = self
+            .answered(answer, permission.as_ref(), &mut output)
+            .await;
+        let diagnostic = self.bent(stop_reason, diagnostic, title).await;
+        SubagentResult {
+            stop_reason: stop_reason.into(),
+            output: text_output(&output),
+            diagnostic: diagnostic.map(|d| limit_diagnostic(&d)),
+        }
+    }
+
+    /// The run's facts at the moment its prompt settles: later chunks and permissions do not
+    /// count.
+    fn settle_facts(&self) -> Facts {
+        let mut st = self.state.lock().expect("run state");
+        st.settled = true;
+        let permission = if self.defects.permission_fact_per_provider {
+            *PROVIDER_FACT.lock().expect("provider fact")
+        } else {
+            st.permission
+        };
+        Facts {
+            output: std::mem::take(&mut st.output),
+            permission,
+            title: st.permission_title.take(),
+        }
+    }
+
+    /// The stop reason and diagnostic of the prompt's answer (a stop reason, an error response,
+    /// or the wire lost).
+    async fn answered(
+        &mut self,
+        answer: Result<Value, RpcError>,
+        permission: Option<&PermissionFact>,
+        output: &mut String,
+    ) -> (&'static str, Option<String>) {
+        match answer {
+            Ok(_)
                 if self.defects.exit_beats_terminal
                     && self
                         .child
@@ -460,12 +499,12 @@ impl AcpRun {
                         .is_some() =>
             {
                 let line = self.wire_lost(Stage::Process, Stage::Prompt).await;
-                ("error", Some(with_permission(&line, permission.as_ref())))
+                ("error", Some(with_permission(&line, permission)))
             }
-            Step::Done(Ok(v)) => {
+            Ok(v) => {
                 let (stop, diagnostic) = map_stop_reason(
                     v.get("stopReason"),
-                    permission.as_ref(),
+                    permission,
                     self.defects.max_tokens_as_error,
                 );
                 // Seeded defect: an unknown stop reason copied into the diagnostic.
@@ -477,14 +516,14 @@ impl AcpRun {
                     _ => (stop, diagnostic),
                 }
             }
-            Step::Done(Err(RpcError::Remote {
+            Err(RpcError::Remote {
                 code,
                 message,
                 data,
-            })) => {
+            }) => {
                 (self.log)(format!("session/prompt error response {code}: {message}"));
                 let line = FailureLine::acp(Stage::Prompt, Category::Unknown);
-                let mut d = with_permission(&line, permission.as_ref());
+                let mut d = with_permission(&line, permission);
                 // Seeded defect: the error payload's `data` copied into the diagnostic.
                 if self.defects.error_data_in_diagnostic
                     && let Some(data) = data
@@ -499,13 +538,22 @@ impl AcpRun {
                 }
                 ("error", Some(d))
             }
-            Step::Done(Err(e)) => {
+            Err(e) => {
                 (self.log)(format!("session/prompt failed: {e}"));
                 let line = self.wire_lost(Stage::Process, Stage::Prompt).await;
-                ("error", Some(with_permission(&line, permission.as_ref())))
+                ("error", Some(with_permission(&line, permission)))
             }
-        };
-        let mut diagnostic = diagnostic;
+        }
+    }
+
+    /// The diagnostic as the seeded defects that leak into it bend it (the permission request's
+    /// title, the raw stderr tail); as it is with every defect off.
+    async fn bent(
+        &self,
+        stop_reason: &str,
+        mut diagnostic: Option<String>,
+        title: Option<String>,
+    ) -> Option<String> {
         // Seeded defect: the tool call's title placed in the permission line.
         if self.defects.title_in_permission_line
             && let Some(title) = title
@@ -519,11 +567,7 @@ impl AcpRun {
                 None => self.leak(String::new()).await,
             });
         }
-        SubagentResult {
-            stop_reason: stop_reason.into(),
-            output: text_output(&output),
-            diagnostic: diagnostic.map(|d| limit_diagnostic(&d)),
-        }
+        diagnostic
     }
 
     /// The `leak-raw-error` defect: append the raw stderr tail.

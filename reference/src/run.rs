@@ -126,7 +126,6 @@ pub async fn host_run(
         first_dispatch,
         hung_flag,
         cancel_requested: false,
-        published: false,
         shutdown: false,
         waiters: 0,
         result: None,
@@ -195,8 +194,6 @@ struct HostedRun {
     hung_flag: Arc<AtomicBool>,
     /// A local cancel (`job_kill`) was asked for.
     cancel_requested: bool,
-    /// The run was published (the host holds its handle).
-    published: bool,
     /// Subject shutdown (or the harness went away).
     shutdown: bool,
     /// `job_output wait:true` calls waiting for the run to end.
@@ -247,10 +244,6 @@ impl HostedRun {
                 self.cancel_requested = true;
                 let _ = self.cancel_tx.send(true);
             }
-            // Before publication the host holds no handle to dispose.
-            Some(Control::Dispose) if !self.published => self
-                .host
-                .log("dispose before the run was published: no handle yet".into()),
             // Seeded defect: the turn in flight is left to end on its own; dispose waits.
             Some(Control::Dispose) if self.defects.dispose_ignores_turn => {}
             Some(Control::Dispose) => {
@@ -282,7 +275,6 @@ impl HostedRun {
 
     /// The run is published: the dispatch receipt.
     fn on_published(&mut self, child_session_key: String, dispatch_at: String) {
-        self.published = true;
         let defects = self.defects;
         let expected_by = if defects.wrong_expected_by {
             dispatch_at.clone()

@@ -82,6 +82,9 @@ pub struct Drive<'a> {
     /// The watcher's waiting job_output has been read by the subject.
     job_output_read: bool,
     job_output_asked: usize,
+    /// The `[cancel] by = "dispose"` checkpoint came before the run was published: the
+    /// dispose waits for `dispatched` (the host holds no handle before it).
+    dispose_due: bool,
 }
 
 impl<'a> Drive<'a> {
@@ -105,6 +108,7 @@ impl<'a> Drive<'a> {
             job_output_sent: false,
             job_output_read: false,
             job_output_asked: 0,
+            dispose_due: false,
         }
     }
 
@@ -183,19 +187,16 @@ impl<'a> Drive<'a> {
             FakeEvent::Checkpoint { name }
                 if file.cancel.as_ref().is_some_and(|c| &c.at == name)
                     && !rec.obs().cancel_sent
-                    && !rec.obs().dispose_sent =>
+                    && !self.dispose_due =>
             {
-                let run = self.run.to_string();
-                moves.push(Move::Send(match file.cancel.as_ref().map(|c| c.by) {
-                    Some(CancelBy::Dispose) => {
-                        rec.obs_mut().dispose_sent = true;
-                        ToSubject::Dispose { run }
-                    }
-                    _ => {
-                        rec.obs_mut().cancel_sent = true;
-                        ToSubject::Cancel { run }
-                    }
-                }));
+                if file.cancel.as_ref().map(|c| c.by) == Some(CancelBy::Dispose) {
+                    self.dispose_due = true;
+                } else {
+                    rec.obs_mut().cancel_sent = true;
+                    moves.push(Move::Send(ToSubject::Cancel {
+                        run: self.run.to_string(),
+                    }));
+                }
             }
             FakeEvent::Checkpoint { name }
                 if file.peer.as_ref().and_then(|p| p.kill_at.as_ref()) == Some(name) =>
@@ -226,6 +227,7 @@ impl<'a> Drive<'a> {
         if let Some(g) = self.group {
             board::publish(g, rec.obs());
         }
+        self.dispose(rec, moves);
         self.release_due(rec, moves);
         if self.mode == Mode::Background {
             let at = rec.at_ms();
@@ -233,6 +235,17 @@ impl<'a> Drive<'a> {
         }
         self.kill_after_notice(rec, moves);
         self.job_output(rec, moves);
+    }
+
+    /// The host's own dispose, once it is due and the run is published; never for a start
+    /// that was rejected.
+    fn dispose(&mut self, rec: &mut Recorder, moves: &mut Vec<Move>) {
+        if self.dispose_due && !rec.obs().dispose_sent && rec.obs().dispatched {
+            rec.obs_mut().dispose_sent = true;
+            moves.push(Move::Send(ToSubject::Dispose {
+                run: self.run.to_string(),
+            }));
+        }
     }
 
     /// Releases every pending `await` whose trigger is due, and forgets it.

@@ -355,9 +355,9 @@ pub struct CancelSection {
     /// Cancel when the fake reports this checkpoint.
     pub at: String,
     /// Who cancels: `signal` (the local cancel: abort / `job_kill`) or `dispose` (the host
-    /// disposes the run handle itself, as its own teardown does; the run's checkpoint must
-    /// come after its publication). A subject whose hello lists no `dispose` control skips
-    /// the case.
+    /// disposes the run handle itself, as its own teardown does; due before the run is
+    /// published, it waits for `dispatched`). A subject whose hello lists no `dispose`
+    /// control skips the case.
     #[serde(default)]
     pub by: CancelBy,
 }

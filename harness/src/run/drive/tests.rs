@@ -181,6 +181,29 @@ fn the_cancel_goes_out_once_at_its_checkpoint() {
 }
 
 #[test]
+fn the_hosts_dispose_waits_for_the_publication_and_goes_out_once() {
+    let s = scenario(
+        "[[fake.steps]]\ncheckpoint = \"early\"\n[[fake.steps]]\nstop = \"cancelled\"\n[cancel]\nat = \"early\"\nby = \"dispose\"\n",
+    );
+    let mut c = Case::new(&s, Mode::Foreground, None);
+    let early = || FakeEvent::Checkpoint {
+        name: "early".into(),
+    };
+    // Due before the run is published: the host has no handle yet.
+    assert_eq!(c.fake(early()), vec![]);
+    assert!(!c.obs().dispose_sent && !c.obs().cancel_sent);
+    let dispose = ToSubject::Dispose { run: RUN.into() };
+    assert_eq!(c.subject(dispatched()), vec![Move::Send(dispose.clone())]);
+    assert!(c.obs().dispose_sent && !c.obs().cancel_sent);
+    assert_eq!(c.fake(early()), vec![], "one dispose per run");
+    assert_eq!(c.subject(result()), vec![]);
+    // Due after the publication: at once.
+    let mut c = Case::new(&s, Mode::Foreground, None);
+    assert_eq!(c.subject(dispatched()), vec![]);
+    assert_eq!(c.fake(early()), vec![Move::Send(dispose)]);
+}
+
+#[test]
 fn a_new_process_has_its_tree_scanned() {
     let s = scenario(AWAIT_LATE);
     let mut c = Case::new(&s, Mode::Foreground, None);
