@@ -63,6 +63,9 @@ pub fn render(obs: &Observed) -> String {
     if let Some((is_error, text)) = &obs.tool_result {
         block(format!("tool result (isError: {is_error})"), text);
     }
+    if let Some(text) = &obs.peeked {
+        block("job_output (without wait, while the job runs)".into(), text);
+    }
     for (job, text) in &obs.notices {
         block(format!("notice ({})", mask_job_ids(job)), text);
     }

@@ -450,6 +450,9 @@ pub fn model_visible(obs: &Observed) -> Vec<(&'static str, &str)> {
     if let Some(t) = &obs.job_output {
         texts.push(("job_output", t.as_str()));
     }
+    if let Some(t) = &obs.peeked {
+        texts.push(("job_output", t.as_str()));
+    }
     texts
 }
 

@@ -199,6 +199,17 @@ impl<'a> Drive<'a> {
                 }
             }
             FakeEvent::Checkpoint { name }
+                if self.mode == Mode::Background
+                    && file.job.peek_at.as_ref() == Some(name)
+                    && !rec.obs().peek_asked =>
+            {
+                rec.asked_peek();
+                moves.push(Move::Send(ToSubject::JobOutput {
+                    run: self.run.to_string(),
+                    wait: false,
+                }));
+            }
+            FakeEvent::Checkpoint { name }
                 if file.peer.as_ref().and_then(|p| p.kill_at.as_ref()) == Some(name) =>
             {
                 // The real runtime dies from outside, mid-turn: what the provider makes of a
@@ -263,6 +274,7 @@ impl<'a> Drive<'a> {
                 Trigger::Dispatched => obs.dispatched,
                 Trigger::Result => obs.result.is_some(),
                 Trigger::Cancel => obs.cancel_sent || obs.dispose_sent,
+                Trigger::Peeked => obs.peeked.is_some(),
                 // A background child late past expectedBy is released only once the subject
                 // has read the parent's waiting job_output, so that read is first (released
                 // before, the child could finish first, and a notice would be due).

@@ -32,6 +32,9 @@ pub struct Lifecycle {
     notice: bool,
     job_outputs_asked: u32,
     job_outputs_answered: u32,
+    /// Of the `job_output` calls asked, those without `wait` while the job ran: their answers
+    /// are not the job's delivery.
+    peeks_asked: u32,
 }
 
 impl Lifecycle {
@@ -47,12 +50,20 @@ impl Lifecycle {
             notice: false,
             job_outputs_asked: 0,
             job_outputs_answered: 0,
+            peeks_asked: 0,
         }
     }
 
     /// The harness sent `job_output`: one answer becomes legal.
     pub fn asked_job_output(&mut self) {
         self.job_outputs_asked += 1;
+    }
+
+    /// The harness sent `job_output` without `wait` while the job ran: one answer becomes
+    /// legal, and it does not end the run.
+    pub fn asked_peek(&mut self) {
+        self.job_outputs_asked += 1;
+        self.peeks_asked += 1;
     }
 
     /// Whether the run is over for the protocol: nothing but `host_log` may follow.
@@ -63,7 +74,8 @@ impl Lifecycle {
         match self.mode {
             Mode::Foreground => self.tool_result,
             Mode::Background => {
-                self.job_outputs_asked > 0 && self.job_outputs_answered == self.job_outputs_asked
+                self.job_outputs_asked > self.peeks_asked
+                    && self.job_outputs_answered == self.job_outputs_asked
             }
         }
     }

@@ -40,6 +40,10 @@ pub struct Observed {
     pub job_output: Option<String>,
     /// The answers to the `job_output` calls after the first (`[job] job_output_calls`).
     pub job_output_repeats: Vec<String>,
+    /// The harness called `job_output` without `wait` while the job ran (`[job] peek_at`),
+    /// and what that call answered.
+    pub peek_asked: bool,
+    pub peeked: Option<String>,
     /// The harness called `job_kill` after the completion notice (`[job] kill_after_notice`).
     pub killed_after_notice: bool,
     pub settled: bool,
@@ -252,6 +256,12 @@ impl Recorder {
         self.obs.subject_gone = Some(detail);
     }
 
+    /// The harness sent `job_output` without `wait` while the job runs (`[job] peek_at`).
+    pub fn asked_peek(&mut self) {
+        self.lifecycle.asked_peek();
+        self.obs.peek_asked = true;
+    }
+
     /// The harness sent `job_output`: one answer becomes legal.
     pub fn asked_job_output(&mut self) {
         self.lifecycle.asked_job_output();
@@ -383,7 +393,10 @@ impl Observed {
                         result_source: "job_output_wait",
                     });
                 }
-                if self.job_output.is_some() {
+                if self.peek_asked && self.peeked.is_none() {
+                    // Asked while the job ran, before any waiting read: this is its answer.
+                    self.peeked = Some(text);
+                } else if self.job_output.is_some() {
                     self.job_output_repeats.push(text);
                 } else {
                     self.job_output = Some(text);

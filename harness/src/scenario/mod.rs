@@ -208,8 +208,9 @@ pub struct FakeSection {
     #[schemars(with = "Vec<Step>")]
     pub steps: Vec<Spanned<Step>>,
     /// When to release each `await` name: `immediately` (default), `dispatched`, `result`,
-    /// `cancel` (after the harness sent the cancel or the dispose) or `expected-by` (once the run's
-    /// `expectedBy` passed); in an isolation group also
+    /// `cancel` (after the harness sent the cancel or the dispose), `peeked` (once the subject
+    /// answered the `[job] peek_at` read) or `expected-by` (once the run's `expectedBy`
+    /// passed); in an isolation group also
     /// `<member>:<milestone>`, when another member of the group reached it (`b:result`,
     /// `b:checkpoint:asked`, `b:awaiting:hold`; the milestones are listed in
     /// `docs/scenarios.md`).
@@ -226,6 +227,8 @@ pub enum Trigger {
     Dispatched,
     Result,
     Cancel,
+    /// The subject answered the `job_output` without wait (`[job] peek_at`).
+    Peeked,
     /// The run's `expectedBy` passed.
     ExpectedBy,
     /// Another member of the run's isolation group reached this milestone.
@@ -266,6 +269,7 @@ impl TryFrom<String> for Trigger {
             "dispatched" => Trigger::Dispatched,
             "result" => Trigger::Result,
             "cancel" => Trigger::Cancel,
+            "peeked" => Trigger::Peeked,
             "expected-by" => Trigger::ExpectedBy,
             _ => match s.split_once(':') {
                 Some((member, milestone)) if !member.is_empty() && is_milestone(milestone) => {
@@ -276,7 +280,7 @@ impl TryFrom<String> for Trigger {
                 }
                 _ => {
                     return Err(format!(
-                        "unknown release `{s}`, expected one of `immediately`, `dispatched`, `result`, `cancel`, `expected-by`, or `<member>:<milestone>` with a milestone of {}",
+                        "unknown release `{s}`, expected one of `immediately`, `dispatched`, `result`, `cancel`, `peeked`, `expected-by`, or `<member>:<milestone>` with a milestone of {}",
                         MILESTONES.join(", ")
                     ));
                 }
@@ -292,6 +296,7 @@ impl From<Trigger> for String {
             Trigger::Dispatched => "dispatched".into(),
             Trigger::Result => "result".into(),
             Trigger::Cancel => "cancel".into(),
+            Trigger::Peeked => "peeked".into(),
             Trigger::ExpectedBy => "expected-by".into(),
             Trigger::Member { member, milestone } => format!("{member}:{milestone}"),
         }
@@ -332,6 +337,10 @@ pub struct JobSection {
     /// nothing may change (no second notice, the same status).
     #[serde(default)]
     pub kill_after_notice: bool,
+    /// Call `job_output` without `wait` when the fake reaches this checkpoint, while the job
+    /// still runs: the answer comes at once, with the job's running status.
+    #[serde(default)]
+    pub peek_at: Option<String>,
 }
 
 impl Default for JobSection {
@@ -339,6 +348,7 @@ impl Default for JobSection {
         JobSection {
             job_output_calls: 1,
             kill_after_notice: false,
+            peek_at: None,
         }
     }
 }

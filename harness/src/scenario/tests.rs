@@ -109,6 +109,26 @@ fn an_unknown_stop_reason_is_rejected() {
 }
 
 #[test]
+fn a_peek_at_an_undeclared_checkpoint_is_rejected_at_its_value() {
+    let text = OK.replace(
+        "[[fake.steps]]\ninclude",
+        "[job]\npeek_at = \"runing\"\n[[fake.steps]]\ncheckpoint = \"running\"\n[[fake.steps]]\ninclude",
+    );
+    let err = load_text(&text).unwrap_err().to_string();
+    assert!(
+        err.contains("case.toml:4:11: `[job] peek_at` names checkpoint `runing`, which no step declares (declared checkpoints: `running`)"),
+        "{err}"
+    );
+    let text = OK.replace(
+        "[[fake.steps]]\ninclude",
+        "[job]\npeek_at = \"running\"\n[fake.release]\nx = \"peeked\"\n[[fake.steps]]\ncheckpoint = \"running\"\n[[fake.steps]]\nawait = \"x\"\n[[fake.steps]]\ninclude",
+    );
+    let s = load_text(&text).unwrap();
+    assert_eq!(s.file.job.peek_at.as_deref(), Some("running"));
+    assert_eq!(s.file.fake.release["x"], Trigger::Peeked);
+}
+
+#[test]
 fn a_cancel_at_an_undeclared_checkpoint_is_rejected_at_its_value() {
     let text = OK.replace(
         "[[fake.steps]]\ninclude",

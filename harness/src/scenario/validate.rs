@@ -64,6 +64,13 @@ struct ReferenceSpans {
     cancel: Option<CancelSpans>,
     #[serde(default)]
     fake: Option<FakeSpans>,
+    #[serde(default)]
+    job: Option<JobSpans>,
+}
+
+#[derive(Deserialize)]
+struct JobSpans {
+    peek_at: Option<Spanned<String>>,
 }
 
 #[derive(Deserialize)]
@@ -124,6 +131,25 @@ pub(super) fn check_references(
             format!(
                 "`[cancel] at` names checkpoint `{}`, which no step declares ({})",
                 cancel.at,
+                listing("checkpoints", &checkpoints)
+            ),
+        ));
+    }
+    if let Some(peek) = &file.job.peek_at
+        && !checkpoints.contains(&peek.as_str())
+    {
+        let span = spans
+            .as_ref()
+            .and_then(|s| s.job.as_ref())
+            .and_then(|j| j.peek_at.as_ref())
+            .map(Spanned::span)
+            .or_else(|| find_key(text, "peek_at"));
+        return Err(invalid(
+            path,
+            text,
+            span,
+            format!(
+                "`[job] peek_at` names checkpoint `{peek}`, which no step declares ({})",
                 listing("checkpoints", &checkpoints)
             ),
         ));
