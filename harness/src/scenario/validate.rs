@@ -112,47 +112,34 @@ pub(super) fn check_references(
     }
     let spans: Option<ReferenceSpans> = toml::from_str(text).ok();
     let checkpoints = declared(steps.iter().filter_map(|s| s.checkpoint.as_ref()));
+    // A checkpoint named where none is declared, at its value (else its key).
+    let undeclared = |what: &str, name: &str, span: Option<&Spanned<String>>, key: &str| {
+        invalid(
+            path,
+            text,
+            span.map(Spanned::span).or_else(|| find_key(text, key)),
+            format!(
+                "`{what}` names checkpoint `{name}`, which no step declares ({})",
+                listing("checkpoints", &checkpoints)
+            ),
+        )
+    };
     // A real peer's checkpoints are the kinds of notification it sends (`turn/start`), known
     // only when it runs.
     if let Some(cancel) = &file.cancel
         && file.peer.is_none()
         && !checkpoints.contains(&cancel.at.as_str())
     {
-        let span = spans
-            .as_ref()
-            .and_then(|s| s.cancel.as_ref())
-            .and_then(|c| c.at.as_ref())
-            .map(Spanned::span)
-            .or_else(|| find_key(text, "at"));
-        return Err(invalid(
-            path,
-            text,
-            span,
-            format!(
-                "`[cancel] at` names checkpoint `{}`, which no step declares ({})",
-                cancel.at,
-                listing("checkpoints", &checkpoints)
-            ),
-        ));
+        let span = spans.as_ref().and_then(|s| s.cancel.as_ref()?.at.as_ref());
+        return Err(undeclared("[cancel] at", &cancel.at, span, "at"));
     }
     if let Some(peek) = &file.job.peek_at
         && !checkpoints.contains(&peek.as_str())
     {
         let span = spans
             .as_ref()
-            .and_then(|s| s.job.as_ref())
-            .and_then(|j| j.peek_at.as_ref())
-            .map(Spanned::span)
-            .or_else(|| find_key(text, "peek_at"));
-        return Err(invalid(
-            path,
-            text,
-            span,
-            format!(
-                "`[job] peek_at` names checkpoint `{peek}`, which no step declares ({})",
-                listing("checkpoints", &checkpoints)
-            ),
-        ));
+            .and_then(|s| s.job.as_ref()?.peek_at.as_ref());
+        return Err(undeclared("[job] peek_at", peek, span, "peek_at"));
     }
     let awaits = declared(steps.iter().filter_map(|s| s.await_.as_ref()));
     let mut released: Vec<(Option<Range<usize>>, &str)> =
