@@ -385,6 +385,9 @@ impl Observed {
                 });
                 self.notices.push((job, text));
             }
+            // Came only once the deadline had cut the run off (its runtime killed, which may
+            // end the job at last): not an answer within the deadline.
+            FromSubject::JobOutput { .. } if self.timed_out.is_some() => {}
             FromSubject::JobOutput { text, .. } => {
                 if self.fetched_at_expected_by {
                     self.completion_receipt.get_or_insert(CompletionReceipt {
@@ -539,6 +542,30 @@ mod tests {
         );
         assert_eq!(rec.fold(RunEvent::ProcessGone { pid: 9 }), Folded::Recorded);
         assert!(rec.obs().gone_at_ms.contains_key(&9));
+    }
+
+    #[test]
+    fn a_job_output_answer_after_the_deadline_is_not_an_answer_within_it() {
+        // The deadline's teardown kills the runtime, which can end the job at last: its
+        // answer, drained afterwards, must not make the hang look answered.
+        let mut rec = Recorder::new(Observed::default(), Mode::Background, Instant::now());
+        rec.asked_job_output();
+        rec.obs_mut().timed_out = Some(Duration::from_secs(5));
+        let answer = FromSubject::JobOutput {
+            run: String::new(),
+            text: "(no new output)\n[status: failed]".into(),
+        };
+        rec.fold(RunEvent::Subject(answer.clone()));
+        assert_eq!(rec.obs().job_output, None);
+        assert!(crate::checks::job_output_unanswered(
+            Mode::Background,
+            rec.obs()
+        ));
+        // In time, it is the answer.
+        let mut rec = Recorder::new(Observed::default(), Mode::Background, Instant::now());
+        rec.asked_job_output();
+        rec.fold(RunEvent::Subject(answer));
+        assert!(rec.obs().job_output.is_some());
     }
 
     #[test]
