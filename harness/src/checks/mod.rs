@@ -18,7 +18,7 @@ pub mod timing;
 
 pub use catalog::{Blame, Check, Finding, Level};
 pub use contract::MAX_DIAGNOSTIC_BYTES;
-pub use delivery::{job_output_unanswered, timeline};
+pub use delivery::timeline;
 pub use expect::{teardown_rung, upstream_mapping};
 pub use presentation::job_status;
 pub use redaction::{

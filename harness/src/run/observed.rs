@@ -557,10 +557,10 @@ mod tests {
         };
         rec.fold(RunEvent::Subject(answer.clone()));
         assert_eq!(rec.obs().job_output, None);
-        assert!(crate::checks::job_output_unanswered(
-            Mode::Background,
-            rec.obs()
-        ));
+        assert!(
+            rec.obs().job_output_asked,
+            "asked, and unanswered within the deadline"
+        );
         // In time, it is the answer.
         let mut rec = Recorder::new(Observed::default(), Mode::Background, Instant::now());
         rec.asked_job_output();
