@@ -306,6 +306,12 @@ impl Recorder {
     /// Takes a subject message if the protocol allows it now; otherwise it is a
     /// `subject.protocol` (or `subject.after-end`) failure and is not taken as the run's.
     fn take_subject(&mut self, msg: FromSubject) {
+        // Past the deadline the run is over: what its teardown shook loose (a result, a job's
+        // end once the runtime was killed) is not what the subject did in time, and must not
+        // change what the run is judged to have owed. Host logs still serve the report.
+        if self.obs.timed_out.is_some() && !matches!(msg, FromSubject::HostLog { .. }) {
+            return;
+        }
         let at = self.at_ms();
         self.obs.last_subject_at_ms = Some(at);
         match self.lifecycle.accept(&msg) {
@@ -385,9 +391,6 @@ impl Observed {
                 });
                 self.notices.push((job, text));
             }
-            // Came only once the deadline had cut the run off (its runtime killed, which may
-            // end the job at last): not an answer within the deadline.
-            FromSubject::JobOutput { .. } if self.timed_out.is_some() => {}
             FromSubject::JobOutput { text, .. } => {
                 if self.fetched_at_expected_by {
                     self.completion_receipt.get_or_insert(CompletionReceipt {
