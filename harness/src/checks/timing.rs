@@ -49,15 +49,19 @@ fn configured_ms(config: &serde_json::Map<String, Value>, key: &str, default: u6
         .map_or(default, |ms| ms.ceil() as u64)
 }
 
-/// When the run's last registered process was seen gone (ms since the run started), if every
-/// one of them was.
+/// When the run's last known process was seen gone (ms since the run started), if every one
+/// of them was: each registered one, and each the claim found (a helper of a real runtime that
+/// never registered, which the provider rightly waited for). One whose end the harness did not
+/// see leaves the moment unknown, and nothing is judged against it.
 fn all_gone_at(obs: &Observed) -> Option<u64> {
+    let registered = obs.fake.iter().filter_map(|line| match line.event {
+        FakeEvent::Register { .. } => Some(line.pid),
+        _ => None,
+    });
+    let at_claim = obs.claim.iter().flat_map(|c| c.members.iter().map(|m| m.pid));
     let mut last = None;
-    for line in &obs.fake {
-        if let FakeEvent::Register { .. } = line.event {
-            let at = *obs.gone_at_ms.get(&line.pid)?;
-            last = last.max(Some(at));
-        }
+    for pid in registered.chain(at_claim) {
+        last = last.max(Some(*obs.gone_at_ms.get(&pid)?));
     }
     last
 }
@@ -446,5 +450,47 @@ mod tests {
             1120,
         );
         assert!(ladder_waits(&s, &answered).is_empty());
+    }
+
+    #[test]
+    fn settled_is_late_only_after_every_process_the_claim_knew_was_gone() {
+        let s = scenario("acp", "");
+        let helper = |gone: Option<u64>| {
+            // The runtime gone at 1000, settled at 3200; the claim knew a helper that never
+            // registered (a real runtime's CLI child).
+            let mut obs = observed(&[], Some(1000), 3200);
+            obs.claim = Some(crate::proc::settle::Claim {
+                what: "settled",
+                at_ms: 3200,
+                members: vec![crate::proc::settle::AtClaim {
+                    pid: 8,
+                    how: crate::proc::settle::How::Environment,
+                    command: "claude".into(),
+                    state: crate::proc::settle::State::Gone,
+                    reaper: None,
+                    subject_must_reap: false,
+                }],
+                holders: Vec::new(),
+                cgroup: None,
+            });
+            if let Some(gone) = gone {
+                obs.gone_at_ms.insert(8, gone);
+            }
+            needless_waits(&s, &obs)
+                .into_iter()
+                .map(|f| f.message)
+                .collect::<Vec<_>>()
+        };
+        // The helper ran until 3000: the provider waited for it, rightly.
+        assert_eq!(helper(Some(3000)), Vec::<String>::new());
+        // Gone at 1100: the two seconds after it were a needless wait.
+        assert_eq!(
+            helper(Some(1100)),
+            [
+                "`settled` came 2100 ms after the run's last process was gone (bound 1500 ms: half the shortest dispose grace); nothing was left to wait for"
+            ]
+        );
+        // Its end unseen: nothing is known to judge against.
+        assert_eq!(helper(None), Vec::<String>::new());
     }
 }

@@ -43,8 +43,9 @@ pub enum Move {
     /// As `Send`, then feed [`Input::JobOutputRead`] once the subject has read the line (the
     /// watcher's waiting `job_output`, which a child late past `expectedBy` must not overtake).
     SendAndAwaitRead(ToSubject),
-    /// A process of the run appeared: scan its tree, so whatever it brought along (a
-    /// launcher, a daemon that will never register) is seen while it lives.
+    /// A process of the run appeared, or one of its known processes exited: scan its tree,
+    /// so whatever it brought along (a launcher, a daemon that will never register, a helper
+    /// that outlives its parent) is seen while it lives.
     Scan,
     /// The subject claimed the child's tree gone (`settled` or `start_rejected`): read the
     /// tree now and record it ([`Recorder::take_claim`]).
@@ -160,7 +161,17 @@ impl<'a> Drive<'a> {
                 moves.push(Move::Claim("settled"));
             }
             RunEvent::Fake(line) => self.fake_event(rec, line.pid, &line.event, moves),
-            RunEvent::ProcessGone { pid } => moves.push(Move::Reap { pid: *pid }),
+            RunEvent::ProcessGone { pid } => {
+                moves.push(Move::Reap { pid: *pid });
+                // What the process started and left running is an orphan now, found by no
+                // descent any more: seen now, it is known (and timed) until it goes. Without
+                // this, a helper born after the last scan that outlives every known process
+                // (a real runtime's CLI child finishing after it) is never seen, and the
+                // claim that waited for it would look late.
+                if rec.obs().claim.is_none() {
+                    moves.push(Move::Scan);
+                }
+            }
             _ => {}
         }
         match rec.fold(event) {

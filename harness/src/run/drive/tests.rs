@@ -422,10 +422,20 @@ fn expected_by_at_or_past_the_deadline_is_never_awaited() {
 }
 
 #[test]
-fn a_process_gone_is_reaped_if_it_came_back_to_the_harness() {
+fn a_process_gone_is_reaped_if_it_came_back_to_the_harness_and_its_orphans_are_looked_for() {
     let s = scenario(AWAIT_LATE);
     let mut c = Case::new(&s, Mode::Foreground, None);
     let moves = c.on(Input::Event(RunEvent::ProcessGone { pid: 77 }));
-    assert_eq!(moves, vec![Move::Reap { pid: 77 }]);
+    assert_eq!(moves, vec![Move::Reap { pid: 77 }, Move::Scan]);
     assert!(c.obs().gone_at_ms.contains_key(&77));
+    // Once the claim is read the tree is recorded: a later exit is only reaped.
+    c.rec.take_claim(crate::proc::settle::Claim {
+        what: "settled",
+        at_ms: 0,
+        members: vec![],
+        holders: vec![],
+        cgroup: None,
+    });
+    let moves = c.on(Input::Event(RunEvent::ProcessGone { pid: 78 }));
+    assert_eq!(moves, vec![Move::Reap { pid: 78 }]);
 }
