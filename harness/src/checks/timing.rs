@@ -58,7 +58,10 @@ fn all_gone_at(obs: &Observed) -> Option<u64> {
         FakeEvent::Register { .. } => Some(line.pid),
         _ => None,
     });
-    let at_claim = obs.claim.iter().flat_map(|c| c.members.iter().map(|m| m.pid));
+    let at_claim = obs
+        .claim
+        .iter()
+        .flat_map(|c| c.members.iter().map(|m| m.pid));
     let mut last = None;
     for pid in registered.chain(at_claim) {
         last = last.max(Some(*obs.gone_at_ms.get(&pid)?));
