@@ -94,6 +94,17 @@ fn settled() -> FromSubject {
     FromSubject::Settled { run: RUN.into() }
 }
 
+/// The harness's reading of a `settled` claim over an empty tree.
+fn settled_claim() -> crate::proc::settle::Claim {
+    crate::proc::settle::Claim {
+        what: "settled",
+        at_ms: 0,
+        members: vec![],
+        holders: vec![],
+        cgroup: None,
+    }
+}
+
 fn tool_result(text: &str) -> FromSubject {
     FromSubject::ToolResult {
         run: RUN.into(),
@@ -140,13 +151,7 @@ fn the_subjects_claim_is_read_against_the_tree_once() {
     assert_eq!(c.subject(result()), vec![]);
     assert_eq!(c.subject(settled()), vec![Move::Claim("settled")]);
     assert!(c.obs().settled, "the message itself is taken too");
-    c.rec.take_claim(crate::proc::settle::Claim {
-        what: "settled",
-        at_ms: 0,
-        members: vec![],
-        holders: vec![],
-        cgroup: None,
-    });
+    c.rec.take_claim(settled_claim());
     // A second claim (refused by the lifecycle) is not read again.
     assert_eq!(c.subject(settled()), vec![]);
     assert_eq!(c.obs().subject_invalid.len(), 1);
@@ -429,13 +434,7 @@ fn a_process_gone_is_reaped_if_it_came_back_to_the_harness_and_its_orphans_are_l
     assert_eq!(moves, vec![Move::Reap { pid: 77 }, Move::Scan]);
     assert!(c.obs().gone_at_ms.contains_key(&77));
     // Once the claim is read the tree is recorded: a later exit is only reaped.
-    c.rec.take_claim(crate::proc::settle::Claim {
-        what: "settled",
-        at_ms: 0,
-        members: vec![],
-        holders: vec![],
-        cgroup: None,
-    });
+    c.rec.take_claim(settled_claim());
     let moves = c.on(Input::Event(RunEvent::ProcessGone { pid: 78 }));
     assert_eq!(moves, vec![Move::Reap { pid: 78 }]);
 }
