@@ -3,7 +3,7 @@
 //! ```text
 //! fake-<protocol> --script <file.json> --side <socket> --run <id>
 //! fake-<protocol> --grandchild --side <socket> --run <id> [--trap-sigterm] [--setsid] [--daemon]
-//!     [--unregistered] [--anonymous [--clear-env]]
+//!     [--unregistered] [--anonymous [--clear-env]] [--linger-ms <ms>]
 //! ```
 //!
 //! Errors (bad arguments, unreadable or invalid script) go to stderr and, when the side
@@ -61,6 +61,10 @@ pub struct Args {
     /// Grandchild, with `--anonymous`: exec with an empty environment.
     #[arg(long)]
     pub clear_env: bool,
+    /// Grandchild: never register; once stdin reads EOF (the runtime is gone), wait this
+    /// many ms and exit 0.
+    #[arg(long)]
+    pub linger_ms: Option<u64>,
     /// Grandchild: the fd to write one byte to once registered.
     #[arg(long)]
     pub ready_fd: Option<i32>,
@@ -160,7 +164,7 @@ pub fn main_with_args(codec: Box<dyn Codec>, args: Vec<String>, self_args: Vec<S
 
 /// The one-line usage, after any argument error.
 const USAGE: &str = "usage: --side <socket> --run <id> [--script <file.json>] \
-                 | --grandchild --side <socket> --run <id> [--trap-sigterm] [--setsid] [--daemon] [--unregistered] [--anonymous [--clear-env]]";
+                 | --grandchild --side <socket> --run <id> [--trap-sigterm] [--setsid] [--daemon] [--unregistered] [--anonymous [--clear-env]] [--linger-ms <ms>]";
 
 /// A fake's life: the grandchild forms that never register end first; every other fake
 /// registers, waits for the harness's ack (which carries a runtime's script), then runs the
@@ -221,6 +225,9 @@ async fn run_unregistered(args: &Args) {
     if args.anonymous {
         exec_anonymous(args);
     }
+    if let Some(ms) = args.linger_ms {
+        linger(args, ms);
+    }
     if args.unregistered {
         // Nothing tells the harness about this one: it lives until killed.
         if let Some(fd) = args.ready_fd {
@@ -246,6 +253,19 @@ fn daemonize() -> ! {
         eprintln!("fake: the daemon could not be started: {e}");
         std::process::exit(FAULT_EXIT);
     }
+    std::process::exit(0);
+}
+
+/// `--linger-ms`: lives while the runtime does (its stdin is a pipe only the runtime holds),
+/// then takes `ms` to shut down, and exits 0 — a helper's own slow exit, which the provider
+/// must wait out.
+fn linger(args: &Args, ms: u64) -> ! {
+    if let Some(fd) = args.ready_fd {
+        process::signal_ready(fd);
+    }
+    let _ = std::io::copy(&mut std::io::stdin(), &mut std::io::sink());
+    // The scripted length of the helper's shutdown, not a wait for anything.
+    std::thread::sleep(std::time::Duration::from_millis(ms));
     std::process::exit(0);
 }
 

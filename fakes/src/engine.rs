@@ -257,6 +257,8 @@ impl Engine {
             self.ignore_eof = on;
         } else if let Some(spec) = &step.spawn {
             match process::spawn_grandchild(&self.addr.path, &self.addr.run, spec) {
+                // A lingering helper is one the harness is never told of.
+                Ok(_) if spec.linger_ms.is_some() => {}
                 Ok(child) => self.side.send(FakeEvent::Spawned { child }),
                 Err(e) => self.fault(format!("steps[{i}]: spawn failed: {e}")),
             }

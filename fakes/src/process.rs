@@ -135,6 +135,9 @@ pub fn spawn_grandchild(side: &str, run: &str, spec: &Grandchild) -> std::io::Re
     if spec.clear_env {
         cmd.arg("--clear-env");
     }
+    if let Some(ms) = spec.linger_ms {
+        cmd.args(["--linger-ms", &ms.to_string()]);
+    }
     let (setsid, trap) = (spec.setsid, spec.trap_sigterm);
     // SAFETY: only async-signal-safe calls between fork and exec (fcntl, setsid, signal).
     unsafe {
@@ -153,19 +156,29 @@ pub fn spawn_grandchild(side: &str, run: &str, spec: &Grandchild) -> std::io::Re
             Ok(())
         });
     }
-    cmd.stdin(Stdio::null())
-        .stdout(if spec.hold_stdout {
-            Stdio::inherit()
-        } else {
-            Stdio::null()
-        })
-        .stderr(if spec.null_stderr {
-            Stdio::null()
-        } else {
-            Stdio::inherit()
-        });
-    let child = cmd.spawn()?;
+    // A lingering helper's stdin is a pipe this process holds (close-on-exec, so no other
+    // child inherits it) until it exits: its EOF is the runtime gone.
+    cmd.stdin(if spec.linger_ms.is_some() {
+        Stdio::piped()
+    } else {
+        Stdio::null()
+    })
+    .stdout(if spec.hold_stdout {
+        Stdio::inherit()
+    } else {
+        Stdio::null()
+    })
+    .stderr(if spec.null_stderr {
+        Stdio::null()
+    } else {
+        Stdio::inherit()
+    });
+    let mut child = cmd.spawn()?;
     drop(ready_write);
+    if let Some(stdin) = child.stdin.take() {
+        // Held, never written, until this process exits.
+        std::mem::forget(stdin);
+    }
     let mut byte = [0u8; 1];
     let mut ready = std::fs::File::from(ready_read);
     let _ = ready.read(&mut byte);

@@ -97,6 +97,12 @@ pub struct Grandchild {
     /// tree — while the runtime lives — or its cgroup say whose it is.
     #[serde(default)]
     pub null_stderr: bool,
+    /// A helper the harness is never told of (no registration, no `spawned` line: only `/proc`
+    /// finds it, as for a helper a real runtime's SDK starts) that ends on its own this many ms
+    /// after the runtime is gone (its stdin, a pipe the runtime holds, reads EOF) — as the
+    /// Claude Code CLI outlives claude-agent-acp's node by about two seconds.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub linger_ms: Option<u64>,
 }
 
 /// Declares [`Step`] from one table: every action (its key and, for protocol sugar, the
