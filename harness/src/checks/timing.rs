@@ -49,26 +49,6 @@ fn configured_ms(config: &serde_json::Map<String, Value>, key: &str, default: u6
         .map_or(default, |ms| ms.ceil() as u64)
 }
 
-/// When the run's last known process was seen gone (ms since the run started), if every one
-/// of them was: each registered one, and each the claim found (a helper of a real runtime that
-/// never registered, which the provider rightly waited for). One whose end the harness did not
-/// see leaves the moment unknown, and nothing is judged against it.
-fn all_gone_at(obs: &Observed) -> Option<u64> {
-    let registered = obs.fake.iter().filter_map(|line| match line.event {
-        FakeEvent::Register { .. } => Some(line.pid),
-        _ => None,
-    });
-    let at_claim = obs
-        .claim
-        .iter()
-        .flat_map(|c| c.members.iter().map(|m| m.pid));
-    let mut last = None;
-    for pid in registered.chain(at_claim) {
-        last = last.max(Some(*obs.gone_at_ms.get(&pid)?));
-    }
-    last
-}
-
 pub fn judge(scenario: &Scenario, obs: &Observed) -> Vec<Finding> {
     if obs.timed_out.is_some() || obs.subject_gone.is_some() || obs.not_run.is_some() {
         return Vec::new();
@@ -216,7 +196,7 @@ fn graces(scenario: &Scenario, obs: &Observed) -> Vec<Finding> {
 
 /// `result` and `settled` long after the run's last process was gone.
 fn needless_waits(scenario: &Scenario, obs: &Observed) -> Vec<Finding> {
-    let Some(gone) = all_gone_at(obs) else {
+    let Some(gone) = obs.all_gone_at() else {
         return Vec::new();
     };
     let bound = bound_ms(scenario);

@@ -90,9 +90,10 @@ fn case_json(report: &SuiteReport, i: usize, c: &crate::suite::CaseReport) -> se
 }
 
 /// The run's process tree at the subject's claim and after: the claim with each process's state
-/// then, when the last registered process was seen gone, and what was left over.
+/// then, when the last of its known processes was seen gone (the moment `timing.*` judges
+/// against; null when one's end was not seen), and what was left over.
 fn settle_json(o: &Observed) -> serde_json::Value {
-    let last_exit = o.gone_at_ms.values().max().copied();
+    let last_exit = o.all_gone_at();
     json!({
         "claim": o.claim,
         "lastExitAtMs": last_exit,
