@@ -188,15 +188,16 @@ async fn run(argv: Vec<String>, mut codec: Box<dyn Codec>) {
         eprintln!("fake: cannot install signal handlers: {e}");
         std::process::exit(FAULT_EXIT)
     });
-    let (side, control) = register(&side_path, &args);
+    let (side, control, role) = register(&side_path, &args);
+    // Nothing is said between the registration and the acknowledgement: every later line is
+    // sealed with its key. A signal meanwhile waits in its stream, reported once sealed.
+    let (control, offered) = crate::side::wait_for_ack(&side, role, control).await;
     if let Err(e) = args.check() {
         fail(&side, &format!("{e}\n{USAGE}"));
     }
-
     let policy = Arc::new(SignalPolicy::default());
     policy.set_ignore_sigterm(args.trap_sigterm);
     signals.spawn(side.clone(), policy.clone());
-    let (control, offered) = crate::side::wait_for_ack(control).await;
     let script = (!args.grandchild).then(|| runtime_script(&side, &args, offered, codec.as_mut()));
 
     if let Some(fd) = args.ready_fd {
@@ -308,7 +309,7 @@ fn leave_group_by_hand(args: &Args) {
 }
 
 /// Connects to the side channel and sends `Register`, before anything else is said there.
-fn register(side_path: &str, args: &Args) -> (Arc<Side>, UnboundedReceiver<ToFake>) {
+fn register(side_path: &str, args: &Args) -> (Arc<Side>, UnboundedReceiver<ToFake>, Role) {
     let run_id = args.run.clone().unwrap_or_default();
     let (side, control) = match Side::connect(side_path, &run_id) {
         Ok(ok) => ok,
@@ -324,7 +325,7 @@ fn register(side_path: &str, args: &Args) -> (Arc<Side>, UnboundedReceiver<ToFak
         Role::Runtime
     };
     side.send(process::register_event(role, &args.runtime_args));
-    (side, control)
+    (side, control, role)
 }
 
 /// The script a runtime runs: the one the harness's ack carried, else (a fake started by

@@ -136,7 +136,19 @@ impl Engine {
             if step.expect.is_none() {
                 self.die_if_signalled();
             }
+            // A step that ends the process is played once it starts: it is the script's end.
+            let ends_process = step.exit.is_some() || step.signal.is_some();
+            if ends_process {
+                self.side.send(FakeEvent::Step { at: i });
+            }
             self.step(i, step).await;
+            if !ends_process {
+                self.side.send(FakeEvent::Step { at: i });
+            }
+            // A frame the subject wrote before a fatal signal met its step: played, then death.
+            if step.expect.is_some() {
+                self.die_if_signalled();
+            }
         }
         loop {
             match self.read().await {
@@ -263,7 +275,7 @@ impl Engine {
                 Err(e) => self.fault(format!("steps[{i}]: spawn failed: {e}")),
             }
         } else if step.lend_stdout == Some(true) {
-            self.side.send(FakeEvent::LendStdout);
+            self.side.lend_stdout();
             self.await_quietly(conform_protocol::side::STDOUT_HELD)
                 .await;
         }
@@ -361,7 +373,8 @@ impl Engine {
     }
 
     /// Waits for the frame the script expects. A fatal signal meanwhile ends the process once
-    /// what the subject wrote before it has been read: a frame sent before the signal counts.
+    /// what the subject wrote before it has been read (after the step is reported played): a
+    /// frame sent before the signal counts.
     async fn expect(&mut self, method: &str, params: Option<&Value>, exact: bool) {
         if !self.expect_frame(method, params, exact).await {
             // What the script waits for never came: the subject skipped a step of the
@@ -370,7 +383,6 @@ impl Engine {
                 .never_came(&format!("the script expected `{method}`"))
                 .await {}
         }
-        self.die_if_signalled();
     }
 
     /// The subject ended the exchange (stdin EOF, or a fatal signal with nothing more written)

@@ -78,7 +78,7 @@ pub fn main_with_args(args: Vec<String>) -> std::process::ExitCode {
     // The harness opens a pidfd before it acknowledges: only then may the real runtime start.
     let ack = tokio::runtime::Builder::new_current_thread()
         .build()
-        .map(|rt| rt.block_on(crate::side::wait_for_ack(control)));
+        .map(|rt| rt.block_on(crate::side::wait_for_ack(&side, Role::Runtime, control)));
     if ack.is_err() {
         std::process::exit(FAULT_EXIT);
     }

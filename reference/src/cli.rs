@@ -345,6 +345,10 @@ defects! {
         catches ["delivery.completion", "expect.diagnostic", "expect.job-status", "expect.output",
             "expect.start-error", "expect.stop-reason", "expect.teardown", "expect.upstream-code",
             "snapshot", "subject.runtime"];
+    kill_runtime_after_spawn = "kill-runtime-after-spawn":
+        "SIGKILL the runtime the moment it is spawned, before it says a word (as a stub that \
+         answers from the expected texts would), then go on as if nothing happened",
+        catches ["wire.script"];
     late_result_after_exit = "late-result-after-exit":
         "When the child has already exited, wait two seconds before reporting the result",
         catches ["timing.result", "timing.settled"];

@@ -314,7 +314,15 @@ pub fn spawn_runtime(
             "ignored non-string runtime env entries: {ignored:?}"
         ));
     }
-    crate::process::spawn(&runtime.command, &runtime.args, cwd, &env)
+    let spawned = crate::process::spawn(&runtime.command, &runtime.args, cwd, &env)?;
+    if defects.kill_runtime_after_spawn {
+        // Seeded defect: the runtime never plays its script (its pid leads its own group).
+        let _ = nix::sys::signal::kill(
+            nix::unistd::Pid::from_raw(spawned.child.pgid()),
+            nix::sys::signal::Signal::SIGKILL,
+        );
+    }
+    Ok(spawned)
 }
 
 /// Closes the child's stdin and walks the teardown ladder (EOF grace, SIGTERM to the tree the

@@ -296,6 +296,10 @@ step! {
         /// This step sends something invalid on purpose; says why. Frames it sends are exempt from
         /// the protocol schema test and marked in the transcript.
         violation: String,
+        /// The provider may end the runtime before this step is played — its teardown rightly
+        /// does not wait for what follows (a late answer, a turn the run already failed); says
+        /// why. From here on the script need not be played to its end (`wire.script`).
+        may_cut: String,
     }
 }
 

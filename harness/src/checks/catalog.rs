@@ -102,6 +102,8 @@ checks! {
         "Every run ends within the scenario's deadline.";
     SubjectRuntime = "subject.runtime", Protocol, "the adapter protocol: `start`'s `runtime` (docs/subject-protocol.md)",
         "The provider spawns the runtime it is given.";
+    WireScript = "wire.script", Protocol, "conform: a verdict needs its evidence — the runtime's own report that the scenario's conversation took place (docs/subject-protocol.md, what is judged)",
+        "The provider drove the runtime's script to its end: every step played, none cut off by a kill or a stdin EOF the script does not allow.";
     WireViolation = "wire.violation", Protocol, "the runtime's wire protocol (ACP, JSON-RPC 2.0, the Codex app-server schema, stream-json), with the handshake the records send (seed 000, seed 001)",
         "The provider speaks the runtime's protocol: the frames the script expects, in order, well-formed.";
     ExpectStartError = "expect.start-error", Record, "seed 000 and seed 001: start publishes only after the handshake; failures are the fixed safe lines",
@@ -216,6 +218,10 @@ pub struct Finding {
     /// Found while the machine was starved of CPU, by a check that reads the clock: shown as
     /// an advisory, never a failure ([`crate::proc::load`]).
     pub load_suspect: bool,
+    /// The run never got to its end (a hang, a dead subject, a script not played): what it
+    /// kept from being judged is judged as this finding, which takes the strictest level among
+    /// those ([`super::blocked`]).
+    pub blocking: bool,
 }
 
 impl Finding {
@@ -226,7 +232,14 @@ impl Finding {
             level: check.level(),
             source: check.source().into(),
             load_suspect: false,
+            blocking: false,
         }
+    }
+
+    /// This finding as one that kept the run's other expectations from being judged.
+    pub fn blocking(mut self) -> Finding {
+        self.blocking = true;
+        self
     }
 
     /// This finding as one the machine's load may explain.

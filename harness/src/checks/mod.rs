@@ -13,6 +13,7 @@ pub mod isolation;
 mod presentation;
 mod process;
 mod redaction;
+mod script;
 mod subject;
 pub mod timing;
 
@@ -39,6 +40,9 @@ pub fn judge(scenario: &Scenario, mode: Mode, obs: &Observed) -> Vec<Finding> {
     health::judge(scenario, obs, &mut f);
     subject::runtime(scenario, obs, &mut f);
     subject::liveness_and_protocol(mode, obs, &mut f);
+    if obs.subject_gone.is_none() && obs.timed_out.is_none() {
+        script::judge(scenario, obs, &mut f);
+    }
     if obs.subject_gone.is_some() || obs.timed_out.is_some() {
         return f;
     }
@@ -55,29 +59,90 @@ pub fn judge(scenario: &Scenario, mode: Mode, obs: &Observed) -> Vec<Finding> {
 
 /// The source and level a scenario gives its findings (`[requirement]`), and the default of
 /// its provider: Claude Code's categories belong to a record that is not among the seeds, so
-/// what its cases expect of them is conform's practice.
-pub fn as_the_scenario_says(scenario: &Scenario, findings: &mut [Finding]) {
-    use crate::scenario::RequirementLevel;
+/// what its cases expect of them is conform's practice. A blocking finding (the run never got
+/// to its end) then takes the strictest level of what it kept from being judged.
+pub fn as_the_scenario_says(scenario: &Scenario, mode: Mode, findings: &mut [Finding]) {
     for f in findings.iter_mut().filter(|f| f.level != Level::Harness) {
-        match &scenario.file.requirement {
-            Some(r) if r.checks.is_empty() || r.checks.iter().any(|c| c == f.check.id()) => {
-                f.level = match r.level {
-                    RequirementLevel::Record => Level::Record,
-                    RequirementLevel::Protocol => Level::Protocol,
-                    RequirementLevel::Practice => Level::Practice,
-                };
-                f.source = r.source.clone().into();
-            }
-            _ if scenario.file.provider == conform_protocol::vocab::Provider::ClaudeCode
-                && matches!(f.check.family(), "expect" | "snapshot")
-                && f.level == Level::Record =>
-            {
-                f.level = Level::Practice;
-                f.source = CLAUDE_CODE_SOURCE.into();
-            }
-            _ => {}
+        if let Some((level, source)) = stated(scenario, f.check, f.level) {
+            f.level = level;
+            f.source = source;
+        }
+        if f.blocking
+            && let Some((check, level, source)) = strictest_blocked(scenario, mode)
+            && level < f.level
+        {
+            f.level = level;
+            f.source = format!(
+                "{}; it kept `{check}` from being judged, which is {} ({source})",
+                f.source,
+                level.as_str()
+            )
+            .into();
         }
     }
+}
+
+/// The level and source a scenario or its provider gives findings of `check` (whose own
+/// level is `level`), if they are not the check's own.
+fn stated(
+    scenario: &Scenario,
+    check: Check,
+    level: Level,
+) -> Option<(Level, std::borrow::Cow<'static, str>)> {
+    use crate::scenario::RequirementLevel;
+    match &scenario.file.requirement {
+        Some(r) if r.checks.is_empty() || r.checks.iter().any(|c| c == check.id()) => {
+            let level = match r.level {
+                RequirementLevel::Record => Level::Record,
+                RequirementLevel::Protocol => Level::Protocol,
+                RequirementLevel::Practice => Level::Practice,
+            };
+            Some((level, r.source.clone().into()))
+        }
+        _ if scenario.file.provider == conform_protocol::vocab::Provider::ClaudeCode
+            && matches!(check.family(), "expect" | "snapshot")
+            && level == Level::Record =>
+        {
+            Some((Level::Practice, CLAUDE_CODE_SOURCE.into()))
+        }
+        _ => None,
+    }
+}
+
+/// What a run that never got to its end kept from being judged: the outcome its scenario
+/// expects (start rejection, stop reason, diagnostic, output, job status, teardown rung), its
+/// model-visible texts, and in background the completion's delivery (seed 003).
+pub fn blocked(scenario: &Scenario, mode: Mode) -> Vec<Check> {
+    let e = &scenario.file.expect;
+    let background = mode == Mode::Background;
+    [
+        (Check::ExpectStartError, e.start_error.is_some()),
+        (Check::ExpectStopReason, e.stop_reason.is_some()),
+        (Check::ExpectDiagnostic, e.stop_reason.is_some()),
+        (Check::ExpectOutput, e.output.is_some()),
+        (Check::ExpectJobStatus, background && e.job_status.is_some()),
+        (Check::ExpectTeardown, e.teardown.is_some()),
+        (Check::Snapshot, true),
+        (Check::DeliveryCompletion, background),
+    ]
+    .into_iter()
+    .filter_map(|(check, expected)| expected.then_some(check))
+    .collect()
+}
+
+/// The strictest of what [`blocked`] names, at the level and source the scenario gives it.
+fn strictest_blocked(
+    scenario: &Scenario,
+    mode: Mode,
+) -> Option<(Check, Level, std::borrow::Cow<'static, str>)> {
+    blocked(scenario, mode)
+        .into_iter()
+        .map(|check| {
+            let (level, source) = stated(scenario, check, check.level())
+                .unwrap_or((check.level(), check.source().into()));
+            (check, level, source)
+        })
+        .min_by_key(|(_, level, _)| *level)
 }
 
 /// Where what the Claude Code cases expect of results and texts comes from.

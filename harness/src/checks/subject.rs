@@ -24,10 +24,13 @@ pub fn runtime(scenario: &Scenario, obs: &Observed, f: &mut Vec<Finding>) {
         // The subject claims a run whose runtime never ran: the fake registers before it reads
         // a byte, so the subject did not spawn what it was given (or the fake could not start,
         // which its stderr line in the subject's tail would show).
-        f.push(Finding::new(
-            Check::SubjectRuntime,
-            "the subject reported the run, but the runtime it was given never started (no process registered on the side channel)",
-        ));
+        f.push(
+            Finding::new(
+                Check::SubjectRuntime,
+                "the subject reported the run, but the runtime it was given never started (no process registered on the side channel)",
+            )
+            .blocking(),
+        );
     }
 }
 
@@ -36,7 +39,7 @@ pub fn runtime(scenario: &Scenario, obs: &Observed, f: &mut Vec<Finding>) {
 /// notice, or the answer to `job_output`) fails that delivery check instead of the deadline.
 pub fn liveness_and_protocol(mode: Mode, obs: &Observed, f: &mut Vec<Finding>) {
     if let Some(detail) = &obs.subject_gone {
-        f.push(Finding::new(Check::SubjectAlive, detail.clone()));
+        f.push(Finding::new(Check::SubjectAlive, detail.clone()).blocking());
     }
     if let Some(d) = obs.timed_out {
         if super::delivery::blackhole(mode, obs) {
@@ -52,24 +55,30 @@ pub fn liveness_and_protocol(mode: Mode, obs: &Observed, f: &mut Vec<Finding>) {
                 ),
             ));
         } else if super::delivery::job_output_unanswered(mode, obs) {
-            f.push(Finding::new(
-                Check::DeliveryJobOutput,
-                format!(
-                    "job_output was asked for and never answered within the run's deadline ({} ms{})",
-                    d.as_millis(),
-                    obs.deadline_note()
-                ),
-            ));
+            f.push(
+                Finding::new(
+                    Check::DeliveryJobOutput,
+                    format!(
+                        "job_output was asked for and never answered within the run's deadline ({} ms{})",
+                        d.as_millis(),
+                        obs.deadline_note()
+                    ),
+                )
+                .blocking(),
+            );
         } else {
-            f.push(Finding::new(
-                Check::SubjectDeadline,
-                format!(
-                    "the run did not finish within {} ms{}; {}",
-                    d.as_millis(),
-                    obs.deadline_note(),
-                    still_awaited(mode, obs)
-                ),
-            ));
+            f.push(
+                Finding::new(
+                    Check::SubjectDeadline,
+                    format!(
+                        "the run did not finish within {} ms{}; {}",
+                        d.as_millis(),
+                        obs.deadline_note(),
+                        still_awaited(mode, obs)
+                    ),
+                )
+                .blocking(),
+            );
         }
     }
     for (line, error) in &obs.subject_invalid {

@@ -272,6 +272,7 @@ mod tests {
         };
         for (at, event) in std::iter::once(&(0, register)).chain(events) {
             obs.fake.push(FakeLine {
+                seq: None,
                 run: "r1".into(),
                 pid: PID,
                 event: event.clone(),

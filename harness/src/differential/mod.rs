@@ -416,6 +416,7 @@ fn schema_rejections(
     let lines: Vec<FakeLine> = real
         .iter()
         .map(|(kind, frame)| FakeLine {
+            seq: None,
             run: String::new(),
             pid: 0,
             event: FakeEvent::Frame {

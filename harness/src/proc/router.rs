@@ -27,8 +27,6 @@ pub enum RunEvent {
     SideClosed { pid: i32 },
     /// One of the run's registered processes is gone (its pidfd said so).
     ProcessGone { pid: i32 },
-    /// The case cannot be run against this subject (why): it is skipped, not judged.
-    NotApplicable { reason: String },
 }
 
 /// Messages kept per finished run, and examples kept per suite-level kind of fault: enough to

@@ -10,7 +10,7 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
 use conform_protocol::lines::Piece;
-use conform_protocol::side::{FakeEvent, FakeLine, Role, ToFake};
+use conform_protocol::side::{FakeEvent, FakeLine, Role, Seal, ToFake};
 use tokio::io::AsyncWriteExt;
 use tokio::net::UnixListener;
 use tokio::sync::mpsc;
@@ -214,8 +214,8 @@ impl Conn {
                 }
             }
         });
-        let mut me: Option<(String, i32)> = None;
-        let mut lines = crate::proc::subject_process::ByteLines::new(read, MAX_SIDE_LINE);
+        let mut me: Option<Admission> = None;
+        let mut lines = crate::proc::side_read::SideReader::new(read, MAX_SIDE_LINE);
         while let Some(piece) = lines.next().await {
             let line = match piece {
                 Piece::Line(bytes) => String::from_utf8_lossy(&bytes).into_owned(),
@@ -224,44 +224,51 @@ impl Conn {
                     conform_protocol::lines::show_bytes(&head, 300)
                 ),
             };
-            let parsed = serde_json::from_str::<FakeLine>(&line);
-            match (&me, parsed) {
-                (None, Ok(fake)) => match self.gate.admit(self.peer, &fake) {
-                    Ok(admitted) => {
-                        me = Some((fake.run.clone(), fake.pid));
-                        self.register(&fake, admitted, &tx);
-                        self.router.send(&fake.run.clone(), RunEvent::Fake(fake));
-                    }
-                    Err(Refused::Forged(why)) => {
-                        return self.forged(Some(&fake.run), &line, &why);
-                    }
-                    // Gone, or late: no answer, and nothing to hold against anyone.
-                    Err(Refused::Moot(_)) => return,
-                },
-                (None, Err(e)) => {
-                    return self.forged(None, &line, &format!("not a side-channel line ({e})"));
+            let Some(admission) = &mut me else {
+                match self.admit(&line, &tx) {
+                    Some(admission) => me = Some(admission),
+                    None => return,
                 }
-                (Some((run, pid)), Ok(fake)) if fake.run == *run && fake.pid == *pid => {
+                continue;
+            };
+            match admission.open(&line) {
+                Ok(fake) if fake.run == admission.run && fake.pid == admission.pid => {
                     if let FakeEvent::LendStdout = &fake.event {
-                        lend_stdout(&self.shared, &self.router, &fake);
+                        lend_stdout(&self.shared, &self.router, &fake, lines.take_fd());
                         let _ = tx.send(ToFake::Release {
                             name: conform_protocol::side::STDOUT_HELD.to_owned(),
                         });
                     }
                     self.router.send(&fake.run.clone(), RunEvent::Fake(fake));
                 }
-                (Some((run, pid)), parsed) => {
-                    // The writer is a fake the gate let in: a line it cannot say is our bug.
-                    let why = match parsed {
-                        Ok(f) => format!("a line naming run `{}` pid {}", f.run, f.pid),
-                        Err(e) => format!("an unreadable side-channel line ({e})"),
-                    };
+                Ok(fake) => {
+                    // Sealed with the fake's own key: a line it cannot say is our bug.
+                    let why = format!("a line naming run `{}` pid {}", fake.run, fake.pid);
+                    let (run, pid) = (&admission.run, admission.pid);
                     self.router
-                        .send(run, fault(run, *pid, &format!("{why}: {}", excerpt(&line))));
+                        .send(run, fault(run, pid, &format!("{why}: {}", excerpt(&line))));
                 }
+                Err(Unsealed::Unreadable(e)) => {
+                    let (run, pid) = (&admission.run, admission.pid);
+                    let why = format!("an unreadable side-channel line ({e})");
+                    self.router
+                        .send(run, fault(run, pid, &format!("{why}: {}", excerpt(&line))));
+                }
+                // Written by someone holding the connection who is not the fake: the subject
+                // (its parent, the only one that can take a copy of it). Said once.
+                Err(Unsealed::Forged(why)) if !admission.forged => {
+                    admission.forged = true;
+                    let run = admission.run.clone();
+                    let why = format!(
+                        "a line on the connection of the admitted fake (pid {}) that it did not write: {why}",
+                        admission.pid
+                    );
+                    self.forged(Some(&run), &line, &why);
+                }
+                Err(Unsealed::Forged(_)) => {}
             }
         }
-        if let Some((run, pid)) = me {
+        if let Some(Admission { run, pid, .. }) = me {
             self.shared
                 .lock()
                 .unwrap()
@@ -273,9 +280,48 @@ impl Conn {
         let _ = writer.await;
     }
 
+    /// The connection's first line, a registration, through the gate: the admitted fake's
+    /// connection from here on, or `None` (the connection ends: a forgery is reported).
+    fn admit(&self, line: &str, tx: &mpsc::UnboundedSender<ToFake>) -> Option<Admission> {
+        let fake = match serde_json::from_str::<FakeLine>(line) {
+            Ok(fake) => fake,
+            Err(e) => {
+                self.forged(None, line, &format!("not a side-channel line ({e})"));
+                return None;
+            }
+        };
+        match self.gate.admit(self.peer, &fake) {
+            Ok(admitted) => {
+                let seal = Seal::new(&fresh_key());
+                let admission = Admission {
+                    run: fake.run.clone(),
+                    pid: fake.pid,
+                    seal: seal.clone(),
+                    seq: 0,
+                    forged: false,
+                };
+                self.register(&fake, admitted, seal, tx);
+                self.router.send(&fake.run.clone(), RunEvent::Fake(fake));
+                Some(admission)
+            }
+            Err(Refused::Forged(why)) => {
+                self.forged(Some(&fake.run), line, &why);
+                None
+            }
+            // Gone, or late: no answer, and nothing to hold against anyone.
+            Err(Refused::Moot(_)) => None,
+        }
+    }
+
     /// Enters an admitted process in the ledger and answers it: the acknowledgement carries
-    /// its script.
-    fn register(&self, fake: &FakeLine, admitted: Admitted, tx: &mpsc::UnboundedSender<ToFake>) {
+    /// its script and the key its later lines are sealed with.
+    fn register(
+        &self,
+        fake: &FakeLine,
+        admitted: Admitted,
+        seal: Seal,
+        tx: &mpsc::UnboundedSender<ToFake>,
+    ) {
         let FakeEvent::Register {
             role,
             start_time,
@@ -300,6 +346,7 @@ impl Conn {
         drop(s);
         let _ = tx.send(ToFake::Ack {
             script: admitted.script,
+            key: Some(seal.key_hex()),
         });
     }
 
@@ -321,12 +368,58 @@ impl Conn {
     }
 }
 
+/// An admitted fake's connection: whose it is, its seal, and the number of its last line.
+struct Admission {
+    run: String,
+    pid: i32,
+    seal: Seal,
+    seq: u64,
+    /// A line it did not write was reported already.
+    forged: bool,
+}
+
+/// Why a line on an admitted connection is not the fake's.
+enum Unsealed {
+    /// Not sealed with the connection's key, or out of its count: someone else wrote it.
+    Forged(String),
+    /// Sealed, but not a side-channel line: the fake's own bug.
+    Unreadable(serde_json::Error),
+}
+
+impl Admission {
+    /// The line, if the fake wrote it: sealed with this connection's key, next in its count.
+    fn open(&mut self, line: &str) -> Result<FakeLine, Unsealed> {
+        let json = self
+            .seal
+            .open(line)
+            .map_err(|why| Unsealed::Forged(why.to_owned()))?;
+        let fake: FakeLine = serde_json::from_str(&json).map_err(Unsealed::Unreadable)?;
+        if fake.seq != Some(self.seq + 1) {
+            return Err(Unsealed::Forged(format!(
+                "line {:?} of its count where {} was next",
+                fake.seq,
+                self.seq + 1
+            )));
+        }
+        self.seq += 1;
+        Ok(fake)
+    }
+}
+
+/// A key for one connection's seal, from the kernel's random source.
+fn fresh_key() -> [u8; 32] {
+    let mut key = [0; 32];
+    getrandom::fill(&mut key).expect("the kernel's random source");
+    key
+}
+
 fn excerpt(line: &str) -> String {
     conform_protocol::lines::excerpt(line, 300)
 }
 
 fn fault(run: &str, pid: i32, detail: &str) -> RunEvent {
     RunEvent::Fake(FakeLine {
+        seq: None,
         run: run.to_owned(),
         pid,
         event: FakeEvent::Fault {
@@ -336,125 +429,20 @@ fn fault(run: &str, pid: i32, detail: &str) -> RunEvent {
 }
 
 /// A fake asked the harness to hold its stdout open from outside the subject's tree (a writer
-/// the subject cannot end). Where the runtime is already gone there is nothing to hold; where
-/// the kernel will not hand over its stdout, the case does not apply to this subject.
-fn lend_stdout(shared: &Mutex<Shared>, router: &Router, fake: &FakeLine) {
-    let registered = shared
-        .lock()
-        .unwrap()
+/// the subject cannot end), and sent it along. Where the runtime is already gone there is
+/// nothing to hold: the descriptor is let go, and what the run shows of that is the run's own.
+fn lend_stdout(shared: &Mutex<Shared>, router: &Router, fake: &FakeLine, fd: Option<OwnedFd>) {
+    let Some(fd) = fd else {
+        let detail = "asked the harness to hold its stdout but sent no descriptor with it";
+        return router.send(&fake.run, fault(&fake.run, fake.pid, detail));
+    };
+    let mut s = shared.lock().unwrap();
+    let alive = s
         .ledger
         .get(&fake.run)
-        .and_then(|ps| ps.iter().find(|p| p.pid == fake.pid).cloned());
-    let Some((process, pidfd)) = registered
-        .as_ref()
-        .and_then(|p| Some((p, p.pidfd.as_ref()?)))
-    else {
-        return;
-    };
-    match hold_stdout(pidfd) {
-        Ok(fd) => {
-            let mut s = shared.lock().unwrap();
-            s.held.entry(fake.run.clone()).or_default().push(fd);
-        }
-        // The runtime ended before the line was read (a subject that crashed, a loaded
-        // machine): ESRCH, or EBADF from a zombie whose files are gone. What the run shows of
-        // that is the run's own, never a refusal or a fault.
-        Err(_) if !pids::alive(process.pid, process.start_time) => {}
-        Err(e) => router.send(
-            &fake.run,
-            RunEvent::NotApplicable {
-                reason: format!(
-                    "the harness could not hold the runtime's stdout from outside (pid {}: {e})",
-                    fake.pid
-                ),
-            },
-        ),
-    }
-}
-
-/// Takes a copy of the process's stdout, whatever it is — a pipe, or a socket as Node's and
-/// libuv's child stdio are (opening `/proc/<pid>/fd/1` fails with ENXIO on a socket).
-fn hold_stdout(pidfd: &OwnedFd) -> std::io::Result<OwnedFd> {
-    rustix::process::pidfd_getfd(pidfd, 1, rustix::process::PidfdGetfdFlags::empty())
-        .map_err(std::io::Error::from)
-}
-
-#[cfg(test)]
-mod tests {
-    use std::os::unix::net::UnixStream;
-    use std::process::{Command, Stdio};
-
-    use super::*;
-
-    /// A child (`sleep`) whose stdout is `stdout`, its pidfd, and the child to kill.
-    fn child_with_stdout(stdout: Stdio) -> (std::process::Child, OwnedFd) {
-        let child = Command::new("sleep")
-            .arg("30")
-            .stdin(Stdio::null())
-            .stdout(stdout)
-            .spawn()
-            .unwrap();
-        let pidfd = pids::pidfd_open(child.id() as i32).unwrap();
-        (child, pidfd)
-    }
-
-    fn link(fd: &OwnedFd) -> String {
-        use std::os::fd::AsRawFd;
-        std::fs::read_link(format!("/proc/self/fd/{}", fd.as_raw_fd()))
-            .unwrap()
-            .to_string_lossy()
-            .into_owned()
-    }
-
-    #[test]
-    fn a_socket_stdout_is_held_as_a_pipe_is() {
-        // Node's child stdio: a socketpair. Opening it through /proc fails (ENXIO)…
-        let (ours, theirs) = UnixStream::pair().unwrap();
-        let (mut child, pidfd) = child_with_stdout(Stdio::from(OwnedFd::from(theirs)));
-        let opened = std::fs::OpenOptions::new()
-            .write(true)
-            .open(format!("/proc/{}/fd/1", child.id()));
-        assert_eq!(
-            opened.unwrap_err().raw_os_error(),
-            Some(nix::libc::ENXIO),
-            "the old way"
-        );
-        // …and holding it through the pidfd gives the child's own end.
-        let held = hold_stdout(&pidfd).unwrap();
-        let child_end = std::fs::read_link(format!("/proc/{}/fd/1", child.id())).unwrap();
-        assert_eq!(link(&held), child_end.to_string_lossy());
-        assert!(link(&held).starts_with("socket:"));
-        drop(ours);
-        child.kill().unwrap();
-        child.wait().unwrap();
-        // A runtime already gone has nothing to hold, and the caller lets that pass.
-        assert!(hold_stdout(&pidfd).is_err());
-        assert!(!pids::alive(child.id() as i32, 0), "reaped: gone");
-    }
-
-    #[test]
-    fn a_zombie_has_no_stdout_to_hold_and_counts_as_gone() {
-        let (mut child, pidfd) = child_with_stdout(Stdio::piped());
-        let pid = child.id() as i32;
-        let start = pids::stat(pid).unwrap().start_time;
-        nix::sys::signal::kill(
-            nix::unistd::Pid::from_raw(pid),
-            nix::sys::signal::Signal::SIGKILL,
-        )
-        .unwrap();
-        // Exited, not yet reaped: its files are gone, and it is not alive.
-        assert!(pids::wait_exit_blocking(&pidfd, None));
-        assert!(hold_stdout(&pidfd).is_err());
-        assert!(!pids::alive(pid, start));
-        child.wait().unwrap();
-    }
-
-    #[test]
-    fn a_pipe_stdout_is_held() {
-        let (mut child, pidfd) = child_with_stdout(Stdio::piped());
-        let held = hold_stdout(&pidfd).unwrap();
-        assert!(link(&held).starts_with("pipe:"));
-        child.kill().unwrap();
-        child.wait().unwrap();
+        .and_then(|ps| ps.iter().find(|p| p.pid == fake.pid))
+        .is_some_and(|p| pids::alive(p.pid, p.start_time));
+    if alive {
+        s.held.entry(fake.run.clone()).or_default().push(fd);
     }
 }

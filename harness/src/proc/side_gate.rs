@@ -76,6 +76,9 @@ pub struct Admitted {
 pub struct Gate {
     harness: i32,
     fake: Option<FileId>,
+    /// The code the fake's binary runs: what the harness's own process (the same binary) maps
+    /// executable.
+    code: Code,
     issued: Mutex<HashMap<String, Issued>>,
 }
 
@@ -85,6 +88,7 @@ impl Gate {
         Gate {
             harness: std::process::id() as i32,
             fake: FileId::of(fake_exe).ok(),
+            code: Code::of("self").unwrap_or_default().and(fake_exe),
             issued: Mutex::default(),
         }
     }
@@ -150,7 +154,34 @@ impl Gate {
         if !descends_from(pid, self.harness) {
             return Err(format!("pid {pid} does not descend from the harness"));
         }
-        Ok(())
+        self.runs_only_its_own_code(pid)
+    }
+
+    /// Nothing runs inside the process but the fake's binary and what it loads itself: a
+    /// library the subject had the loader put there (`LD_PRELOAD`, `LD_AUDIT`, another
+    /// `LD_LIBRARY_PATH`) could silence or rewrite what the fake reports. Read from the kernel
+    /// (`/proc/<pid>/maps`) before the fake is acknowledged — and so before it makes itself
+    /// non-dumpable.
+    fn runs_only_its_own_code(&self, pid: i32) -> Result<(), String> {
+        let code = Code::of(&pid.to_string())
+            .map_err(|e| format!("pid {pid}'s memory map could not be read: {e}"))?;
+        let foreign: Vec<&str> = code
+            .files
+            .iter()
+            .filter(|(file, _)| !self.code.files.contains_key(*file))
+            .map(|(_, path)| path.as_str())
+            .chain(
+                (code.anonymous && !self.code.anonymous).then_some("anonymous executable memory"),
+            )
+            .collect();
+        if foreign.is_empty() {
+            return Ok(());
+        }
+        Err(format!(
+            "pid {pid} runs code the harness did not put there: it maps {} executable, which the fake's binary does not load{}",
+            foreign.join(", "),
+            loader_variables(pid)
+        ))
     }
 
     /// The run is in flight and this process may register for it: a runtime with the command
@@ -183,6 +214,82 @@ impl Gate {
                 Ok(entry.script.clone())
             }
         }
+    }
+}
+
+/// The code a process maps executable: each file (by the device and inode the kernel names it
+/// with, and its path), and whether any executable memory has no file behind it.
+#[derive(Default)]
+struct Code {
+    files: HashMap<(String, u64), String>,
+    anonymous: bool,
+}
+
+impl Code {
+    /// Of `/proc/<pid>` (`self`: the harness).
+    fn of(pid: &str) -> std::io::Result<Code> {
+        let maps = std::fs::read_to_string(format!("/proc/{pid}/maps"))?;
+        let mut code = Code::default();
+        for line in maps.lines() {
+            let mut fields = line.split_whitespace();
+            let (Some(_), Some(perms), Some(_), Some(dev), Some(inode)) = (
+                fields.next(),
+                fields.next(),
+                fields.next(),
+                fields.next(),
+                fields.next(),
+            ) else {
+                continue;
+            };
+            if !perms.contains('x') {
+                continue;
+            }
+            let path = fields.collect::<Vec<_>>().join(" ");
+            match inode.parse::<u64>() {
+                Ok(ino) if ino != 0 => {
+                    code.files.insert((dev.to_owned(), ino), path);
+                }
+                // The kernel's own pages (`[vdso]`, `[vsyscall]`) are every process's.
+                _ if path.starts_with('[') => {}
+                _ => code.anonymous = true,
+            }
+        }
+        Ok(code)
+    }
+}
+
+impl Code {
+    /// With the file at `path` as well (the fake's binary, when it is not the harness's).
+    fn and(mut self, path: &Path) -> Code {
+        if let Ok(m) = std::fs::metadata(path) {
+            let dev = m.dev();
+            // As `/proc/<pid>/maps` writes a device: major and minor, in hex.
+            let id = format!("{:02x}:{:02x}", libc::major(dev), libc::minor(dev));
+            self.files.insert((id, m.ino()), path.display().to_string());
+        }
+        self
+    }
+}
+
+/// The loader's variables in `pid`'s environment that the harness's own lacks or has
+/// otherwise, as a note for the refusal (` (LD_PRELOAD=… in its environment)`).
+fn loader_variables(pid: i32) -> String {
+    let Ok(environ) = std::fs::read(format!("/proc/{pid}/environ")) else {
+        return String::new();
+    };
+    let set: Vec<String> = environ
+        .split(|b| *b == 0)
+        .map(|v| String::from_utf8_lossy(v).into_owned())
+        .filter(|v| v.starts_with("LD_"))
+        .filter(|v| {
+            let (name, value) = v.split_once('=').unwrap_or((v, ""));
+            std::env::var(name).ok().as_deref() != Some(value)
+        })
+        .collect();
+    if set.is_empty() {
+        String::new()
+    } else {
+        format!(" ({} in its environment)", set.join(" "))
     }
 }
 
@@ -219,6 +326,7 @@ mod tests {
 
     fn register(pid: i32, role: Role, run: &str) -> FakeLine {
         FakeLine {
+            seq: None,
             run: run.into(),
             pid,
             event: FakeEvent::Register {

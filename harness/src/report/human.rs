@@ -10,7 +10,7 @@ use comfy_table::{Table, presets::UTF8_BORDERS_ONLY};
 
 use crate::report::bound;
 use crate::run::Observed;
-use crate::run::observed::ledger_line;
+use crate::run::observed::ledger_lines;
 use crate::suite::{CaseReport, SuiteReport, Verdict};
 
 /// The whole human report, as its sections: the matrix (or with `verbose`, the table), each
@@ -439,10 +439,8 @@ fn transcripts(obs: &Observed, fold: Option<usize>) -> String {
         let _ = writeln!(out, "    {}", folded(line, fold));
     }
     let _ = writeln!(out, "  runtime ledger:");
-    let ledger: Vec<String> = obs
-        .fake
-        .iter()
-        .map(ledger_line)
+    let ledger: Vec<String> = ledger_lines(&obs.fake)
+        .into_iter()
         .chain(obs.ledger_text.iter().cloned())
         .collect();
     for line in bound::cut_lines(&ledger, bound::LEDGER_LINES, bound::LEDGER_BYTES) {

@@ -447,6 +447,7 @@ fn role_name(role: Role) -> &'static str {
 /// A run the harness could not start: its fault, as the runtime ledger's first line.
 fn push_fault(obs: &mut Observed, run: &RunId, detail: String, started: Instant) {
     obs.fake.push(FakeLine {
+        seq: None,
         run: run.to_string(),
         pid: 0,
         event: FakeEvent::Fault { detail },

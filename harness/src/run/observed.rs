@@ -57,8 +57,6 @@ pub struct Observed {
     pub subject_gone: Option<String>,
     /// The case was not run: the subject could not be started (the suite reports why once).
     pub not_run: Option<String>,
-    /// The case does not apply to this subject (why): skipped, not judged.
-    pub not_applicable: Option<String>,
     pub fake: Vec<FakeLine>,
     /// `fake` as the failure report prints it, once the run is judged and `fake` let go
     /// ([`Observed::compact`]).
@@ -238,9 +236,6 @@ impl Recorder {
             }
             RunEvent::SubjectInvalid { line, error } => {
                 self.obs.subject_invalid.push((line, error))
-            }
-            RunEvent::NotApplicable { reason } => {
-                self.obs.not_applicable.get_or_insert(reason);
             }
             RunEvent::SideClosed { pid } => {
                 self.closed.insert(pid);
@@ -491,7 +486,7 @@ impl Observed {
                 self.fake.len()
             )]
         } else {
-            self.fake.iter().map(ledger_line).collect()
+            ledger_lines(&self.fake)
         };
         self.fake = Vec::new();
         self.fake_at_ms = Vec::new();
@@ -507,8 +502,36 @@ impl Observed {
     }
 }
 
+/// The runtime ledger as the failure report prints it: a line each, but the steps a process
+/// played one after another on one line (`steps[4..6] played`).
+pub fn ledger_lines(lines: &[FakeLine]) -> Vec<String> {
+    let mut out: Vec<String> = Vec::with_capacity(lines.len());
+    let mut run: Option<(i32, usize, usize)> = None;
+    let played = |(pid, from, to): (i32, usize, usize)| match from == to {
+        true => format!("[{pid}] steps[{from}] played"),
+        false => format!("[{pid}] steps[{from}..{to}] played"),
+    };
+    for l in lines {
+        match (l.event.clone(), run) {
+            (FakeEvent::Step { at }, Some((pid, from, to))) if pid == l.pid && at == to + 1 => {
+                run = Some((pid, from, at));
+            }
+            (FakeEvent::Step { at }, _) => {
+                out.extend(run.take().map(played));
+                run = Some((l.pid, at, at));
+            }
+            _ => {
+                out.extend(run.take().map(played));
+                out.push(ledger_line(l));
+            }
+        }
+    }
+    out.extend(run.map(played));
+    out
+}
+
 /// One line of the runtime ledger as the failure report prints it.
-pub fn ledger_line(l: &FakeLine) -> String {
+fn ledger_line(l: &FakeLine) -> String {
     let text = match &l.event {
         FakeEvent::Frame {
             dir,

@@ -107,13 +107,6 @@ pub fn judge(s: &Arc<Scenario>, mode: Mode, obs: Observed, how: &Judging) -> Cas
         // Its processes were killed; what it did so far proves nothing either way.
         return interrupted(s.clone(), mode, signo);
     }
-    if let Some(reason) = &obs.not_applicable {
-        return skipped(
-            s.clone(),
-            mode,
-            format!("not applicable to this subject: {reason}"),
-        );
-    }
     if let Some(reason) = &obs.not_run {
         // The subject could not be started: the suite says why, once.
         return CaseReport {
@@ -147,7 +140,7 @@ pub fn judge(s: &Arc<Scenario>, mode: Mode, obs: Observed, how: &Judging) -> Cas
         findings.extend(finding);
         snapshot_note = note.or(snapshot_note);
     }
-    checks::as_the_scenario_says(s, &mut findings);
+    checks::as_the_scenario_says(s, mode, &mut findings);
     let (findings, advisories) = admitted(findings, how.strictness);
     let verdict = if findings.is_empty() {
         Verdict::Pass
@@ -169,7 +162,7 @@ impl CaseReport {
     /// Findings a case shows beside its own judging (across a group, across the suite): the
     /// scenario's sources, then `strictness`; any admitted one fails the case.
     pub fn add(&mut self, mut findings: Vec<Finding>, strictness: Strictness) {
-        checks::as_the_scenario_says(&self.scenario, &mut findings);
+        checks::as_the_scenario_says(&self.scenario, self.mode, &mut findings);
         let (failing, advisories) = admitted(findings, strictness);
         if !failing.is_empty() {
             self.verdict = Verdict::Fail;

@@ -181,3 +181,90 @@ exec python3 -u stub.py
     let r = s.run("acp/success/end-turn", &[]);
     r.fails_with(&["[subject.protocol] a forged side-channel line: pid"]);
 }
+
+#[test]
+fn lines_written_on_a_stolen_connection_are_the_subjects_forgery() {
+    // The subject is the fake's parent: once its run is dispatched (the fake registered and
+    // shook hands), it takes a copy of the fake's side connection (`pidfd_getfd`; root may,
+    // whatever the fake does) and writes the lines that would end the run its way — the
+    // runtime's terminal, EOF, exit, a fault, a line naming another run.
+    let s = Subject::script(
+        r#"cat > relay.py <<'PY'
+import ctypes, glob, json, os, socket, subprocess, sys, threading
+libc = ctypes.CDLL(None, use_errno=True)
+ref = subprocess.Popen([sys.argv[1], "reference"], stdin=subprocess.PIPE, stdout=subprocess.PIPE)
+sides = {}
+def steal(run):
+    for p in glob.glob("/proc/[0-9]*"):
+        try:
+            argv = open(p + "/cmdline", "rb").read().split(b"\0")
+            fds = os.listdir(p + "/fd")
+        except OSError:
+            continue
+        if b"--run" not in argv or argv[argv.index(b"--run") + 1] != run.encode() \
+                or b"--grandchild" in argv:
+            continue
+        pid = int(p[6:])
+        for fd in fds:
+            try:
+                if not os.readlink(f"{p}/fd/{fd}").startswith("socket:"):
+                    continue
+                n = libc.syscall(438, os.pidfd_open(pid), int(fd), 0)
+            except OSError:
+                continue
+            if n < 0:
+                continue
+            conn = socket.socket(fileno=n)
+            try:
+                peer = conn.getpeername()
+            except OSError:
+                peer = None
+            if peer != sides[run]:
+                conn.detach()
+                continue
+            open("stolen", "a").write(f"{pid}\n")
+            for ev in [{"ev": "terminal"}, {"ev": "eof"}, {"ev": "exit", "code": 0},
+                       {"ev": "fault", "detail": "forged"}]:
+                ev.update(run=run, pid=pid)
+                conn.sendall((json.dumps(ev) + "\n").encode())
+            other = {"run": "r-other", "pid": pid, "ev": "fault", "detail": "other run"}
+            conn.sendall((json.dumps(other) + "\n").encode())
+            return
+def out():
+    for line in ref.stdout:
+        msg = json.loads(line)
+        if msg.get("type") == "dispatched":
+            steal(msg["run"])
+        sys.stdout.buffer.write(line)
+        sys.stdout.flush()
+threading.Thread(target=out).start()
+for line in sys.stdin:
+    msg = json.loads(line)
+    if msg.get("type") == "start":
+        args = msg["runtime"]["args"]
+        sides[msg["run"]] = args[args.index("--side") + 1]
+    ref.stdin.write((json.dumps(msg) + "\n").encode())
+    ref.stdin.flush()
+ref.stdin.close()
+ref.wait()
+PY
+exec python3 -u relay.py $CONFORM
+"#,
+    );
+    let r = s.run("acp/teardown/sigterm-trap-needs-sigkill", &[]);
+    let stolen = std::fs::read_to_string(s.path("stolen")).unwrap_or_default();
+    assert_eq!(
+        stolen.lines().count(),
+        2,
+        "both runs' connections taken: {}",
+        r.out
+    );
+    r.fails_with(&["0 passed, 2 failed"]);
+    let forged = "[subject.protocol] a forged side-channel line: a line on the connection of the admitted fake";
+    assert_eq!(r.out.matches(forged).count(), 2, "{}", r.out);
+    r.has("that it did not write: no seal");
+    assert!(!r.out.contains("[harness."), "{}", r.out);
+    // The forged ending was not believed: the runtime's own ledger still ends at SIGKILL, and
+    // nothing else failed.
+    assert_eq!(r.out.matches("✗ [").count(), 2, "{}", r.out);
+}

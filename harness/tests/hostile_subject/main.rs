@@ -10,6 +10,8 @@ use std::process::Stdio;
 #[path = "../common/mod.rs"]
 mod common;
 mod forged;
+mod injected;
+mod unearned;
 use common::workspace;
 
 /// The harness under test: this build, or another one named by `CONFORM_UNDER_TEST` (how

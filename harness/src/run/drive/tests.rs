@@ -61,6 +61,7 @@ impl<'a> Case<'a> {
 
     fn fake(&mut self, event: FakeEvent) -> Vec<Move> {
         self.on(Input::Event(RunEvent::Fake(FakeLine {
+            seq: None,
             run: RUN.to_owned(),
             pid: FAKE,
             event,

@@ -61,3 +61,29 @@ fn rfc3339_formats_known_instants() {
     assert_eq!(rfc3339_ms(quarter), "2026-11-30T00:53:20.250Z");
     assert_eq!(rfc3339_ms(t), "2026-11-30T00:53:20.000Z");
 }
+
+#[test]
+fn steps_played_one_after_another_print_as_one_line() {
+    let line = |pid, event| FakeLine {
+        seq: None,
+        run: "r1".into(),
+        pid,
+        event,
+    };
+    let ledger = [
+        line(7, FakeEvent::Step { at: 0 }),
+        line(7, FakeEvent::Step { at: 1 }),
+        line(7, FakeEvent::Eof),
+        line(7, FakeEvent::Step { at: 2 }),
+        line(8, FakeEvent::Step { at: 3 }),
+    ];
+    assert_eq!(
+        ledger_lines(&ledger),
+        [
+            "[7] steps[0..1] played",
+            "[7] {\"ev\":\"eof\"}",
+            "[7] steps[2] played",
+            "[8] steps[3] played"
+        ]
+    );
+}
