@@ -93,7 +93,7 @@ pub struct Row {
     pub killed: BTreeSet<&'static str>,
     /// The checks declared to catch it (`conform_reference::DEFECTS`, [`PROBES`]): its row of
     /// the kill matrix as it was accepted.
-    pub expected: &'static [&'static str],
+    pub expected: Vec<&'static str>,
     pub elapsed: Duration,
     /// The run could not judge at all (exit 2 without a harness check to name).
     pub error: Option<String>,
@@ -184,7 +184,7 @@ pub async fn run(plan: &Plan, mut progress: impl FnMut(&str)) -> Result<Matrix, 
     let started = Instant::now();
     let catalog = Catalog::new(plan)?;
     progress("the clean reference");
-    let (clean_killed, clean_code) = catalog.against(catalog.reference("")).await?;
+    let (clean_killed, clean_code, _) = catalog.against(catalog.reference("")).await?;
     let clean = match clean_code {
         suite::exit::PASS => Ok(()),
         code => Err(format!(
@@ -199,15 +199,18 @@ pub async fn run(plan: &Plan, mut progress: impl FnMut(&str)) -> Result<Matrix, 
         progress(defect.name);
         let t = Instant::now();
         let subject = catalog.reference(&format!(" --defect {}", defect.name));
-        let (killed, _) = catalog.against(subject).await?;
+        let (killed, _, late) = catalog.against(subject).await?;
         rows.push(Row {
             name: defect.name.to_owned(),
             help: defect.help.to_owned(),
             killed,
-            expected: defect.catches,
+            expected: defect.catches.to_vec(),
             elapsed: t.elapsed(),
             error: None,
         });
+        if let Some(row) = catalog.loaded(defect, &late) {
+            rows.push(row);
+        }
     }
     for probe in PROBES.iter().filter(|p| wanted(p.name)) {
         progress(probe.name);
@@ -268,13 +271,14 @@ impl<'a> Catalog<'a> {
         }
     }
 
-    /// The catalog, then each versioned part, against `subject`: what failed, and the worst
-    /// exit code.
+    /// The catalog, then each versioned part, against `subject`: what failed, the worst exit
+    /// code, and the scenarios a timing check failed.
     async fn against(
         &self,
         subject: String,
-    ) -> Result<(BTreeSet<&'static str>, i32), suite::SuiteError> {
+    ) -> Result<(BTreeSet<&'static str>, i32, BTreeSet<String>), suite::SuiteError> {
         let mut killed_here = BTreeSet::new();
+        let mut late = BTreeSet::new();
         let mut worst = suite::exit::PASS;
         let mut runs = vec![self.options(subject.clone())];
         for ((provider, version), ids) in &self.versioned {
@@ -286,9 +290,86 @@ impl<'a> Catalog<'a> {
         for opts in runs {
             let report = suite::run(opts).await?;
             killed_here.extend(killed(&report));
+            late.extend(
+                report
+                    .cases
+                    .iter()
+                    .filter(|c| c.findings.iter().any(|f| f.check.family() == "timing"))
+                    .map(|c| c.scenario.id.clone()),
+            );
             worst = worst.max(report.exit_code());
         }
-        Ok((killed_here, worst))
+        Ok((killed_here, worst, late))
+    }
+
+    /// A timing defect again, on (up to [`LOADED_JOBS`] of) the scenarios its idle row caught by
+    /// timing, all in flight at once beside [`HOGS`] busy processes: caught by its timing checks
+    /// all the same — a lateness the load might explain is judged again alone
+    /// ([`crate::suite::rerun`]), so the verdict does not depend on the machine. A `conform run`
+    /// of its own, so the hogs are not below the suite (its sweep would take them for the
+    /// subject's leftovers). `None` for a defect no timing check catches.
+    fn loaded(
+        &self,
+        defect: &conform_reference::DefectInfo,
+        late: &BTreeSet<String>,
+    ) -> Option<Row> {
+        let timing: Vec<&'static str> = defect
+            .catches
+            .iter()
+            .copied()
+            .filter(|c| c.starts_with("timing."))
+            .collect();
+        if timing.is_empty() {
+            return None;
+        }
+        let t = Instant::now();
+        let name = format!("{} (-j {LOADED_JOBS}, {HOGS} CPU hogs)", defect.name);
+        let cases: Vec<&String> = late.iter().take(LOADED_JOBS).collect();
+        let (killed, error) =
+            match Hogs::start(HOGS).and_then(|_hogs| self.run_apart(defect, &cases)) {
+                Ok(killed) => (killed, None),
+                Err(e) => (BTreeSet::new(), Some(e.to_string())),
+            };
+        Some(Row {
+            name,
+            help: defect.help.to_owned(),
+            killed,
+            expected: timing,
+            elapsed: t.elapsed(),
+            error,
+        })
+    }
+
+    /// `conform run` of `cases` against the defect at `-j` [`LOADED_JOBS`]: the check ids its
+    /// JSON report names in failed cases and suite findings.
+    fn run_apart(
+        &self,
+        defect: &conform_reference::DefectInfo,
+        cases: &[&String],
+    ) -> std::io::Result<BTreeSet<&'static str>> {
+        let work = tempfile::tempdir()?;
+        let json = work.path().join("report.json");
+        let mut cmd = std::process::Command::new(&self.exe);
+        cmd.arg("run")
+            .arg("--subject")
+            .arg(self.reference(&format!(" --defect {}", defect.name)))
+            .args(["-j", &LOADED_JOBS.to_string()])
+            .args(["--deadline-ms", &DEADLINE.as_millis().to_string()])
+            .arg("--scenarios")
+            .arg(&self.plan.scenarios)
+            .arg("--snapshots")
+            .arg(&self.plan.snapshots)
+            .arg("--json")
+            .arg(&json)
+            .env("INSTA_UPDATE", "no")
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null());
+        for case in cases {
+            cmd.args(["--filter", case]);
+        }
+        cmd.status()?;
+        let report: serde_json::Value = serde_json::from_slice(&std::fs::read(&json)?)?;
+        Ok(killed_in_json(&report))
     }
 
     /// One probe: its broken input and its subject, on its part of the catalog.
@@ -316,11 +397,71 @@ impl<'a> Catalog<'a> {
             name: probe.name.to_owned(),
             help: probe.help.to_owned(),
             killed,
-            expected: probe.catches,
+            expected: probe.catches.to_vec(),
             elapsed: t.elapsed(),
             error,
         })
     }
+}
+
+/// Runs in flight for a timing defect's loaded row.
+pub const LOADED_JOBS: usize = 32;
+/// Busy processes beside it: a two-core machine's worth.
+pub const HOGS: usize = 2;
+
+/// Processes that only burn CPU, killed and reaped when dropped.
+struct Hogs(Vec<std::process::Child>);
+
+impl Hogs {
+    fn start(n: usize) -> std::io::Result<Hogs> {
+        let mut hogs = Hogs(Vec::new());
+        for _ in 0..n {
+            hogs.0.push(
+                std::process::Command::new("sh")
+                    .args(["-c", "while :; do :; done"])
+                    .stdin(std::process::Stdio::null())
+                    .spawn()?,
+            );
+        }
+        Ok(hogs)
+    }
+}
+
+impl Drop for Hogs {
+    fn drop(&mut self) {
+        for hog in &mut self.0 {
+            let _ = hog.kill();
+            let _ = hog.wait();
+        }
+    }
+}
+
+/// The check ids a JSON report (`conform run --json`) names in failed cases and suite findings
+/// ([`killed`], read back).
+fn killed_in_json(report: &serde_json::Value) -> BTreeSet<&'static str> {
+    let checks = |fs: &serde_json::Value| -> Vec<&'static str> {
+        fs.as_array()
+            .into_iter()
+            .flatten()
+            .filter_map(|f| Check::from_id(f["check"].as_str()?))
+            .map(Check::id)
+            .collect()
+    };
+    let mut out: BTreeSet<&'static str> = report["cases"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter(|c| c["verdict"] == "fail")
+        .flat_map(|c| checks(&c["findings"]))
+        .chain(checks(&report["findings"]))
+        .collect();
+    if report["stragglers"]
+        .as_array()
+        .is_some_and(|s| !s.is_empty())
+    {
+        out.insert(Check::ProcessSettled.id());
+    }
+    out
 }
 
 /// A word for `sh -c`, quoted.

@@ -32,7 +32,7 @@ pub fn human(report: &SuiteReport, verbose: bool) -> String {
         } else if !c.advisories.is_empty() {
             out.push_str(&advisories(c));
         }
-        if let Some(note) = &c.snapshot {
+        for note in c.snapshot.iter().chain(&c.rerun) {
             let _ = writeln!(out, "\n{} ({}): {note}", c.scenario.id, c.mode);
         }
     }

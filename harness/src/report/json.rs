@@ -73,6 +73,8 @@ fn case_json(report: &SuiteReport, i: usize, c: &crate::suite::CaseReport) -> se
         "detail": matches!(c.verdict, Verdict::Fail | Verdict::Known(_)).then(|| case_detail(c)),
         "findings": c.findings.iter().map(finding_json).collect::<Vec<_>>(),
         "advisories": c.advisories.iter().map(finding_json).collect::<Vec<_>>(),
+        // Run again alone at the end of the suite, and what that showed (`None`: not run again).
+        "rerunAlone": c.rerun,
         "elapsedMs": c.obs.as_ref().map(|o| o.elapsed.as_millis() as u64),
         // What the snapshot holds (job ids masked): runs compare across reports.
         "modelVisible": c.obs.as_ref().map(|o| bound::cut(&crate::snapshot::render(o), bound::DETAIL_BYTES)),

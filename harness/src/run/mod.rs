@@ -94,29 +94,26 @@ struct Run<'a> {
     drive: Drive<'a>,
     deadline: Duration,
     expected_in: Duration,
-    /// The machine's CPU starvation from the run's start (it stretches the deadline).
+    /// How long the run's threads had waited for a CPU at its start (a deadline is put off by
+    /// what its own processes waited since).
     load: load::Mark,
 }
 
-/// The most a starved machine stretches a run's deadline, as a multiple of it: a subject that
-/// hangs on a loaded machine still fails, later.
-const MAX_STRETCH: u32 = 10;
+/// The most a deadline is put off, as a multiple of it: a subject starved without end still
+/// fails, later.
+const MAX_PUT_OFF: u32 = 9;
 
-/// How much longer a run whose deadline passed after `waited` waits, the machine's CPU having
-/// been stalled `share` of that time: until the unstalled share of its time makes up the
-/// deadline, never past [`MAX_STRETCH`] times it. `None`: the machine was not starved (under
-/// [`load::STARVED`]), or the run has had its deadline's worth, or the stretch is spent.
-fn put_off_by(deadline: Duration, waited: Duration, share: f64) -> Option<Duration> {
-    if share < load::STARVED {
-        return None;
-    }
-    let free = 1.0 - share.min(0.95);
-    let cap = deadline * MAX_STRETCH;
-    let fair = waited.mul_f64(free);
-    if waited >= cap || fair >= deadline {
-        return None;
-    }
-    Some(((deadline - fair).div_f64(free)).min(cap - waited))
+/// Less than this more is not worth waking for again.
+const LEAST_PUT_OFF: Duration = Duration::from_millis(20);
+
+/// How much longer a run whose deadline passed waits, its own processes having waited
+/// `waited` for a CPU since it started and `granted` having been added already: what they
+/// waited beyond what was granted, within [`MAX_PUT_OFF`] deadlines. `None`: the deadline
+/// stands — an idle hang (its processes waited for nothing) gets no more time, whatever the
+/// rest of the machine did.
+fn put_off_by(deadline: Duration, waited: Duration, granted: Duration) -> Option<Duration> {
+    let more = waited.min(deadline * MAX_PUT_OFF).checked_sub(granted)?;
+    (more >= LEAST_PUT_OFF).then_some(more)
 }
 
 impl<'a> Run<'a> {
@@ -242,7 +239,7 @@ impl<'a> Run<'a> {
                 }
             };
             if matches!(input, Input::Deadline)
-                && let Some(later) = self.put_off(now)
+                && let Some(later) = self.put_off()
             {
                 until = later;
                 continue;
@@ -260,16 +257,22 @@ impl<'a> Run<'a> {
         }
     }
 
-    /// When a deadline reached on a machine starved of CPU is put off to: the subject had only
-    /// the unstalled share of the clock, so the run waits until that share makes up the
-    /// deadline (at most [`MAX_STRETCH`] times it). `None`: the deadline stands.
-    fn put_off(&mut self, start: tokio::time::Instant) -> Option<tokio::time::Instant> {
-        let share = self.load.stall_share()?;
-        let now = tokio::time::Instant::now();
-        let waited = now.duration_since(start);
-        let more = put_off_by(self.deadline, waited, share)?;
-        self.rec.obs_mut().deadline_put_off = waited + more - self.deadline;
-        Some(now + more)
+    /// When a deadline reached is put off to: by as long as the run's own processes — the
+    /// subject handling it, its runtime — waited for a CPU (`put_off_by`). `None`: the
+    /// deadline stands.
+    fn put_off(&mut self) -> Option<tokio::time::Instant> {
+        let runtime: Vec<i32> = self
+            .ctx
+            .side
+            .ledger(&self.id)
+            .iter()
+            .map(|p| p.pid)
+            .collect();
+        let waited = self.load.run_waited(&runtime);
+        let granted = self.rec.obs().deadline_put_off;
+        let more = put_off_by(self.deadline, waited, granted)?;
+        self.rec.obs_mut().deadline_put_off = granted + more;
+        Some(tokio::time::Instant::now() + more)
     }
 
     /// Carries out one of the drive's moves.
@@ -417,7 +420,6 @@ impl<'a> Run<'a> {
         }
         let started = self.rec.started();
         let mut obs = self.rec.into_observed();
-        obs.cpu_stall_share = self.load.stall_share();
         obs.cpu_waited = Some(self.load.waited());
         if obs.timed_out.is_some() || obs.subject_gone.is_some() || !obs.subject_invalid.is_empty()
         {
@@ -460,25 +462,25 @@ mod put_off_tests {
     use super::*;
 
     const S: Duration = Duration::from_secs(20);
+    const MS: Duration = Duration::from_millis(1);
 
     #[test]
-    fn an_idle_or_busy_machine_keeps_the_deadline() {
-        assert_eq!(put_off_by(S, S, 0.0), None);
-        assert_eq!(put_off_by(S, S, 0.49), None);
+    fn an_idle_hang_keeps_its_deadline_whatever_the_machine_did() {
+        assert_eq!(put_off_by(S, Duration::ZERO, Duration::ZERO), None);
+        assert_eq!(put_off_by(S, MS * 5, Duration::ZERO), None, "noise");
     }
 
     #[test]
-    fn a_starved_run_waits_until_its_unstalled_time_makes_up_the_deadline() {
-        // Stalled 75%: 20 s of clock were 5 s of machine; 15 s more at that rate take 60 s.
-        assert_eq!(put_off_by(S, S, 0.75), Some(Duration::from_secs(60)));
-        // After those 80 s the fair time is the deadline: it stands.
-        assert_eq!(put_off_by(S, S * 4, 0.75), None);
+    fn a_run_whose_processes_waited_for_a_cpu_gets_that_long_again() {
+        assert_eq!(put_off_by(S, MS * 700, Duration::ZERO), Some(MS * 700));
+        // Woken again later: only what they waited since.
+        assert_eq!(put_off_by(S, MS * 900, MS * 700), Some(MS * 200));
+        assert_eq!(put_off_by(S, MS * 705, MS * 700), None);
     }
 
     #[test]
-    fn the_stretch_is_bounded() {
-        // Stalled entirely: counted as 95%, and never past ten deadlines in all.
-        assert_eq!(put_off_by(S, S, 1.0), Some(S * 9));
-        assert_eq!(put_off_by(S, S * 10, 1.0), None);
+    fn the_put_off_is_bounded() {
+        assert_eq!(put_off_by(S, S * 50, Duration::ZERO), Some(S * 9));
+        assert_eq!(put_off_by(S, S * 50, S * 9), None);
     }
 }

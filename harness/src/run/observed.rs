@@ -73,11 +73,8 @@ pub struct Observed {
     /// The run's deadline: the scenario's, else its real peer's, else the suite's.
     pub deadline: Duration,
     pub timed_out: Option<Duration>,
-    /// How far the deadline was put off because the machine was starved of CPU.
+    /// How far the deadline was put off: as long as the run's own processes waited for a CPU.
     pub deadline_put_off: Duration,
-    /// The share of the run's time something on the machine waited for a CPU
-    /// ([`crate::proc::load`]); at or over [`crate::proc::load::STARVED`], timing is suspect.
-    pub cpu_stall_share: Option<f64>,
     /// How long the harness's and the subject's threads waited for a CPU during the run:
     /// lateness up to that much is the machine's, not the subject's.
     pub cpu_waited: Option<Duration>,
@@ -333,9 +330,8 @@ impl Observed {
             return String::new();
         }
         format!(
-            " (put off {} ms more: the machine's CPU was stalled {:.0}% of the run)",
-            self.deadline_put_off.as_millis(),
-            self.cpu_stall_share.unwrap_or(0.0) * 100.0
+            " (put off {} ms more: the run's own processes waited that long for a CPU)",
+            self.deadline_put_off.as_millis()
         )
     }
 

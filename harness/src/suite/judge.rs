@@ -23,6 +23,7 @@ pub fn interrupted(scenario: Arc<Scenario>, mode: Mode, signo: i32) -> CaseRepor
         findings: vec![],
         advisories: vec![],
         snapshot: None,
+        rerun: None,
         obs: None,
     }
 }
@@ -35,6 +36,7 @@ pub fn skipped(scenario: Arc<Scenario>, mode: Mode, reason: String) -> CaseRepor
         findings: vec![],
         advisories: vec![],
         snapshot: None,
+        rerun: None,
         obs: None,
     }
 }
@@ -119,6 +121,7 @@ pub fn judge(s: &Arc<Scenario>, mode: Mode, obs: Observed, how: &Judging) -> Cas
             findings: vec![],
             advisories: vec![],
             snapshot: None,
+            rerun: None,
             obs: None,
         };
     }
@@ -154,6 +157,7 @@ pub fn judge(s: &Arc<Scenario>, mode: Mode, obs: Observed, how: &Judging) -> Cas
         findings,
         advisories,
         snapshot: snapshot_note,
+        rerun: None,
         obs: Some(obs),
     }
 }
@@ -200,6 +204,7 @@ fn refused(
         findings: vec![],
         advisories: vec![],
         snapshot: None,
+        rerun: None,
         obs: None,
     };
     let mut findings: Vec<Finding> = checks::judge(s, mode, &obs)

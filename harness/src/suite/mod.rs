@@ -6,6 +6,7 @@ pub mod judge;
 pub mod outcome;
 pub mod partition;
 pub mod recording;
+pub mod rerun;
 pub mod schedule;
 pub mod sweep;
 

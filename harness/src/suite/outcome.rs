@@ -31,6 +31,9 @@ pub struct CaseReport {
     /// What failed of requirements past `--strictness`: reported, not failing.
     pub advisories: Vec<Finding>,
     pub snapshot: Option<String>,
+    /// The case was run again alone at the end of the suite (a timing finding the load in
+    /// flight could explain), and what that showed ([`super::rerun`]).
+    pub rerun: Option<String>,
     pub obs: Option<Observed>,
 }
 

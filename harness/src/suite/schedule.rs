@@ -24,7 +24,7 @@ use crate::suite::outcome::{CaseReport, CgroupMode, SuiteReport, Verdict};
 use crate::suite::{Options, SuiteError, sweep};
 
 /// One case: its place in the selection, its scenario, its mode.
-type Case = (usize, Arc<Scenario>, Mode);
+pub(super) type Case = (usize, Arc<Scenario>, Mode);
 
 /// Runs these scenarios (already loaded, perhaps rewritten) in each of their modes.
 pub async fn run_scenarios(
@@ -40,7 +40,8 @@ pub async fn run_scenarios(
         None => format!("(did not start) {}", ctx.pool.command()),
     };
     let (units, cases) = units(&scenarios);
-    let reports = run_units(opts, &ctx, caps.as_ref(), units, cases).await;
+    let reports = run_units(opts, &ctx, caps.as_ref(), units.clone(), cases).await;
+    let reports = super::rerun::alone(&ctx, &units, reports, || judging(opts)).await;
     let mut report = sweep::sweep(&ctx, reports, opts.settings.allow_skips).await;
     report.subject = subject;
     report.fakes_speak = scenarios
@@ -199,20 +200,12 @@ async fn run_units(
             }
             continue;
         }
-        let judging = Judging {
-            snapshots: opts.snapshots.clone(),
-            accept: opts.settings.accept,
-            pending: opts.pending_snapshots,
-            strictness: opts.settings.strictness,
-            keep_ledgers: opts.keep_ledgers,
-            keep_passing: opts.settings.verbose,
-        };
         set.spawn(run_unit(
             ctx.clone(),
             limit.clone(),
             bar.clone(),
             unit,
-            judging,
+            judging(opts),
         ));
     }
     while let Some(done) = set.join_next().await {
@@ -226,8 +219,20 @@ async fn run_units(
     reports
 }
 
+/// How the suite's options judge and keep each case.
+fn judging(opts: &Options) -> Judging {
+    Judging {
+        snapshots: opts.snapshots.clone(),
+        accept: opts.settings.accept,
+        pending: opts.pending_snapshots,
+        strictness: opts.settings.strictness,
+        keep_ledgers: opts.keep_ledgers,
+        keep_passing: opts.settings.verbose,
+    }
+}
+
 /// One unit, once it has its permit: its runs in flight together, then judged.
-async fn run_unit(
+pub(super) async fn run_unit(
     ctx: Arc<Ctx>,
     limit: Arc<Semaphore>,
     bar: indicatif::ProgressBar,
