@@ -6,11 +6,11 @@ use std::sync::Arc;
 
 use conform_protocol::script::{RpcError, Script, Step};
 use conform_protocol::side::{Direction, FakeEvent, ToFake};
-use serde_json::{Value, json};
+use serde_json::Value;
 use tokio::sync::mpsc;
 
 use crate::codec::{Codec, Msg, Sugar};
-use crate::params::{Rule, mismatch};
+use crate::judge;
 use crate::process;
 use crate::side::Side;
 use crate::signals::SignalPolicy;
@@ -169,7 +169,7 @@ impl Engine {
             self.send(reply, None, Some(method));
             self.exit(0);
         }
-        self.stray(frame, "after the script ended");
+        self.stray(frame, judge::AFTER_THE_SCRIPT);
     }
 
     async fn step(&mut self, i: usize, step: &Step) {
@@ -249,7 +249,7 @@ impl Engine {
             self.await_release(name).await;
         } else if step.wait_eof == Some(true) {
             while let Some(frame) = self.read().await {
-                self.stray(&frame, "waiting for stdin EOF");
+                self.stray(&frame, judge::AWAITING_EOF);
             }
         } else if let Some(ms) = step.delay_ms {
             self.delay(ms).await;
@@ -355,8 +355,8 @@ impl Engine {
             };
             return match got {
                 Some(Incoming::Frame(frame)) => {
-                    if let Some(problem) = self.codec.envelope_problem(&frame) {
-                        self.violation(format!("malformed envelope ({problem}) in {frame}"));
+                    if let Some(problem) = judge::envelope(self.codec.as_ref(), &frame) {
+                        self.violation(problem);
                     }
                     Next::Frame(frame)
                 }
@@ -399,36 +399,24 @@ impl Engine {
     /// `false` when stdin ended, or a fatal signal came and the subject had written nothing
     /// more, before the frame.
     async fn expect_frame(&mut self, method: &str, params: Option<&Value>, exact: bool) -> bool {
+        let cwd = std::env::current_dir()
+            .map(|d| d.to_string_lossy().into_owned())
+            .unwrap_or_default();
         loop {
             let Next::Frame(frame) = self.next().await else {
                 return false;
             };
-            let (got, open) = match self.codec.classify(&frame) {
-                Msg::Request {
-                    id,
-                    method: m,
-                    params,
-                } if m == method => (params, Some(id.clone())),
-                Msg::Notification { method: m, params } if m == method => (params, None),
-                _ => {
-                    self.stray(&frame, &format!("expecting `{method}`"));
-                    continue;
-                }
+            let Some(met) =
+                judge::expected(self.codec.as_ref(), &frame, method, params, exact, &cwd)
+            else {
+                self.stray(&frame, &judge::expecting(method));
+                continue;
             };
-            let cwd = std::env::current_dir()
-                .map(|d| d.to_string_lossy().into_owned())
-                .unwrap_or_default();
-            let rule = Rule { exact, cwd: &cwd };
-            let diff = match (params, got) {
-                (Some(want), got) => mismatch(want, got.unwrap_or(&Value::Null), "params", &rule),
-                (None, Some(got)) if exact => Some(format!("params: not expected (sent {got})")),
-                (None, _) => None,
-            };
-            if let Some(diff) = diff {
-                self.violation(format!("`{method}` params differ from the script: {diff}"));
+            if let Some(violation) = met.violation {
+                self.violation(violation);
             }
-            self.codec.received(method, got);
-            if let Some(id) = open {
+            self.codec.received(method, met.params);
+            if let Some(id) = met.open {
                 self.open.push(Open {
                     id,
                     method: method.into(),
@@ -454,30 +442,19 @@ impl Engine {
                 // A request the runtime sent is answered, even when the run is over.
                 match self.never_came(&format!("`{method}` was unanswered")).await {}
             };
-            let outcome = match self.codec.classify(&frame) {
-                Msg::Response { id: got, outcome } if *got == id => outcome,
-                _ => {
-                    self.stray(&frame, &format!("waiting for the answer to `{method}`"));
-                    continue;
-                }
+            let codec = self.codec.as_ref();
+            let Some((got, violation)) = judge::answer(codec, &frame, &id, method, answer.as_ref())
+            else {
+                self.stray(&frame, &judge::awaiting_answer(method));
+                continue;
             };
             // `Answer.answer` is the result, or `{"error": {…}}` for an error response.
-            let got = match outcome {
-                Ok(result) => result.clone(),
-                Err(error) => json!({ "error": error }),
-            };
             self.side.send(FakeEvent::Answer {
                 method: method.into(),
-                answer: got.clone(),
+                answer: got,
             });
-            // An error answer is judged like any other: against the `{"error": …}` the script
-            // expects, if it expects one.
-            if let Some(want) = answer
-                && got != want
-            {
-                self.violation(format!(
-                    "`{method}` was answered {got}, the script expects {want}"
-                ));
+            if let Some(violation) = violation {
+                self.violation(violation);
             }
             return;
         }
@@ -486,28 +463,13 @@ impl Engine {
     /// A frame that is not what the step waits for: tolerated, or the subject's violation
     /// (a request gets the error the real runtime would send).
     fn stray(&mut self, frame: &Value, during: &str) {
-        match self.codec.classify(frame) {
-            Msg::Notification { method, .. } if self.codec.tolerated(method, false) => {}
-            Msg::Request { id, method, .. } if self.codec.tolerated(method, true) => {
-                let reply = self.codec.tolerated_reply(method);
-                let frame = self.codec.response(id.clone(), reply);
-                self.send(frame, None, Some(method.into()));
-            }
-            Msg::Notification { method, .. } => {
-                self.violation(format!("unexpected notification `{method}` {during}"));
-            }
-            Msg::Request { id, method, .. } => {
-                self.violation(format!("unexpected request `{method}` {during}"));
-                let error = self.codec.unknown_method_error(method);
-                let frame = self.codec.response(id.clone(), Err(error));
-                self.send(frame, None, Some(method.into()));
-            }
-            Msg::Response { id, .. } => {
-                self.violation(format!(
-                    "unexpected response to id {id} {during} (no such request is pending)"
-                ));
-            }
-            Msg::Malformed(why) => self.violation(format!("malformed frame {during}: {why}")),
+        let stray = judge::stray(self.codec.as_ref(), frame, during);
+        if let Some(violation) = stray.violation {
+            self.violation(violation);
+        }
+        if let Some((id, outcome, method)) = stray.reply {
+            let frame = self.codec.response(id, outcome);
+            self.send(frame, None, Some(method));
         }
     }
 

@@ -28,6 +28,9 @@ pub fn register_event(role: Role, args: &[String]) -> FakeEvent {
             })
             .collect(),
         args: args.to_vec(),
+        cwd: std::env::current_dir()
+            .map(|d| d.to_string_lossy().into_owned())
+            .unwrap_or_default(),
     }
 }
 

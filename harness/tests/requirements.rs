@@ -114,3 +114,33 @@ fn a_requirement_naming_no_check_is_rejected_at_its_line_and_column() {
         "{err}"
     );
 }
+
+#[test]
+fn a_run_that_never_delivered_its_result_fails_at_the_level_of_what_it_kept_from_being_judged() {
+    // A hang is the adapter protocol's `subject.deadline`, but it kept the records' result
+    // from being judged: it fails at `--strictness records` (ACP: seed 000), and its source
+    // says why.
+    let subject = defective(&["hang-after-dispatch"]);
+    let (code, out, err) = run(&[
+        "--filter",
+        "acp/stop/refusal",
+        "--subject",
+        &subject,
+        "--strictness",
+        "records",
+        "-j",
+        "1",
+        "--deadline-ms",
+        "1500",
+    ]);
+    assert_eq!(code, Some(1), "{out}\n{err}");
+    assert!(
+        out.contains("✗ [subject.deadline] the run did not finish"),
+        "{out}"
+    );
+    assert!(
+        out.contains("it kept `expect.start-error` from being judged, which is record")
+            || out.contains("it kept `expect.stop-reason` from being judged, which is record"),
+        "{out}"
+    );
+}

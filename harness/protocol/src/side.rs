@@ -58,6 +58,9 @@ pub enum FakeEvent {
         /// The runtime's own command line, after `--` (the product flags a provider appended).
         #[serde(default, skip_serializing_if = "Vec::is_empty")]
         args: Vec<String>,
+        /// Its working directory (what a script's `$cwd` stands for).
+        #[serde(default, skip_serializing_if = "String::is_empty")]
+        cwd: String,
     },
     /// A frame on the wire. `frame` is the parsed JSON, or a JSON string holding the raw line
     /// when it was not JSON.

@@ -43,6 +43,7 @@ pub fn judge(scenario: &Scenario, mode: Mode, obs: &Observed) -> Vec<Finding> {
     if obs.subject_gone.is_none() && obs.timed_out.is_none() {
         script::judge(scenario, obs, &mut f);
     }
+    script::recorded_wire(scenario, obs, &mut f);
     if obs.subject_gone.is_some() || obs.timed_out.is_some() {
         return f;
     }

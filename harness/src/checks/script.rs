@@ -7,7 +7,7 @@
 //! its scenario says the provider may cut off (`may_cut`, with the reason).
 
 use conform_protocol::script::Step;
-use conform_protocol::side::{FakeEvent, Role};
+use conform_protocol::side::{Direction, FakeEvent, Role};
 
 use super::{Check, Finding};
 use crate::run::Observed;
@@ -64,6 +64,67 @@ pub fn judge(scenario: &Scenario, obs: &Observed, f: &mut Vec<Finding>) {
         )
         .blocking(),
     );
+}
+
+/// The runtime's recorded wire, judged again by the harness with the engine's own rules
+/// ([`conform_fakes::verify`]): each violation the wire shows that the runtime's own report
+/// lacks is `wire.violation` too — a runtime silenced from inside still fails.
+pub fn recorded_wire(scenario: &Scenario, obs: &Observed, f: &mut Vec<Finding>) {
+    if scenario.file.peer.is_some() || obs.wire_lines_dropped > 0 {
+        return;
+    }
+    let Some(runtime) = runtime_pid(obs) else {
+        return;
+    };
+    let mine = || obs.fake.iter().filter(|l| l.pid == runtime);
+    let Some((args, cwd)) = mine().find_map(|l| match &l.event {
+        FakeEvent::Register { args, cwd, .. } => Some((args, cwd)),
+        _ => None,
+    }) else {
+        return;
+    };
+    let recording = conform_fakes::verify::Recording {
+        args,
+        cwd,
+        received: mine()
+            .filter_map(|l| match &l.event {
+                FakeEvent::Frame {
+                    dir: Direction::Recv,
+                    frame,
+                    ..
+                } => Some(frame),
+                _ => None,
+            })
+            .collect(),
+        played: mine()
+            .filter_map(|l| match l.event {
+                FakeEvent::Step { at } => Some(at + 1),
+                _ => None,
+            })
+            .max()
+            .unwrap_or(0),
+    };
+    let steps = scenario.script.steps();
+    let version = obs.product_version.as_deref();
+    let Ok(shown) =
+        conform_fakes::verify::violations(scenario.file.provider, version, &steps, recording)
+    else {
+        return;
+    };
+    let reported: Vec<&str> = mine()
+        .filter_map(|l| match &l.event {
+            FakeEvent::Violation { detail } => Some(detail.as_str()),
+            _ => None,
+        })
+        .collect();
+    for detail in shown.iter().filter(|d| !reported.contains(&d.as_str())) {
+        f.push(Finding::new(
+            Check::WireViolation,
+            format!(
+                "the runtime's recorded wire shows a protocol violation its own report lacks: {detail}"
+            ),
+        ));
+    }
 }
 
 /// The run's runtime: the first process that registered as one.
@@ -165,6 +226,7 @@ mod tests {
                 start_time: 1,
                 stdio: vec![],
                 args: vec![],
+                cwd: String::new(),
             },
         )
     }
@@ -193,6 +255,53 @@ mod tests {
         );
         assert!(reached_end(&s, Some(0)), "a passive tail may be cut off");
         assert!(reached_end(&s, Some(2)));
+    }
+
+    #[test]
+    fn a_violation_the_runtimes_report_lacks_is_found_in_its_recorded_wire() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("acp/case.toml");
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        let text = "title = \"t\"\nprovider = \"acp\"\n[[fake.steps]]\nexpect = \"session/new\"\nparams = { mcpServers = [] }\n[[fake.steps]]\nreply = { sessionId = \"s\" }\n[expect]\nstop_reason = \"completed\"\n";
+        std::fs::write(&path, text).unwrap();
+        let scenario = crate::scenario::load(dir.path(), &path).unwrap();
+        let frame = |dir, frame| FakeEvent::Frame {
+            dir,
+            frame,
+            violation: None,
+            answers: None,
+        };
+        let mut obs = Observed {
+            fake: vec![
+                register(7),
+                line(
+                    7,
+                    frame(
+                        Direction::Recv,
+                        serde_json::json!({"jsonrpc": "2.0", "id": 0, "method": "session/new", "params": {}}),
+                    ),
+                ),
+                line(7, FakeEvent::Step { at: 0 }),
+                line(7, FakeEvent::Step { at: 1 }),
+            ],
+            ..Observed::default()
+        };
+        let judged = |obs: &Observed| {
+            let mut f = Vec::new();
+            recorded_wire(&scenario, obs, &mut f);
+            f.into_iter().map(|f| f.message).collect::<Vec<_>>()
+        };
+        let silenced = judged(&obs);
+        assert_eq!(silenced.len(), 1, "{silenced:?}");
+        assert!(silenced[0].ends_with("params.mcpServers: missing (expected [])"));
+        // Reported by the runtime itself: the usual finding says it, not this one.
+        let detail = silenced[0]
+            .split(": ")
+            .skip(1)
+            .collect::<Vec<_>>()
+            .join(": ");
+        obs.fake.push(line(7, FakeEvent::Violation { detail }));
+        assert!(judged(&obs).is_empty());
     }
 
     #[test]

@@ -269,6 +269,7 @@ mod tests {
             start_time: 1,
             stdio: Vec::new(),
             args: Vec::new(),
+            cwd: String::new(),
         };
         for (at, event) in std::iter::once(&(0, register)).chain(events) {
             obs.fake.push(FakeLine {

@@ -1,7 +1,10 @@
 //! The strong settling mode (`conform run --cgroup`): each run's runtime starts in a cgroup v2
 //! of its own, so what the runtime starts stays there whatever it does (`setsid`, a double
 //! fork, a cleared environment, a program with arguments of its own). The cgroup's
-//! `populated` flag is the proof that the tree is gone, and `cgroup.kill` the sweep.
+//! `populated` flag is the proof that the tree is gone. What it holds is signalled only when it
+//! is below the harness (every process of a run is: the harness is their subreaper): anyone of
+//! the same user can write a pid into a cgroup's `cgroup.procs`, and a process put there from
+//! outside is never the run's — it is moved back out to the harness's own cgroup, untouched.
 //!
 //! The harness does not spawn runtimes (the subject does), so the runtime's command is
 //! prefixed with `conform cgroup-exec <dir> --`, which moves itself into the run's cgroup and
@@ -83,14 +86,47 @@ impl Base {
 
 impl Drop for Base {
     fn drop(&mut self) {
-        // Whatever is left (an interrupted run's runtime) goes with the suite. Only into a
-        // cgroup's own file: a folder that is no cgroup gets no new file.
-        let kill = self.dir.join("cgroup.kill");
-        if kill.exists() {
-            let _ = std::fs::write(kill, "1");
+        // Whatever of the suite is left (an interrupted run's runtime) goes with it.
+        for fd in end_ours(&self.dir).0 {
+            crate::proc::pids::wait_exit_blocking(&fd, Some(Duration::from_secs(5)));
         }
         let _ = remove_tree(&self.dir);
     }
+}
+
+/// Kills the processes below the harness that `dir`'s cgroup tree holds, and moves the others
+/// (put there from outside) out to the cgroup above the suite's — the harness's own.
+fn end_ours(dir: &Path) -> (Vec<std::os::fd::OwnedFd>, Vec<i32>) {
+    let me = std::process::id() as i32;
+    let below: std::collections::HashSet<i32> = crate::proc::pids::descendants(me)
+        .into_iter()
+        .map(|(pid, _)| pid)
+        .collect();
+    let home = dir
+        .ancestors()
+        .find(|d| {
+            d.file_name()
+                .is_some_and(|n| n.to_string_lossy().starts_with("conform-"))
+        })
+        .and_then(Path::parent)
+        .map(|d| d.join("cgroup.procs"));
+    let (mut killed, mut outsiders) = (Vec::new(), Vec::new());
+    for (pid, start_time) in (RunGroup {
+        dir: dir.to_owned(),
+    })
+    .procs()
+    {
+        if !below.contains(&pid) {
+            if let Some(home) = &home {
+                let _ = std::fs::write(home, pid.to_string());
+            }
+            outsiders.push(pid);
+        } else if let Some(fd) = crate::proc::pids::pidfd_of(pid, start_time) {
+            crate::proc::pids::kill(&fd);
+            killed.push(fd);
+        }
+    }
+    (killed, outsiders)
 }
 
 /// One run's cgroup.
@@ -135,11 +171,10 @@ impl RunGroup {
         out
     }
 
-    /// Kills everything in the cgroup (`cgroup.kill`) and waits until it is empty, at most
-    /// `budget`. True once empty.
-    pub async fn kill(&self, budget: Duration) -> bool {
-        let _ = std::fs::write(self.dir.join("cgroup.kill"), "1");
-        self.wait_empty(budget).await
+    /// Kills what the cgroup holds below the harness (their pidfds, to wait on), and moves
+    /// what it holds from outside back out to the harness's own cgroup (their pids).
+    pub fn end_ours(&self) -> (Vec<std::os::fd::OwnedFd>, Vec<i32>) {
+        end_ours(&self.dir)
     }
 
     /// Waits until `populated 0`, at most `budget`: `cgroup.events` is modified when the flag

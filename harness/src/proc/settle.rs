@@ -329,6 +329,17 @@ struct Claimed<'a> {
     in_cgroup: &'a [(i32, u64)],
 }
 
+/// Whether a process the run's cgroup holds may be the run's: below the harness, and not
+/// another run's registered process.
+fn cgroup_member(
+    below_me: &std::collections::HashSet<i32>,
+    claimed: &Claimed,
+    pid: i32,
+    start_time: u64,
+) -> bool {
+    below_me.contains(&pid) && !claimed.elsewhere.contains(&(pid, start_time))
+}
+
 fn members_in(
     table: &Table,
     mark: &Mark,
@@ -341,13 +352,17 @@ fn members_in(
     for &(pid, start_time) in claimed.own {
         out.insert(pid, (start_time, How::Registered));
     }
-    for &(pid, start_time) in claimed.in_cgroup {
-        out.entry(pid).or_insert((start_time, How::Cgroup));
-    }
     // Every process of a run descends from the harness: it is a child subreaper, so an orphan
     // comes back to it (or to a subreaper below it). Marks are read only there — cheaper on a
-    // busy machine, and never another suite's processes.
+    // busy machine, and never another suite's processes. Nor is a process the cgroup holds
+    // that is not below the harness the run's: a same-user process can be written into the
+    // run's `cgroup.procs` (by the subject), and only the run's own may ever be signalled.
     let below_me = table.descendants_of(me);
+    for &(pid, start_time) in claimed.in_cgroup {
+        if cgroup_member(&below_me, claimed, pid, start_time) {
+            out.entry(pid).or_insert((start_time, How::Cgroup));
+        }
+    }
     for (&pid, st) in &table.all {
         if !below_me.contains(&pid)
             || st.pgrp == subject_pgid

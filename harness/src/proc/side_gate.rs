@@ -163,6 +163,12 @@ impl Gate {
     /// (`/proc/<pid>/maps`) before the fake is acknowledged — and so before it makes itself
     /// non-dumpable.
     fn runs_only_its_own_code(&self, pid: i32) -> Result<(), String> {
+        if let Some(tracer) = tracer(pid) {
+            return Err(format!(
+                "pid {pid} is being traced by pid {tracer} ({}): its memory is another's to rewrite",
+                pids::command_line(tracer)
+            ));
+        }
         let code = Code::of(&pid.to_string())
             .map_err(|e| format!("pid {pid}'s memory map could not be read: {e}"))?;
         let foreign: Vec<&str> = code
@@ -193,10 +199,15 @@ impl Gate {
             return Err(Moot(format!("no run `{run}` is in flight")));
         };
         match role {
-            Role::Grandchild if entry.runtime.is_some() => Ok(None),
-            Role::Grandchild => Err(Forged(format!(
-                "a grandchild registered for run `{run}` before its runtime"
-            ))),
+            Role::Grandchild => match entry.runtime {
+                Some(runtime) if self.in_runtime_tree(pid, runtime) => Ok(None),
+                Some(runtime) => Err(Forged(format!(
+                    "pid {pid} registered as a grandchild of run `{run}` but does not descend from its runtime (pid {runtime}) and is no orphan of it"
+                ))),
+                None => Err(Forged(format!(
+                    "a grandchild registered for run `{run}` before its runtime"
+                ))),
+            },
             Role::Runtime => {
                 if let Some(first) = entry.runtime {
                     return Err(Forged(format!(
@@ -271,6 +282,18 @@ impl Code {
     }
 }
 
+/// The process tracing `pid` (`TracerPid` in `/proc/<pid>/status`), if one is.
+fn tracer(pid: i32) -> Option<i32> {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
+    let tracer: i32 = status
+        .lines()
+        .find_map(|l| l.strip_prefix("TracerPid:"))?
+        .trim()
+        .parse()
+        .ok()?;
+    (tracer != 0).then_some(tracer)
+}
+
 /// The loader's variables in `pid`'s environment that the harness's own lacks or has
 /// otherwise, as a note for the refusal (` (LD_PRELOAD=… in its environment)`).
 fn loader_variables(pid: i32) -> String {
@@ -290,6 +313,14 @@ fn loader_variables(pid: i32) -> String {
         String::new()
     } else {
         format!(" ({} in its environment)", set.join(" "))
+    }
+}
+
+impl Gate {
+    /// A grandchild is the runtime's: below it, or an orphan the harness adopted (a runtime's
+    /// double-forked daemon: the harness is the subreaper of everything below it).
+    fn in_runtime_tree(&self, pid: i32, runtime: i32) -> bool {
+        descends_from(pid, runtime) || pids::stat(pid).is_some_and(|s| s.ppid == self.harness)
     }
 }
 
@@ -337,6 +368,7 @@ mod tests {
                 start_time: 0,
                 stdio: vec![],
                 args: vec![],
+                cwd: String::new(),
             },
         }
     }
@@ -444,6 +476,32 @@ mod tests {
             outside.err().unwrap().why().contains("does not descend"),
             "a process above the harness"
         );
+    }
+
+    #[test]
+    fn a_traced_fake_is_refused() {
+        use std::os::unix::process::CommandExt;
+        // `sleep` traced by this test from its exec on (PTRACE_TRACEME): it stops at the exec,
+        // and whoever traces it could have rewritten it.
+        let mut cmd = Command::new(which("sleep"));
+        cmd.arg("33").stdin(Stdio::null());
+        // SAFETY: ptrace(PTRACE_TRACEME) is async-signal-safe and touches no memory of ours.
+        unsafe {
+            cmd.pre_exec(|| nix::sys::ptrace::traceme().map_err(std::io::Error::from));
+        }
+        let mut child = cmd.spawn().unwrap();
+        let pid = child.id() as i32;
+        let gate = Gate::new(&which("sleep"));
+        let run = RunId::from("r-gate4");
+        gate.issue(&run, vec!["33".into()], None);
+        let traced = gate.admit(Some(pid), &register(pid, Role::Runtime, "r-gate4"));
+        let traced = traced.err().unwrap();
+        assert!(
+            matches!(traced, Refused::Forged(_)) && traced.why().contains("is being traced by pid"),
+            "{traced:?}"
+        );
+        child.kill().unwrap();
+        child.wait().unwrap();
     }
 
     #[test]

@@ -90,18 +90,33 @@ fn watched<'a>(tree: &'a Tracker, ledger: &'a [Arc<Registered>]) -> Vec<Watched<
     registered.chain(found).collect()
 }
 
-/// The cgroup is the last word: whatever is still in it was the run's (started after the last
-/// scan, or never seen by one) and goes with `cgroup.kill`.
+/// The cgroup is the last word: whatever is still in it and below the harness was the run's
+/// (started after the last scan, or never seen by one) and is killed. What is in it from
+/// outside the harness's tree was written into its `cgroup.procs` by someone (the subject):
+/// never the run's, never signalled — the subject's failure, named.
 async fn sweep_cgroup(tree: &Tracker, budget: Duration, obs: &mut Observed) {
     let Some(group) = tree.cgroup() else { return };
     if group.populated() && !group.wait_empty(budget).await {
-        obs.leftovers.extend(group.procs().iter().map(|(pid, _)| {
-            format!(
-                "pid {pid} ({}; in the run's cgroup)",
-                pids::command_line(*pid)
-            )
-        }));
-        group.kill(KILL_BUDGET).await;
+        let named: Vec<(i32, String)> = group
+            .procs()
+            .into_iter()
+            .map(|(pid, _)| (pid, format!("pid {pid} ({})", pids::command_line(pid))))
+            .collect();
+        let (killed, outsiders) = group.end_ours();
+        for (pid, described) in named {
+            if outsiders.contains(&pid) {
+                obs.subject_invalid.push((
+                    format!("{described}, in the run's cgroup"),
+                    "a process from outside the run was put into its cgroup (it does not descend from the harness, so it is not the run's): not signalled, moved back out".to_owned(),
+                ));
+            } else {
+                obs.leftovers
+                    .push(format!("{described}; in the run's cgroup"));
+            }
+        }
+        for fd in &killed {
+            pids::wait_exit(fd, KILL_BUDGET).await;
+        }
     }
     group.remove();
 }

@@ -182,67 +182,33 @@ exec python3 -u stub.py
     r.fails_with(&["[subject.protocol] a forged side-channel line: pid"]);
 }
 
-#[test]
-fn lines_written_on_a_stolen_connection_are_the_subjects_forgery() {
-    // The subject is the fake's parent: once its run is dispatched (the fake registered and
-    // shook hands), it takes a copy of the fake's side connection (`pidfd_getfd`; root may,
-    // whatever the fake does) and writes the lines that would end the run its way — the
-    // runtime's terminal, EOF, exit, a fault, a line naming another run.
-    let s = Subject::script(
+/// The reference subject behind a relay of both its pipes that runs `on_dispatched` (python,
+/// with `run` the run id, `side` its runtime's side socket and `start` its start message)
+/// when the reference says a run is dispatched — its runtime registered and shook hands —
+/// before passing that on.
+fn reference_dispatching(on_dispatched: &str) -> Subject {
+    Subject::script(&format!(
         r#"cat > relay.py <<'PY'
 import ctypes, glob, json, os, socket, subprocess, sys, threading
 libc = ctypes.CDLL(None, use_errno=True)
 ref = subprocess.Popen([sys.argv[1], "reference"], stdin=subprocess.PIPE, stdout=subprocess.PIPE)
-sides = {}
-def steal(run):
-    for p in glob.glob("/proc/[0-9]*"):
-        try:
-            argv = open(p + "/cmdline", "rb").read().split(b"\0")
-            fds = os.listdir(p + "/fd")
-        except OSError:
-            continue
-        if b"--run" not in argv or argv[argv.index(b"--run") + 1] != run.encode() \
-                or b"--grandchild" in argv:
-            continue
-        pid = int(p[6:])
-        for fd in fds:
-            try:
-                if not os.readlink(f"{p}/fd/{fd}").startswith("socket:"):
-                    continue
-                n = libc.syscall(438, os.pidfd_open(pid), int(fd), 0)
-            except OSError:
-                continue
-            if n < 0:
-                continue
-            conn = socket.socket(fileno=n)
-            try:
-                peer = conn.getpeername()
-            except OSError:
-                peer = None
-            if peer != sides[run]:
-                conn.detach()
-                continue
-            open("stolen", "a").write(f"{pid}\n")
-            for ev in [{"ev": "terminal"}, {"ev": "eof"}, {"ev": "exit", "code": 0},
-                       {"ev": "fault", "detail": "forged"}]:
-                ev.update(run=run, pid=pid)
-                conn.sendall((json.dumps(ev) + "\n").encode())
-            other = {"run": "r-other", "pid": pid, "ev": "fault", "detail": "other run"}
-            conn.sendall((json.dumps(other) + "\n").encode())
-            return
+starts = {{}}
+def dispatched(run, side, start):
+{on_dispatched}
 def out():
     for line in ref.stdout:
         msg = json.loads(line)
         if msg.get("type") == "dispatched":
-            steal(msg["run"])
+            start = starts[msg["run"]]
+            args = start["runtime"]["args"]
+            dispatched(msg["run"], args[args.index("--side") + 1], start)
         sys.stdout.buffer.write(line)
         sys.stdout.flush()
 threading.Thread(target=out).start()
 for line in sys.stdin:
     msg = json.loads(line)
     if msg.get("type") == "start":
-        args = msg["runtime"]["args"]
-        sides[msg["run"]] = args[args.index("--side") + 1]
+        starts[msg["run"]] = msg
     ref.stdin.write((json.dumps(msg) + "\n").encode())
     ref.stdin.flush()
 ref.stdin.close()
@@ -250,6 +216,52 @@ ref.wait()
 PY
 exec python3 -u relay.py $CONFORM
 "#,
+        on_dispatched = indent(on_dispatched, 4)
+    ))
+}
+
+#[test]
+fn lines_written_on_a_stolen_connection_are_the_subjects_forgery() {
+    // The subject is the fake's parent: once its run is dispatched, it takes a copy of the
+    // fake's side connection (`pidfd_getfd`; root may, whatever the fake does) and writes the
+    // lines that would end the run its way — the runtime's terminal, EOF, exit, a fault, a
+    // line naming another run.
+    let s = reference_dispatching(
+        r#"for p in glob.glob("/proc/[0-9]*"):
+    try:
+        argv = open(p + "/cmdline", "rb").read().split(b"\0")
+        fds = os.listdir(p + "/fd")
+    except OSError:
+        continue
+    if b"--run" not in argv or argv[argv.index(b"--run") + 1] != run.encode() \
+            or b"--grandchild" in argv:
+        continue
+    pid = int(p[6:])
+    for fd in fds:
+        try:
+            if not os.readlink(f"{p}/fd/{fd}").startswith("socket:"):
+                continue
+            n = libc.syscall(438, os.pidfd_open(pid), int(fd), 0)
+        except OSError:
+            continue
+        if n < 0:
+            continue
+        conn = socket.socket(fileno=n)
+        try:
+            peer = conn.getpeername()
+        except OSError:
+            peer = None
+        if peer != side:
+            conn.detach()
+            continue
+        open("stolen", "a").write(f"{pid}\n")
+        for ev in [{"ev": "terminal"}, {"ev": "eof"}, {"ev": "exit", "code": 0},
+                   {"ev": "fault", "detail": "forged"}]:
+            ev.update(run=run, pid=pid)
+            conn.sendall((json.dumps(ev) + "\n").encode())
+        other = {"run": "r-other", "pid": pid, "ev": "fault", "detail": "other run"}
+        conn.sendall((json.dumps(other) + "\n").encode())
+        return"#,
     );
     let r = s.run("acp/teardown/sigterm-trap-needs-sigkill", &[]);
     let stolen = std::fs::read_to_string(s.path("stolen")).unwrap_or_default();
@@ -267,4 +279,49 @@ exec python3 -u relay.py $CONFORM
     // The forged ending was not believed: the runtime's own ledger still ends at SIGKILL, and
     // nothing else failed.
     assert_eq!(r.out.matches("✗ [").count(), 2, "{}", r.out);
+}
+
+#[test]
+fn a_process_moved_into_a_runs_cgroup_is_never_signalled() {
+    // The subject writes a process of the user's into the run's cgroup (`--cgroup`): the
+    // harness must not kill it as the run's, and says whose doing it was.
+    let bystander = Bystander::start();
+    let s = reference_with(&format!(
+        r#"if msg["runtime"]["args"][:1] == ["cgroup-exec"]:
+    group = msg["runtime"]["args"][1]
+    open(os.path.join(group, "cgroup.procs"), "w").write("{}")
+    open("moved", "a").write(group + "\n")"#,
+        bystander.pid()
+    ));
+    let r = s.run("acp/success/end-turn", &["--cgroup"]);
+    if r.out.contains("cgroup mode: unavailable (") {
+        eprintln!("SKIPPED: cgroup mode unavailable here");
+        return;
+    }
+    let moved = std::fs::read_to_string(s.path("moved")).unwrap_or_default();
+    assert_eq!(moved.lines().count(), 2, "both runs' cgroups: {}", r.out);
+    r.fails_with(&[
+        "[subject.protocol] a process from outside the run was put into its cgroup",
+        &format!("pid {} (", bystander.pid()),
+    ]);
+    assert!(running(bystander.pid()), "the bystander was signalled");
+    assert!(!r.out.contains("[harness."), "{}", r.out);
+}
+
+#[test]
+fn a_grandchild_the_subject_started_itself_is_refused() {
+    // Once the runtime registered, the subject starts a fake of its own naming the run, as a
+    // grandchild: it is not below the runtime, so it is no grandchild of the run's.
+    let s = reference_dispatching(
+        r#"argv = [start["runtime"]["command"], "fake", "acp", "--grandchild", "--side", side, "--run", run]
+subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                 stderr=subprocess.DEVNULL)"#,
+    );
+    let r = s.run("acp/teardown/sigterm-trap-needs-sigkill", &[]);
+    r.fails_with(&[
+        "[subject.protocol] a forged side-channel line: pid",
+        "registered as a grandchild of run",
+        "does not descend from its runtime",
+    ]);
+    assert!(!r.out.contains("[harness."), "{}", r.out);
 }

@@ -221,6 +221,7 @@ fn a_new_process_has_its_tree_scanned() {
         start_time: 1,
         stdio: vec![],
         args: vec![],
+        cwd: String::new(),
     };
     assert_eq!(c.fake(register), vec![Move::Scan]);
     assert_eq!(c.fake(FakeEvent::Spawned { child: 7 }), vec![Move::Scan]);
