@@ -110,13 +110,14 @@ fn stated(
     }
 }
 
-/// What a run that never got to its end kept from being judged: the outcome its scenario
-/// expects (start rejection, stop reason, diagnostic, output, job status, teardown rung), its
-/// model-visible texts, and in background the completion's delivery (seed 003).
+/// What a run that never got to its end kept from being judged: in background the completion's
+/// delivery first (seed 003), then the outcome its scenario expects (start rejection, stop
+/// reason, diagnostic, output, job status, teardown rung) and its model-visible texts.
 pub fn blocked(scenario: &Scenario, mode: Mode) -> Vec<Check> {
     let e = &scenario.file.expect;
     let background = mode == Mode::Background;
     [
+        (Check::DeliveryCompletion, background),
         (Check::ExpectStartError, e.start_error.is_some()),
         (Check::ExpectStopReason, e.stop_reason.is_some()),
         (Check::ExpectDiagnostic, e.stop_reason.is_some()),
@@ -124,7 +125,6 @@ pub fn blocked(scenario: &Scenario, mode: Mode) -> Vec<Check> {
         (Check::ExpectJobStatus, background && e.job_status.is_some()),
         (Check::ExpectTeardown, e.teardown.is_some()),
         (Check::Snapshot, true),
-        (Check::DeliveryCompletion, background),
     ]
     .into_iter()
     .filter_map(|(check, expected)| expected.then_some(check))

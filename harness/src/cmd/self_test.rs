@@ -18,6 +18,8 @@ use std::process::ExitCode;
 
 use crate::cmd::output::out;
 use crate::cmd::{Error as CmdError, block_on, verdict};
+
+mod timing_rows;
 use crate::settings::default_dir;
 
 /// Each run's deadline, unless its scenario sets one: a clean run of the catalog takes under
@@ -208,9 +210,7 @@ pub async fn run(plan: &Plan, mut progress: impl FnMut(&str)) -> Result<Matrix, 
             elapsed: t.elapsed(),
             error: None,
         });
-        if let Some(row) = catalog.loaded(defect, &late) {
-            rows.push(row);
-        }
+        rows.extend(catalog.timing_rows(defect, &late));
     }
     for probe in PROBES.iter().filter(|p| wanted(p.name)) {
         progress(probe.name);
@@ -302,76 +302,6 @@ impl<'a> Catalog<'a> {
         Ok((killed_here, worst, late))
     }
 
-    /// A timing defect again, on (up to [`LOADED_JOBS`] of) the scenarios its idle row caught by
-    /// timing, all in flight at once beside [`HOGS`] busy processes: caught by its timing checks
-    /// all the same — a lateness the load might explain is judged again alone
-    /// ([`crate::suite::rerun`]), so the verdict does not depend on the machine. A `conform run`
-    /// of its own, so the hogs are not below the suite (its sweep would take them for the
-    /// subject's leftovers). `None` for a defect no timing check catches.
-    fn loaded(
-        &self,
-        defect: &conform_reference::DefectInfo,
-        late: &BTreeSet<String>,
-    ) -> Option<Row> {
-        let timing: Vec<&'static str> = defect
-            .catches
-            .iter()
-            .copied()
-            .filter(|c| c.starts_with("timing."))
-            .collect();
-        if timing.is_empty() {
-            return None;
-        }
-        let t = Instant::now();
-        let name = format!("{} (-j {LOADED_JOBS}, {HOGS} CPU hogs)", defect.name);
-        let cases: Vec<&String> = late.iter().take(LOADED_JOBS).collect();
-        let (killed, error) =
-            match Hogs::start(HOGS).and_then(|_hogs| self.run_apart(defect, &cases)) {
-                Ok(killed) => (killed, None),
-                Err(e) => (BTreeSet::new(), Some(e.to_string())),
-            };
-        Some(Row {
-            name,
-            help: defect.help.to_owned(),
-            killed,
-            expected: timing,
-            elapsed: t.elapsed(),
-            error,
-        })
-    }
-
-    /// `conform run` of `cases` against the defect at `-j` [`LOADED_JOBS`]: the check ids its
-    /// JSON report names in failed cases and suite findings.
-    fn run_apart(
-        &self,
-        defect: &conform_reference::DefectInfo,
-        cases: &[&String],
-    ) -> std::io::Result<BTreeSet<&'static str>> {
-        let work = tempfile::tempdir()?;
-        let json = work.path().join("report.json");
-        let mut cmd = std::process::Command::new(&self.exe);
-        cmd.arg("run")
-            .arg("--subject")
-            .arg(self.reference(&format!(" --defect {}", defect.name)))
-            .args(["-j", &LOADED_JOBS.to_string()])
-            .args(["--deadline-ms", &DEADLINE.as_millis().to_string()])
-            .arg("--scenarios")
-            .arg(&self.plan.scenarios)
-            .arg("--snapshots")
-            .arg(&self.plan.snapshots)
-            .arg("--json")
-            .arg(&json)
-            .env("INSTA_UPDATE", "no")
-            .stdout(std::process::Stdio::null())
-            .stderr(std::process::Stdio::null());
-        for case in cases {
-            cmd.args(["--filter", case]);
-        }
-        cmd.status()?;
-        let report: serde_json::Value = serde_json::from_slice(&std::fs::read(&json)?)?;
-        Ok(killed_in_json(&report))
-    }
-
     /// One probe: its broken input and its subject, on its part of the catalog.
     async fn probe(&self, probe: &Probe) -> Result<Row, suite::SuiteError> {
         let t = Instant::now();
@@ -402,66 +332,6 @@ impl<'a> Catalog<'a> {
             error,
         })
     }
-}
-
-/// Runs in flight for a timing defect's loaded row.
-pub const LOADED_JOBS: usize = 32;
-/// Busy processes beside it: a two-core machine's worth.
-pub const HOGS: usize = 2;
-
-/// Processes that only burn CPU, killed and reaped when dropped.
-struct Hogs(Vec<std::process::Child>);
-
-impl Hogs {
-    fn start(n: usize) -> std::io::Result<Hogs> {
-        let mut hogs = Hogs(Vec::new());
-        for _ in 0..n {
-            hogs.0.push(
-                std::process::Command::new("sh")
-                    .args(["-c", "while :; do :; done"])
-                    .stdin(std::process::Stdio::null())
-                    .spawn()?,
-            );
-        }
-        Ok(hogs)
-    }
-}
-
-impl Drop for Hogs {
-    fn drop(&mut self) {
-        for hog in &mut self.0 {
-            let _ = hog.kill();
-            let _ = hog.wait();
-        }
-    }
-}
-
-/// The check ids a JSON report (`conform run --json`) names in failed cases and suite findings
-/// ([`killed`], read back).
-fn killed_in_json(report: &serde_json::Value) -> BTreeSet<&'static str> {
-    let checks = |fs: &serde_json::Value| -> Vec<&'static str> {
-        fs.as_array()
-            .into_iter()
-            .flatten()
-            .filter_map(|f| Check::from_id(f["check"].as_str()?))
-            .map(Check::id)
-            .collect()
-    };
-    let mut out: BTreeSet<&'static str> = report["cases"]
-        .as_array()
-        .into_iter()
-        .flatten()
-        .filter(|c| c["verdict"] == "fail")
-        .flat_map(|c| checks(&c["findings"]))
-        .chain(checks(&report["findings"]))
-        .collect();
-    if report["stragglers"]
-        .as_array()
-        .is_some_and(|s| !s.is_empty())
-    {
-        out.insert(Check::ProcessSettled.id());
-    }
-    out
 }
 
 /// A word for `sh -c`, quoted.

@@ -202,7 +202,7 @@ impl Gate {
             Role::Grandchild => match entry.runtime {
                 Some(runtime) if self.in_runtime_tree(pid, runtime) => Ok(None),
                 Some(runtime) => Err(Forged(format!(
-                    "pid {pid} registered as a grandchild of run `{run}` but does not descend from its runtime (pid {runtime}) and is no orphan of it"
+                    "pid {pid} registered as a grandchild of run `{run}` but does not descend from its runtime (pid {runtime}), nor was it adopted by one of the runtime's ancestors"
                 ))),
                 None => Err(Forged(format!(
                     "a grandchild registered for run `{run}` before its runtime"
@@ -317,10 +317,15 @@ fn loader_variables(pid: i32) -> String {
 }
 
 impl Gate {
-    /// A grandchild is the runtime's: below it, or an orphan the harness adopted (a runtime's
-    /// double-forked daemon: the harness is the subreaper of everything below it).
+    /// A grandchild is in the runtime's tree: below it, or an orphan one of the runtime's
+    /// ancestors adopted — a runtime's double-forked daemon goes to the nearest child
+    /// subreaper above it (the subject, when it is one; else the harness). A process of
+    /// another tree (another run's, one the subject started apart) is not.
     fn in_runtime_tree(&self, pid: i32, runtime: i32) -> bool {
-        descends_from(pid, runtime) || pids::stat(pid).is_some_and(|s| s.ppid == self.harness)
+        let Some(parent) = pids::stat(pid).map(|s| s.ppid) else {
+            return false;
+        };
+        descends_from(pid, runtime) || parent == self.harness || descends_from(runtime, parent)
     }
 }
 

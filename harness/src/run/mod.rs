@@ -103,8 +103,9 @@ struct Run<'a> {
 /// fails, later.
 const MAX_PUT_OFF: u32 = 9;
 
-/// Less than this more is not worth waking for again.
-const LEAST_PUT_OFF: Duration = Duration::from_millis(20);
+/// A deadline is put off only by more than this share of it (1/20): a deadline is a coarse
+/// bound, and a wait shorter than that is the noise of any machine.
+const LEAST_PUT_OFF_SHARE: u32 = 20;
 
 /// How much longer a run whose deadline passed waits, its own processes having waited
 /// `waited` for a CPU since it started and `granted` having been added already: what they
@@ -113,7 +114,7 @@ const LEAST_PUT_OFF: Duration = Duration::from_millis(20);
 /// rest of the machine did.
 fn put_off_by(deadline: Duration, waited: Duration, granted: Duration) -> Option<Duration> {
     let more = waited.min(deadline * MAX_PUT_OFF).checked_sub(granted)?;
-    (more >= LEAST_PUT_OFF).then_some(more)
+    (more > deadline / LEAST_PUT_OFF_SHARE).then_some(more)
 }
 
 impl<'a> Run<'a> {
@@ -467,15 +468,19 @@ mod put_off_tests {
     #[test]
     fn an_idle_hang_keeps_its_deadline_whatever_the_machine_did() {
         assert_eq!(put_off_by(S, Duration::ZERO, Duration::ZERO), None);
-        assert_eq!(put_off_by(S, MS * 5, Duration::ZERO), None, "noise");
+        assert_eq!(
+            put_off_by(S, MS * 900, Duration::ZERO),
+            None,
+            "noise: under 1/20"
+        );
     }
 
     #[test]
     fn a_run_whose_processes_waited_for_a_cpu_gets_that_long_again() {
-        assert_eq!(put_off_by(S, MS * 700, Duration::ZERO), Some(MS * 700));
+        assert_eq!(put_off_by(S, MS * 1700, Duration::ZERO), Some(MS * 1700));
         // Woken again later: only what they waited since.
-        assert_eq!(put_off_by(S, MS * 900, MS * 700), Some(MS * 200));
-        assert_eq!(put_off_by(S, MS * 705, MS * 700), None);
+        assert_eq!(put_off_by(S, MS * 4000, MS * 1700), Some(MS * 2300));
+        assert_eq!(put_off_by(S, MS * 2000, MS * 1700), None);
     }
 
     #[test]

@@ -309,19 +309,22 @@ fn a_process_moved_into_a_runs_cgroup_is_never_signalled() {
 }
 
 #[test]
-fn a_grandchild_the_subject_started_itself_is_refused() {
-    // Once the runtime registered, the subject starts a fake of its own naming the run, as a
-    // grandchild: it is not below the runtime, so it is no grandchild of the run's.
+fn a_grandchild_from_another_tree_is_refused() {
+    // Once the runtime registered, the subject has a process of another tree — a helper of its
+    // own, no ancestor of the runtime — start a fake naming the run, as a grandchild: it is not
+    // in the runtime's tree, so it is no grandchild of the run's. (One the subject starts
+    // itself passes for an orphan it adopted: the threat model says so.)
     let s = reference_dispatching(
         r#"argv = [start["runtime"]["command"], "fake", "acp", "--grandchild", "--side", side, "--run", run]
-subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
-                 stderr=subprocess.DEVNULL)"#,
+subprocess.Popen(["sh", "-c", '"$@"; :', "sh"] + argv, stdin=subprocess.DEVNULL,
+                 stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)"#,
     );
     let r = s.run("acp/teardown/sigterm-trap-needs-sigkill", &[]);
     r.fails_with(&[
         "[subject.protocol] a forged side-channel line: pid",
         "registered as a grandchild of run",
         "does not descend from its runtime",
+        "nor was it adopted by one of the runtime's ancestors",
     ]);
     assert!(!r.out.contains("[harness."), "{}", r.out);
 }
