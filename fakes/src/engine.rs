@@ -14,7 +14,8 @@ use crate::judge;
 use crate::process;
 use crate::side::Side;
 use crate::signals::SignalPolicy;
-use crate::wire::{Drain, Incoming, Stdout};
+use crate::stdout::{Shape, Stdout};
+use crate::wire::{Drain, Incoming};
 
 /// Checks a script before anything runs: protocol, step shapes, what the codec offers.
 /// Errors name the step (`steps[i]`, 0-based).
@@ -90,6 +91,10 @@ pub struct Engine {
     /// Releases that arrived before their `await`.
     released: Vec<String>,
     stdout: Stdout,
+    /// How the frames of the step being played are written (`split`, `crlf`).
+    shape: Shape,
+    /// The last answer written, for `resend`: its line, the frame, the request it answered.
+    last: Option<(String, Value, Option<String>)>,
     open: Vec<Open>,
     next_id: u64,
     eof: bool,
@@ -118,6 +123,8 @@ impl Engine {
             control,
             released: Vec::new(),
             stdout: Stdout::default(),
+            shape: Shape::default(),
+            last: None,
             open: Vec::new(),
             next_id: 0,
             eof: false,
@@ -173,6 +180,18 @@ impl Engine {
     }
 
     async fn step(&mut self, i: usize, step: &Step) {
+        self.shape = Shape {
+            split: step.split.clone(),
+            crlf: step.crlf == Some(true),
+            cut_one: false,
+        };
+        self.act(i, step).await;
+        if let Some(mistake) = std::mem::take(&mut self.shape).unused() {
+            self.fault(format!("steps[{i}]: {mistake}"));
+        }
+    }
+
+    async fn act(&mut self, i: usize, step: &Step) {
         let violation = step.violation.clone();
         if let Some(method) = &step.expect {
             let exact = step.exact.unwrap_or(false);
@@ -274,6 +293,13 @@ impl Engine {
                 Ok(child) => self.side.send(FakeEvent::Spawned { child }),
                 Err(e) => self.fault(format!("steps[{i}]: spawn failed: {e}")),
             }
+        } else if let Some(n) = step.coalesce {
+            self.stdout.coalesce(n);
+        } else if step.resend == Some(true) {
+            match self.last.clone() {
+                Some((line, frame, answers)) => self.write(&line, frame, None, answers),
+                None => self.fault(format!("steps[{i}]: no answer was written to send again")),
+            }
         } else if step.lend_stdout == Some(true) {
             self.side.lend_stdout();
             self.await_quietly(conform_protocol::side::STDOUT_HELD)
@@ -341,6 +367,10 @@ impl Engine {
         }
         if self.drained {
             return Next::Drained;
+        }
+        // The subject may be waiting for what `coalesce` is still gathering.
+        if let Err(e) = self.stdout.flush_batch() {
+            eprintln!("fake: writing to stdout failed: {e}");
         }
         let policy = self.policy.clone();
         loop {
@@ -503,6 +533,7 @@ impl Engine {
         if violation.is_none() {
             self.codec.dress(answers.as_deref(), &mut frame);
         }
+        crate::payload::expand_repeats(&mut frame);
         let line = frame.to_string();
         self.write(&line, frame, violation, answers);
     }
@@ -525,14 +556,21 @@ impl Engine {
         }
         let terminal = matches!(self.codec.classify(&frame),
             Msg::Notification { method, params } if self.codec.is_terminal_notification(method, params));
+        if answers.is_some() {
+            self.last = Some((line.to_owned(), frame.clone(), answers.clone()));
+        }
         self.side.send(FakeEvent::Frame {
             dir: Direction::Sent,
-            frame,
+            frame: crate::payload::reported(frame, line.len()),
             violation,
             answers,
         });
-        if let Err(e) = self.stdout.write_line(line) {
-            eprintln!("fake: writing to stdout failed: {e}");
+        if let Err(e) = self.stdout.write_line(line, &mut self.shape) {
+            if e.kind() == std::io::ErrorKind::Other {
+                self.fault(e.to_string());
+            } else {
+                eprintln!("fake: writing to stdout failed: {e}");
+            }
         }
         let _ = self.policy.writing(false);
         if terminal {

@@ -1,6 +1,5 @@
 //! The subject-facing stdio: newline-delimited frames in on stdin, out on stdout.
 
-use std::io::Write;
 use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
 use std::sync::Arc;
 
@@ -170,37 +169,5 @@ impl Reader {
             answers: None,
         });
         self.tx.send(Incoming::Frame(frame)).is_ok()
-    }
-}
-
-/// Writes lines to stdout; remembers when the script closed it so nothing is written after.
-#[derive(Debug, Default)]
-pub struct Stdout {
-    closed: bool,
-}
-
-impl Stdout {
-    pub fn is_closed(&self) -> bool {
-        self.closed
-    }
-
-    pub fn write_line(&mut self, line: &str) -> std::io::Result<()> {
-        if self.closed {
-            return Err(std::io::Error::new(
-                std::io::ErrorKind::BrokenPipe,
-                "stdout was closed by the script",
-            ));
-        }
-        let mut out = std::io::stdout().lock();
-        out.write_all(line.as_bytes())?;
-        out.write_all(b"\n")?;
-        out.flush()
-    }
-
-    pub fn close(&mut self) {
-        if !self.closed {
-            crate::process::close_stdout();
-            self.closed = true;
-        }
     }
 }

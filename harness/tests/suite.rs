@@ -1534,3 +1534,52 @@ fn a_dispose_mid_prompt_without_session_cancel_is_caught() {
         ],
     );
 }
+
+#[test]
+fn a_host_decoding_each_read_on_its_own_is_caught() {
+    // Node's `chunk.toString()` per `data` event: a character the read cut turns into U+FFFD.
+    caught(
+        &["decode-per-read"],
+        "/wire/split-inside-utf8",
+        &[],
+        &[
+            "✗ acp/wire/split-inside-utf8 (foreground) [expect.output]",
+            "✗ dsh-sdk/wire/split-inside-utf8 (background) [expect.output]",
+            "✗ codex/wire/split-inside-utf8 (foreground) [expect.output]",
+            "✗ claude-code/wire/split-inside-utf8 (background) [expect.output]",
+            "\u{FFFD}",
+        ],
+    );
+}
+
+#[test]
+fn a_host_parsing_each_read_as_a_frame_is_caught() {
+    // `JSON.parse` per `data` event: a frame split across reads, and two frames in one read,
+    // are garbage.
+    caught(
+        &["parse-per-read"],
+        "acp/wire/split-inside-",
+        &["--filter", "acp/wire/coalesced-frames", "--deadline-ms", "2000"],
+        &[
+            "✗ acp/wire/split-inside-string (foreground) [expect.output]",
+            "✗ acp/wire/split-inside-key (background) [subject.deadline]",
+            "✗ acp/wire/coalesced-frames (foreground) [subject.deadline]",
+        ],
+    );
+}
+
+#[test]
+fn a_host_with_a_64_kib_line_limit_is_caught() {
+    // Python asyncio's default `readline` limit: a 1 MiB frame kills the reader, unnoticed.
+    caught(
+        &["line-limit-64k"],
+        "/wire/frame-of-1-mib",
+        &["--deadline-ms", "2000"],
+        &[
+            "✗ acp/wire/frame-of-1-mib (foreground) [subject.deadline]",
+            "✗ dsh-sdk/wire/frame-of-1-mib (foreground) [subject.deadline]",
+            "✗ codex/wire/frame-of-1-mib (background) [subject.deadline]",
+            "✗ claude-code/wire/frame-of-1-mib (background) [subject.deadline]",
+        ],
+    );
+}

@@ -17,7 +17,7 @@ use crate::diagnostic::{
 };
 use crate::driver::{Driver, StartFailure, Wired, wire, with_rollback};
 use crate::host::{SubagentResult, text_output};
-use crate::jsonrpc::{ErrorObject, Handler, IdStyle, JsonRpc, Reply, RpcError};
+use crate::jsonrpc::{ErrorObject, Handler, IdStyle, JsonRpc, Reading, Reply, RpcError};
 use crate::process::{ManagedChild, SpawnError, Spawned};
 use crate::provider::{
     ABORT_ERROR_NAME, Log, ProviderConfig, ProviderEvent, RunSpec, StderrTail, Step,
@@ -253,7 +253,12 @@ impl Driver for AcpRun {
             log: log.clone(),
             shared_fact: defects.permission_fact_per_provider,
         });
-        let Wired { child, rpc, stderr } = wire(spawned, handler, IdStyle::Counter, &log);
+        let Wired { child, rpc, stderr } = wire(
+            spawned,
+            handler,
+            (IdStyle::Counter, Reading::of(&defects)),
+            &log,
+        );
         AcpRun {
             config,
             defects,

@@ -345,6 +345,19 @@ defects! {
         catches ["delivery.completion", "expect.diagnostic", "expect.job-status", "expect.output",
             "expect.start-error", "expect.stop-reason", "expect.teardown", "expect.upstream-code",
             "snapshot", "subject.runtime"];
+    decode_per_read = "decode-per-read":
+        "Decode each read of the runtime's stdout on its own (Node's `chunk.toString()` per \
+         `data` event): a character split across two reads turns into U+FFFD",
+        catches ["expect.output", "snapshot"];
+    parse_per_read = "parse-per-read":
+        "Parse each read of the runtime's stdout as one frame (`JSON.parse` per `data` event): \
+         a frame split across two reads is two pieces of garbage, and so are two frames read at \
+         once",
+        catches ["expect.output", "snapshot", "subject.deadline"];
+    line_limit_64k = "line-limit-64k":
+        "Read the runtime's stdout with a 64 KiB line limit (Python asyncio's default \
+         `readline`): at a longer frame the reader raises and its task is gone, unnoticed",
+        catches ["subject.deadline"];
     kill_runtime_after_spawn = "kill-runtime-after-spawn":
         "SIGKILL the runtime the moment it is spawned, before it says a word (as a stub that \
          answers from the expected texts would), then go on as if nothing happened",

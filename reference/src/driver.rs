@@ -13,7 +13,7 @@ use crate::cli::Defects;
 use crate::host::SubagentResult;
 use std::sync::Arc;
 
-use crate::jsonrpc::{Handler, IdStyle, JsonRpc};
+use crate::jsonrpc::{Handler, IdStyle, JsonRpc, Reading};
 use crate::process::{ManagedChild, SpawnError, Spawned};
 use crate::provider::{
     Log, ProviderConfig, ProviderEvent, RunSpec, StderrTail, forward_stderr, reject, spawn_runtime,
@@ -309,9 +309,14 @@ pub(crate) struct Wired {
     pub stderr: Arc<StderrTail>,
 }
 
-pub(crate) fn wire(spawned: Spawned, handler: Arc<dyn Handler>, ids: IdStyle, log: &Log) -> Wired {
+pub(crate) fn wire(
+    spawned: Spawned,
+    handler: Arc<dyn Handler>,
+    (ids, reading): (IdStyle, Reading),
+    log: &Log,
+) -> Wired {
     let stderr = forward_stderr(spawned.stderr, log.clone());
-    let rpc = JsonRpc::with_ids(spawned.stdout, spawned.stdin, handler, ids);
+    let rpc = JsonRpc::with_ids(spawned.stdout, spawned.stdin, handler, ids, reading);
     Wired {
         child: spawned.child,
         rpc,

@@ -95,6 +95,36 @@ pub enum Framing {
     StreamJson,
 }
 
+/// How the reader turns the child's stdout into frames: as lines of bytes, each decoded and
+/// parsed once whole — what a provider must do, since a read of a pipe or socket ends anywhere
+/// — or, for the seeded defects, as the classic host bugs do.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Reading {
+    Lines,
+    /// Each read decoded on its own (`chunk.toString()` per `data` event): a character split
+    /// across two reads turns into U+FFFD.
+    DecodedPerRead,
+    /// Each read parsed as one frame (`JSON.parse` per `data` event): a frame split across
+    /// two reads is two pieces of garbage, and so are two frames in one read.
+    ParsedPerRead,
+    /// A line longer than this ends the wire (Python asyncio's `readline`, 64 KiB by default).
+    LineLimit(usize),
+}
+
+impl Reading {
+    pub fn of(defects: &crate::cli::Defects) -> Reading {
+        if defects.decode_per_read {
+            Reading::DecodedPerRead
+        } else if defects.parse_per_read {
+            Reading::ParsedPerRead
+        } else if defects.line_limit_64k {
+            Reading::LineLimit(64 * 1024)
+        } else {
+            Reading::Lines
+        }
+    }
+}
+
 /// The peer's stdin, held for a write (`None` once closed).
 type Writer<'a> = tokio::sync::MutexGuard<'a, Option<Box<dyn AsyncWrite + Send + Unpin>>>;
 
@@ -103,6 +133,7 @@ type Pending = HashMap<String, (String, oneshot::Sender<Result<Value, RpcError>>
 
 struct Inner {
     framing: Framing,
+    reading: Reading,
     ids: IdStyle,
     next_id: AtomicU64,
     pending: Mutex<Pending>,
@@ -126,7 +157,7 @@ impl JsonRpc {
         writer: impl AsyncWrite + Send + Unpin + 'static,
         handler: Arc<dyn Handler>,
     ) -> Self {
-        Self::with_ids(reader, writer, handler, IdStyle::Counter)
+        Self::with_ids(reader, writer, handler, IdStyle::Counter, Reading::Lines)
     }
 
     /// Start the reader task over `reader`; `writer` is the peer's stdin; requests get ids in
@@ -136,8 +167,9 @@ impl JsonRpc {
         writer: impl AsyncWrite + Send + Unpin + 'static,
         handler: Arc<dyn Handler>,
         ids: IdStyle,
+        reading: Reading,
     ) -> Self {
-        Self::framed(reader, writer, handler, ids, Framing::JsonRpc)
+        Self::framed(reader, writer, handler, ids, (Framing::JsonRpc, reading))
     }
 
     /// As [`JsonRpc::with_ids`], in the given framing.
@@ -146,11 +178,12 @@ impl JsonRpc {
         writer: impl AsyncWrite + Send + Unpin + 'static,
         handler: Arc<dyn Handler>,
         ids: IdStyle,
-        framing: Framing,
+        (framing, reading): (Framing, Reading),
     ) -> Self {
         let (eof_tx, _) = watch::channel(false);
         let inner = Arc::new(Inner {
             framing,
+            reading,
             ids,
             next_id: AtomicU64::new(0),
             pending: Mutex::new(HashMap::new()),
@@ -327,6 +360,18 @@ impl JsonRpc {
     }
 
     async fn read_loop(self, reader: impl AsyncRead + Send + Unpin, handler: Arc<dyn Handler>) {
+        match self.inner.reading {
+            Reading::Lines => self.read_lines(reader, handler.as_ref(), usize::MAX).await,
+            Reading::LineLimit(max) => self.read_lines(reader, handler.as_ref(), max).await,
+            bug => self.read_per_read(reader, handler.as_ref(), bug).await,
+        }
+        self.inner.eof.store(true, Ordering::SeqCst);
+        self.fail_pending("stdout reached EOF");
+        self.inner.eof_tx.send_replace(true);
+    }
+
+    /// Whole lines of bytes, each decoded once complete (a line past `max` ends the wire).
+    async fn read_lines(&self, reader: impl AsyncRead + Unpin, handler: &dyn Handler, max: usize) {
         let mut reader = BufReader::new(reader);
         let mut buf = Vec::new();
         loop {
@@ -339,16 +384,49 @@ impl JsonRpc {
                     break;
                 }
             }
+            if buf.len() > max {
+                // Seeded defect `line-limit-64k`: the reader raises, as asyncio's does, and its
+                // task is gone — nothing reads on, nothing notices.
+                handler.on_garbage(&format!("a line over the limit of {max} bytes"));
+                std::future::pending::<()>().await;
+            }
             let line = String::from_utf8_lossy(&buf);
             let line = line.trim();
             if line.is_empty() {
                 continue;
             }
-            self.dispatch(line, handler.as_ref()).await;
+            self.dispatch(line, handler).await;
         }
-        self.inner.eof.store(true, Ordering::SeqCst);
-        self.fail_pending("stdout reached EOF");
-        self.inner.eof_tx.send_replace(true);
+    }
+
+    /// Seeded defects `decode-per-read` and `parse-per-read`: each read taken on its own.
+    async fn read_per_read(&self, mut reader: impl AsyncRead + Unpin, handler: &dyn Handler, bug: Reading) {
+        use tokio::io::AsyncReadExt;
+        let mut chunk = vec![0u8; 64 * 1024];
+        let mut text = String::new();
+        loop {
+            let n = match reader.read(&mut chunk).await {
+                Ok(0) | Err(_) => break,
+                Ok(n) => n,
+            };
+            // Decoded per read: a character cut by the read's end is lost.
+            text.push_str(&String::from_utf8_lossy(&chunk[..n]));
+            if bug == Reading::ParsedPerRead {
+                // Parsed per read: what the read holds is one frame, or garbage.
+                let read = std::mem::take(&mut text);
+                if !read.trim().is_empty() {
+                    self.dispatch(read.trim(), handler).await;
+                }
+                continue;
+            }
+            while let Some(end) = text.find('\n') {
+                let line: String = text.drain(..=end).collect();
+                let line = line.trim();
+                if !line.is_empty() {
+                    self.dispatch(line, handler).await;
+                }
+            }
+        }
     }
 
     async fn dispatch(&self, line: &str, handler: &dyn Handler) {
@@ -513,7 +591,13 @@ mod tests {
         let (peer_read, mut peer_write) = tokio::io::split(peer_side);
         let (client_read, client_write) = tokio::io::split(client_side);
         let rec = Arc::new(Recorder(Mutex::new(Vec::new())));
-        let rpc = JsonRpc::with_ids(client_read, client_write, rec, IdStyle::Prefixed("req_"));
+        let rpc = JsonRpc::with_ids(
+            client_read,
+            client_write,
+            rec,
+            IdStyle::Prefixed("req_"),
+            Reading::Lines,
+        );
         let peer = tokio::spawn(async move {
             let mut lines = BufReader::new(peer_read).lines();
             let v: Value =

@@ -273,6 +273,11 @@ step! {
         /// Hand stdout to a process outside the subject's tree: the harness holds it open until
         /// the run is over, so the subject sees no EOF and has nothing it may kill.
         lend_stdout = "lend_stdout" for None => bool,
+        /// Write the frames of the next N steps to stdout in one write (several frames in one
+        /// read, as a busy runtime's output arrives).
+        coalesce = "coalesce" for None => u32,
+        /// Write the last answer the runtime gave again (a duplicate response).
+        resend = "resend" for None => bool,
     }
     modifiers {
         /// With `expect`: a subset the received params must contain. With `notify`/`request`: the
@@ -300,8 +305,18 @@ step! {
         /// does not wait for what follows (a late answer, a turn the run already failed); says
         /// why. From here on the script need not be played to its end (`wire.script`).
         may_cut: String,
+        /// Write this step's frame in two writes, cut `key` (inside its first member's name),
+        /// `string` (inside its first string value), `utf8` (inside its first multi-byte
+        /// character) or `newline` (before the line's end) — the second write only once the
+        /// subject has read the first, so the two arrive in two reads.
+        split: String,
+        /// End this step's frame with CRLF instead of LF.
+        crlf: bool,
     }
 }
+
+/// Where `split` may cut a frame.
+pub const SPLITS: &[&str] = &["key", "string", "utf8", "newline"];
 
 /// Every action key, in the order they are documented.
 pub const ACTION_KEYS: &[&str] = &{
@@ -355,6 +370,14 @@ impl Step {
         }
         if self.to.is_some() && !matches!(action, "reply" | "error" | "stop") {
             return Err(format!("`to` does not apply to `{action}`"));
+        }
+        if let Some(cut) = &self.split
+            && !SPLITS.contains(&cut.as_str())
+        {
+            return Err(format!(
+                "`split` is one of {}, not {cut:?}",
+                SPLITS.join(", ")
+            ));
         }
         // Sugar modifiers go with their protocol's sugar: `session` with the DSH SDK's,
         // `thread` and `turn` with Codex's.

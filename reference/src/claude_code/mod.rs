@@ -24,7 +24,7 @@ use crate::cli::Defects;
 use crate::diagnostic::{ExitFacts, ProductLine, limit_diagnostic};
 use crate::driver::{Driver, StartFailure};
 use crate::host::{SubagentResult, text_output};
-use crate::jsonrpc::{ErrorObject, Framing, Handler, IdStyle, JsonRpc, Reply, RpcError};
+use crate::jsonrpc::{ErrorObject, Framing, Handler, IdStyle, JsonRpc, Reading, Reply, RpcError};
 use crate::process::{ManagedChild, SpawnError, Spawned};
 use crate::product::{Rejections, diagnostic};
 use crate::provider::{
@@ -208,7 +208,7 @@ impl Driver for ClaudeCodeRun {
             spawned.stdin,
             handler,
             IdStyle::Prefixed(""),
-            Framing::StreamJson,
+            (Framing::StreamJson, Reading::of(&defects)),
         );
         ClaudeCodeRun {
             config,

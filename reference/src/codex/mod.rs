@@ -24,7 +24,7 @@ use crate::cli::Defects;
 use crate::diagnostic::{ExitFacts, ProductLine, limit_diagnostic};
 use crate::driver::{Driver, StartFailure, Wired, wire};
 use crate::host::SubagentResult;
-use crate::jsonrpc::{ErrorObject, Handler, IdStyle, JsonRpc, Reply, RpcError};
+use crate::jsonrpc::{ErrorObject, Handler, IdStyle, JsonRpc, Reading, Reply, RpcError};
 use crate::process::{ManagedChild, SpawnError, Spawned};
 use crate::product::{Rejections, diagnostic};
 use crate::provider::{
@@ -188,7 +188,12 @@ impl Driver for CodexRun {
             log: log.clone(),
             unanswered: defects.unanswered_request,
         });
-        let Wired { child, rpc, stderr } = wire(spawned, handler, IdStyle::Prefixed("req_"), &log);
+        let Wired { child, rpc, stderr } = wire(
+            spawned,
+            handler,
+            (IdStyle::Prefixed("req_"), Reading::of(&defects)),
+            &log,
+        );
         CodexRun {
             config,
             defects,

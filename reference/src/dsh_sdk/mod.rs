@@ -21,7 +21,7 @@ use crate::cli::Defects;
 use crate::diagnostic::{Category, FailureLine, Stage, limit_diagnostic};
 use crate::driver::{Driver, StartFailure, Wired, wire, with_rollback};
 use crate::host::SubagentResult;
-use crate::jsonrpc::{ErrorObject, Handler, IdStyle, JsonRpc, Reply, RpcError};
+use crate::jsonrpc::{ErrorObject, Handler, IdStyle, JsonRpc, Reading, Reply, RpcError};
 use crate::process::{ManagedChild, SpawnError, Spawned};
 use crate::provider::{
     ABORT_ERROR_NAME, Log, ProviderEvent, RunSpec, StderrTail, Step, TurnWait, Woke,
@@ -133,7 +133,12 @@ impl Driver for DshRun {
             changed: changed.clone(),
             log: log.clone(),
         });
-        let Wired { child, rpc, stderr } = wire(spawned, handler, IdStyle::Prefixed("req_"), &log);
+        let Wired { child, rpc, stderr } = wire(
+            spawned,
+            handler,
+            (IdStyle::Prefixed("req_"), Reading::of(&defects)),
+            &log,
+        );
         DshRun {
             config,
             defects,
