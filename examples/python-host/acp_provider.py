@@ -138,7 +138,10 @@ def read_config(config: dict[str, Any]) -> Settings:
 
 
 def map_stop_reason(raw: Any, permission: PermissionFact | None) -> tuple[str, str | None]:
-    """`session/prompt`'s stopReason → (stop reason, diagnostic); `permission` is the latest fact."""
+    """`session/prompt`'s stopReason → (stop reason, diagnostic).
+
+    `permission` is the latest permission fact of the prompt.
+    """
     alone = permission_line(permission) if permission is not None else None
     match raw:
         case "end_turn":
@@ -252,8 +255,10 @@ class AcpRun:
         child.on_stdin_failed(lambda e: self.rpc.lose_wire(f"write failed: {e!r}"))
         # The child exited: what it wrote before gets EXIT_DRAIN_S, then its wire is lost even if
         # a helper still holds the stdout pipe open (no EOF would ever come).
-        loop = asyncio.get_running_loop()
-        child.on_exit(lambda: loop.call_later(EXIT_DRAIN_S, self.rpc.lose_wire, "the child exited"))
+        child.on_exit(self._on_child_exit)
+
+    def _on_child_exit(self) -> None:
+        asyncio.get_running_loop().call_later(EXIT_DRAIN_S, self.rpc.lose_wire, "the child exited")
 
     def on_request(self, method: str, params: dict[str, Any]) -> Reply:
         if method != "session/request_permission":
@@ -294,7 +299,8 @@ class AcpRun:
                 self.output += content["text"]
 
     async def wire_lost(self, exit_stage: str, transport_stage: str) -> str:
-        """A lost wire is the child's exit if it exits within disposeGraceMs, else a transport failure."""
+        """A lost wire is the child's exit if it exits within disposeGraceMs, else a transport
+        failure."""
         exit = await self.child.wait_exit(self.settings.dispose_grace_ms / 1000)
         if exit is not None:
             return failure_line(exit_stage, "process-exit", exit=exit)
@@ -384,7 +390,10 @@ class AcpRun:
         self.rpc.notify("session/cancel", {"sessionId": self.session_id})
 
     async def teardown(self) -> bool:
-        """Closes stdin and walks the ladder; True when the whole tree settled. Raw facts: host log only."""
+        """Closes stdin and walks the ladder; True when the whole tree settled.
+
+        Raw facts go to the host log only.
+        """
         self.rpc.close_stdin()
         settled = await self.child.settle(
             eof_grace_ms=self.settings.dispose_eof_grace_ms,
@@ -487,5 +496,7 @@ class AcpProvider:
         return AcpRunHandle(result=run.prompt(prompt, signal), dispose=run.dispose)
 
 
-def create_acp_provider(*, runtime: dict[str, Any], config: dict[str, Any], log: Log) -> AcpProvider:
+def create_acp_provider(
+    *, runtime: dict[str, Any], config: dict[str, Any], log: Log
+) -> AcpProvider:
     return AcpProvider(runtime=runtime, config=config, log=log)

@@ -17,6 +17,7 @@ lives in its own HostedRun; the only state shared between runs is the job counte
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
 import select
 import signal
@@ -25,7 +26,7 @@ import threading
 import traceback
 import uuid
 from collections.abc import Awaitable, Callable
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from typing import Any, Protocol
 
 import ndjson
@@ -70,7 +71,8 @@ class HostError(Exception):
 
 
 def shown(error: BaseException) -> ShownError:
-    """An exception as the parent sees it: its `name` (else its class) and its `message` (else str)."""
+    """An exception as the parent sees it: its `name` (else its class) and its `message` (else
+    its str)."""
     name = getattr(error, "name", None)
     message = getattr(error, "message", None)
     return ShownError(
@@ -92,10 +94,8 @@ def write_all(fd: int, data: bytes) -> None:
 
 def warn(line: str) -> None:
     """A line on stderr: free-form, never the harness's business unless a run failed."""
-    try:
+    with contextlib.suppress(OSError):
         write_all(2, f"python-host: {line}\n".encode("utf-8", errors="replace"))
-    except OSError:
-        pass
 
 
 class Subject:
@@ -174,7 +174,8 @@ class Subject:
                 warn(f"ignoring a message of type {kind}")
 
     def shutdown(self) -> None:
-        """`shutdown`, stdin EOF, SIGTERM or SIGINT: dispose everything still running, wait for it."""
+        """`shutdown`, stdin EOF, SIGTERM or SIGINT: dispose everything still running, wait for
+        it, then the host exits 0."""
         if self.shutting_down:
             return
         self.shutting_down = True
@@ -240,7 +241,9 @@ async def open_stdin() -> asyncio.StreamReader:
 class HostedRun:
     """One run: the tool call, its provider run, and — in background — its job."""
 
-    def __init__(self, start: dict[str, Any], job: str | None, send: Callable[[dict[str, Any]], None]):
+    def __init__(
+        self, start: dict[str, Any], job: str | None, send: Callable[[dict[str, Any]], None]
+    ):
         self.start = start
         self.id = start.get("run")
         self.job = job  # `subagent-N` in background, None in foreground
@@ -280,17 +283,17 @@ class HostedRun:
                 }
             )
 
-        create_provider = PROVIDERS.get(s.get("provider"))
         try:
+            create_provider = PROVIDERS.get(s["provider"])
             if create_provider is None:
-                raise HostError(f"no provider named {s.get('provider')} in this host")
+                raise HostError(f"no provider named {s['provider']} in this host")
             config = s.get("config")
             provider = create_provider(
                 runtime=s.get("runtime") or {},
                 config=config if isinstance(config, dict) else {},
                 log=self.log,
             )
-            run = await provider.start(prompt=s.get("task"), signal=self.signal)
+            run = await provider.start(prompt=s["task"], signal=self.signal)
         except Exception as error:
             self.start_rejected(shown(error))
             return
@@ -302,7 +305,9 @@ class HostedRun:
                 "type": "dispatched",
                 "run": self.id,
                 "childSessionKey": str(uuid.uuid4()),
-                "dispatchAt": datetime.now(timezone.utc).isoformat(timespec="milliseconds").replace("+00:00", "Z"),
+                "dispatchAt": datetime.now(UTC)
+                .isoformat(timespec="milliseconds")
+                .replace("+00:00", "Z"),
                 "expectedBy": s.get("expectedBy"),
             }
         )
@@ -332,7 +337,12 @@ class HostedRun:
             shown_text = text.foreground_text(result, dispose_error)
             self.over = True
             self.send(
-                {"type": "tool_result", "run": self.id, "isError": shown_text.is_error, "text": shown_text.text}
+                {
+                    "type": "tool_result",
+                    "run": self.id,
+                    "isError": shown_text.is_error,
+                    "text": shown_text.text,
+                }
             )
         else:
             outcome = text.job_outcome(result)
@@ -342,13 +352,22 @@ class HostedRun:
 
     def start_rejected(self, error: ShownError) -> None:
         self.send(
-            {"type": "start_rejected", "run": self.id, "error": {"name": error.name, "message": error.message}}
+            {
+                "type": "start_rejected",
+                "run": self.id,
+                "error": {"name": error.name, "message": error.message},
+            }
         )
         if self.job is None:
             shown_text = text.foreground_start_rejected(error)
             self.over = True
             self.send(
-                {"type": "tool_result", "run": self.id, "isError": shown_text.is_error, "text": shown_text.text}
+                {
+                    "type": "tool_result",
+                    "run": self.id,
+                    "isError": shown_text.is_error,
+                    "text": shown_text.text,
+                }
             )
         else:
             # A start the host itself aborted (job_kill) is a killed job.
@@ -370,12 +389,14 @@ class HostedRun:
                     "type": "notice",
                     "run": self.id,
                     "job": self.job,
-                    "text": text.notice_text(self.job, self.start.get("label"), outcome),
+                    "text": text.notice_text(self.job, str(self.start.get("label")), outcome),
                 }
             )
 
     def answer_job_output(self) -> None:
-        self.send({"type": "job_output", "run": self.id, "text": text.job_output_text(self.outcome)})
+        self.send(
+            {"type": "job_output", "run": self.id, "text": text.job_output_text(self.outcome)}
+        )
 
     def cancel(self) -> None:
         """`cancel`: the foreground tool call's abort, or `job_kill` in background."""

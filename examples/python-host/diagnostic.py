@@ -34,7 +34,10 @@ class PermissionFact:
 def failure_line(
     stage: str, category: str, *, stop_reason: str | None = None, exit: Exit | None = None
 ) -> str:
-    """`Subagent failure (provider: ACP; stage: …; category: …[; stop reason: …][; exit code: …][; signal: …])`.
+    """The failure line, on one line:
+
+        Subagent failure (provider: ACP; stage: …; category: …[; stop reason: …]
+                          [; exit code: …][; signal: …])
 
     Fields in this fixed order; a field that was not observed is left out. Exit code and signal
     are independent facts.
@@ -51,7 +54,18 @@ def failure_line(
 
 # ACP `ToolKind` values; anything else (absent, not a string, unknown) is shown as `unknown`.
 ACP_TOOL_KINDS = frozenset(
-    ["read", "edit", "delete", "move", "search", "execute", "think", "fetch", "switch_mode", "other"]
+    [
+        "read",
+        "edit",
+        "delete",
+        "move",
+        "search",
+        "execute",
+        "think",
+        "fetch",
+        "switch_mode",
+        "other",
+    ]
 )
 
 
@@ -60,7 +74,8 @@ def tool_kind(raw: Any) -> str:
 
 
 def permission_line(fact: PermissionFact) -> str:
-    """The permission fact — nothing else about the request (no title, raw input, locations, option names)."""
+    """The permission fact — nothing else about the request (no title, raw input, locations,
+    option names)."""
     decision = "allowed" if fact.allowed else "denied"
     return (
         f"ACP unattended decision (policy: {fact.policy}; request: {fact.request}; "

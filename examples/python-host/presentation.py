@@ -50,7 +50,9 @@ def output_text(output: list[dict[str, Any]]) -> str:
     return "".join(
         block["text"]
         for block in output
-        if isinstance(block, dict) and block.get("type") == "text" and isinstance(block.get("text"), str)
+        if isinstance(block, dict)
+        and block.get("type") == "text"
+        and isinstance(block.get("text"), str)
     )
 
 
@@ -83,7 +85,8 @@ def failure_message(result: Result) -> str | None:
 
 
 def foreground_text(result: Result, dispose_error: ShownError | None) -> ToolText:
-    """The foreground tool result of a published run, given how dispose() ended (None: it did not fail)."""
+    """The foreground tool result of a published run, given how dispose() ended (None: it did
+    not fail)."""
     failure = failure_message(result)
     if dispose_error is None:
         if failure is None:

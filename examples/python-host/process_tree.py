@@ -20,6 +20,7 @@ until it is gone. Zombies count as gone: whoever inherited them reaps them.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 import signal as signals
@@ -68,12 +69,9 @@ def process_table() -> list[Stat]:
     return [s for s in (read_stat(int(n)) for n in names if n.isdigit()) if s is not None]
 
 
-def _is_gone(stat: Stat | None) -> bool:
-    return stat is None or stat.gone
-
-
 def _descends(parent_of: dict[int, int], pid: int, ancestor: int) -> bool:
-    """Is `ancestor` on `pid`'s chain of parents? (bounded: a table read while processes come and go may loop)"""
+    """Is `ancestor` on `pid`'s chain of parents? (Bounded: a table read while processes come and
+    go may loop.)"""
     p = pid
     for _ in range(len(parent_of)):
         pp = parent_of.get(p)
@@ -104,7 +102,8 @@ def _holds_any(pid: int, links: list[str]) -> bool:
         try:
             if os.readlink(f"/proc/{pid}/fd/{fd}") not in links:
                 continue
-            # A close-on-exec copy is not holding: a process between fork and exec has one for a moment.
+            # A close-on-exec copy is not holding: a process between fork and exec has one for a
+            # moment.
             with open(f"/proc/{pid}/fdinfo/{fd}", "rb") as f:
                 flags = _FLAGS.search(f.read())
             if flags is not None and int(flags.group(1), 8) & os.O_CLOEXEC == 0:
@@ -162,7 +161,7 @@ class ProcessTree:
         living = []
         for pid, start_time in list(self._known.items()):
             stat = read_stat(pid)
-            if _is_gone(stat) or stat.start_time != start_time:
+            if stat is None or stat.gone or stat.start_time != start_time:
                 del self._known[pid]
             else:
                 living.append(pid)
@@ -195,12 +194,8 @@ class ProcessTree:
         """
         self.scan()
         if self.group_alive():
-            try:
+            with contextlib.suppress(OSError):  # ESRCH: the group emptied meanwhile
                 os.killpg(self.pgid, sig)
-            except OSError:
-                pass  # ESRCH: the group emptied meanwhile.
         for pid in self.alive():
-            try:
+            with contextlib.suppress(OSError):  # ESRCH: gone since alive() looked
                 os.kill(pid, sig)
-            except OSError:
-                pass  # Gone since alive() looked.

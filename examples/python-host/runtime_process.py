@@ -9,6 +9,7 @@ runtime leads a process group of its own that the host can signal as one: `os.ki
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import itertools
 import os
 import signal
@@ -39,7 +40,9 @@ Log = Callable[[str], None]
 def is_scrubbed(name: str) -> bool:
     """Credential-shaped and `DSH_*` names are never inherited by a child."""
     upper = name.upper()
-    return any(w in upper for w in ("KEY", "PASSWORD", "SECRET", "TOKEN")) or upper.startswith("DSH_")
+    return any(w in upper for w in ("KEY", "PASSWORD", "SECRET", "TOKEN")) or upper.startswith(
+        "DSH_"
+    )
 
 
 def child_env(
@@ -158,10 +161,8 @@ class RuntimeProcess:
     async def wait_exit(self, seconds: float) -> Exit | None:
         """The exit facts, waiting up to `seconds` for the exit; None if it still runs then."""
         if self.exit is None:
-            try:
+            with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(self._exited_event.wait(), seconds)
-            except TimeoutError:
-                pass
         return self.exit
 
     def tree_gone(self) -> bool:
@@ -192,7 +193,8 @@ class RuntimeProcess:
         (something outside our reach holds its stdout, or a process survives SIGKILL).
         """
         assert self.tree is not None
-        # Look at the tree while the runtime surely lives: a helper known only by descent is found now.
+        # Look at the tree while the runtime surely lives: a helper known only by descent is
+        # found now.
         self.tree.scan()
         if await self.wait_tree_gone(eof_grace_ms / 1000):
             return True
@@ -203,9 +205,7 @@ class RuntimeProcess:
         return await self.wait_tree_gone(grace_ms / 1000)
 
 
-async def spawn_runtime(
-    *, command: Any, args: Any, cwd: str, env: Any, log: Log
-) -> RuntimeProcess:
+async def spawn_runtime(*, command: Any, args: Any, cwd: str, env: Any, log: Log) -> RuntimeProcess:
     """Spawns the runtime in `cwd` with the scrubbed environment plus `env` and the run's marker.
 
     Returns once it runs (Popen waits for the exec); raises the spawn error (FileNotFoundError,
