@@ -8,7 +8,10 @@ mod common;
 use common::{Slot, conform, workspace};
 
 fn python3() -> bool {
-    match std::process::Command::new("python3").arg("--version").output() {
+    match std::process::Command::new("python3")
+        .arg("--version")
+        .output()
+    {
         Ok(o) if o.status.success() => true,
         _ => {
             eprintln!("SKIPPED: `python3` is not installed; the Python example host was not run");
