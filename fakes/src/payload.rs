@@ -81,6 +81,11 @@ mod tests {
         let line = frame.to_string();
         assert_eq!(reported(frame.clone(), line.len()), frame, "short: whole");
         let cut = reported(frame, 1 << 20);
-        assert!(cut["params"]["text"].as_str().unwrap().ends_with("bytes in all; cut in the ledger)"));
+        assert!(
+            cut["params"]["text"]
+                .as_str()
+                .unwrap()
+                .ends_with("bytes in all; cut in the ledger)")
+        );
     }
 }

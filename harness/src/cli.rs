@@ -354,6 +354,10 @@ pub struct ListArgs {
     /// requirement comes from.
     #[arg(long, conflicts_with_all = ["scenarios", "filter"])]
     pub checks: bool,
+    /// List each scenario's expectations by the kind of requirement they stand for — records
+    /// first, each with the clause it rests on — instead of the scenarios.
+    #[arg(long, conflicts_with = "checks")]
+    pub levels: bool,
 }
 
 #[derive(Debug, Args)]

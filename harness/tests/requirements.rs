@@ -144,3 +144,47 @@ fn a_run_that_never_delivered_its_result_fails_at_the_level_of_what_it_kept_from
         "{out}"
     );
 }
+
+#[test]
+fn every_record_level_expectation_names_its_clause() {
+    // `conform list --levels`: each scenario's expectations by kind, records first. A record's
+    // expectation must name the record it rests on; what rests on conform's reading says so.
+    let out = conform().args(["list", "--levels"]).output().unwrap();
+    assert_eq!(out.status.code(), Some(0));
+    let text = stdout(&out);
+    let records: Vec<&str> = text.lines().filter(|l| l.starts_with("record ")).collect();
+    assert!(records.len() > 1000, "{}", records.len());
+    for line in &records {
+        assert!(
+            ["seed 000", "seed 001", "seed 003"]
+                .iter()
+                .any(|s| line.contains(s)),
+            "a record-level expectation without its clause: {line}"
+        );
+    }
+    let level_of = |id: &str| -> Vec<&str> {
+        text.lines()
+            .filter(|l| l.split_whitespace().nth(1) == Some(id))
+            .filter_map(|l| l.split_whitespace().next())
+            .collect()
+    };
+    // Conform's readings, said as such: a pipe held from outside the tree, a configuration
+    // surface no record lists (the background delivery stays seed 003's).
+    for id in [
+        "acp/teardown/stdout-held-outside-cleanup-fails",
+        "dsh-sdk/config/model-blank",
+        "dsh-sdk/stage/initialize-blank-provider",
+    ] {
+        let levels = level_of(id);
+        assert!(levels.contains(&"practice"), "{id}: {levels:?}");
+        assert_eq!(
+            levels.iter().filter(|l| **l == "record").count(),
+            1,
+            "{id}: only the delivery is a record's: {levels:?}"
+        );
+    }
+    // The DSH SDK's unanswered `shutdown`, decided from seed 000's shutdown row.
+    assert!(text.lines().any(|l| l.starts_with("record ")
+        && l.contains("dsh-sdk/shutdown/hangs")
+        && l.contains("seed 000, the DSH SDK shutdown row")));
+}

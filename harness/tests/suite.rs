@@ -1559,7 +1559,12 @@ fn a_host_parsing_each_read_as_a_frame_is_caught() {
     caught(
         &["parse-per-read"],
         "acp/wire/split-inside-",
-        &["--filter", "acp/wire/coalesced-frames", "--deadline-ms", "2000"],
+        &[
+            "--filter",
+            "acp/wire/coalesced-frames",
+            "--deadline-ms",
+            "2000",
+        ],
         &[
             "✗ acp/wire/split-inside-string (foreground) [expect.output]",
             "✗ acp/wire/split-inside-key (background) [subject.deadline]",

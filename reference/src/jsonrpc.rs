@@ -400,7 +400,12 @@ impl JsonRpc {
     }
 
     /// Seeded defects `decode-per-read` and `parse-per-read`: each read taken on its own.
-    async fn read_per_read(&self, mut reader: impl AsyncRead + Unpin, handler: &dyn Handler, bug: Reading) {
+    async fn read_per_read(
+        &self,
+        mut reader: impl AsyncRead + Unpin,
+        handler: &dyn Handler,
+        bug: Reading,
+    ) {
         use tokio::io::AsyncReadExt;
         let mut chunk = vec![0u8; 64 * 1024];
         let mut text = String::new();

@@ -131,6 +131,21 @@ pub fn blocked(scenario: &Scenario, mode: Mode) -> Vec<Check> {
     .collect()
 }
 
+/// Each expectation a scenario holds a subject to — its outcome and texts, and the background
+/// delivery — at the level and source the scenario gives it (`conform list --levels`).
+pub fn expectation_levels(
+    scenario: &Scenario,
+) -> Vec<(Check, Level, std::borrow::Cow<'static, str>)> {
+    blocked(scenario, Mode::Background)
+        .into_iter()
+        .map(|check| {
+            let (level, source) = stated(scenario, check, check.level())
+                .unwrap_or((check.level(), check.source().into()));
+            (check, level, source)
+        })
+        .collect()
+}
+
 /// The strictest of what [`blocked`] names, at the level and source the scenario gives it.
 fn strictest_blocked(
     scenario: &Scenario,

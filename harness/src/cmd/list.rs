@@ -16,6 +16,10 @@ pub fn exec(args: ListArgs) -> Result<ExitCode, Error> {
     }
     let sel = args.select;
     let dir = sel.scenarios.unwrap_or_else(|| default_dir("scenarios"));
+    if args.levels {
+        out(&levels_table(&crate::suite::select(&dir, &sel.filter)?))?;
+        return Ok(ExitCode::SUCCESS);
+    }
     let mut text = String::new();
     for s in crate::suite::select(&dir, &sel.filter)? {
         let modes: Vec<_> = s.file.modes.iter().map(|m| m.as_str()).collect();
@@ -45,6 +49,36 @@ fn checks_table() -> String {
             )
         })
         .collect()
+}
+
+/// `conform list --levels`: each scenario's expectations by the kind of requirement they stand
+/// for, records first — `<level>  <scenario>  <checks>  <source>`, one line per source.
+fn levels_table(scenarios: &[crate::scenario::Scenario]) -> String {
+    let mut lines: Vec<(crate::checks::Level, String)> = Vec::new();
+    for s in scenarios {
+        let mut by_source: Vec<(crate::checks::Level, String, Vec<&str>)> = Vec::new();
+        for (check, level, source) in crate::checks::expectation_levels(s) {
+            match by_source
+                .iter_mut()
+                .find(|(l, src, _)| *l == level && *src == source)
+            {
+                Some((_, _, checks)) => checks.push(check.id()),
+                None => by_source.push((level, source.into_owned(), vec![check.id()])),
+            }
+        }
+        for (level, source, checks) in by_source {
+            let line = format!(
+                "{:<8}  {}  {}  {}\n",
+                level.as_str(),
+                s.id,
+                checks.join(","),
+                source
+            );
+            lines.push((level, line));
+        }
+    }
+    lines.sort_by_key(|l| l.0);
+    lines.into_iter().map(|(_, l)| l).collect()
 }
 
 /// `conform schema scenario|subject`.
