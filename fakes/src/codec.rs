@@ -63,6 +63,11 @@ pub trait Codec: Send {
     /// as reports name what a subject was judged against (`Codex app-server 0.147.0`).
     fn speaks(&self, version: Option<&str>) -> String;
 
+    /// Every product version the fake speaks, the default first (empty: it speaks one).
+    fn product_versions(&self) -> Vec<&'static str> {
+        Vec::new()
+    }
+
     /// The product version the fake speaks when a script names none, for a provider whose fake
     /// speaks several (`None`: it speaks one, named by [`Codec::speaks`]).
     fn default_product_version(&self) -> Option<&'static str> {

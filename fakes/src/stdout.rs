@@ -80,11 +80,16 @@ impl Stdout {
             return Ok(());
         }
         match cut {
+            // Each part is read alone: what came before, the first part, then the rest, each
+            // read out before the next is written (else a quick writer coalesces them again).
             Some(at) => {
                 shape.cut_one = true;
+                wait_drained();
                 write_all(&bytes[..at])?;
                 wait_drained();
-                write_all(&bytes[at..])
+                write_all(&bytes[at..])?;
+                wait_drained();
+                Ok(())
             }
             None => write_all(&bytes),
         }

@@ -60,7 +60,7 @@ fn the_codex_catalog_also_passes_with_the_fake_speaking_an_accepted_version() {
     // is reported as the subject maps it.
     let (code, out, err) = run(&["--filter", "codex/", "--product-version", "codex=0.171.0"]);
     assert_eq!(code, Some(0), "{out}\n{err}");
-    assert!(out.contains("262 passed, 0 failed, 32 skipped"), "{out}");
+    assert!(out.contains("288 passed, 0 failed, 32 skipped"), "{out}");
     assert!(
         out.contains("fakes speak: Codex app-server 0.171.0"),
         "{out}"
@@ -1586,5 +1586,45 @@ fn a_host_with_a_64_kib_line_limit_is_caught() {
             "✗ codex/wire/frame-of-1-mib (background) [subject.deadline]",
             "✗ claude-code/wire/frame-of-1-mib (background) [subject.deadline]",
         ],
+    );
+}
+
+/// The reference, its hello rewritten to say it is built against `versions` (a JSON object).
+fn built_against(versions: &str) -> String {
+    format!(
+        "{} | sed -u '1s/}}$/,\"productVersions\":{versions}}}/'",
+        defective(&[])
+    )
+}
+
+#[test]
+fn the_fakes_speak_the_versions_the_subjects_hello_names() {
+    // A host pinned to Codex 0.169.0 says so once, in its hello: the upgrade scenarios that
+    // need that version run without a flag, and the report names what the fakes spoke.
+    let subject = built_against(r#"{"codex":"0.169.0"}"#);
+    let (code, out, err) = run(&["--filter", "codex/upgrade/", "--subject", &subject]);
+    assert_eq!(code, Some(0), "{out}\n{err}");
+    assert!(out.contains("fakes speak: Codex app-server 0.169.0"), "{out}");
+    assert!(out.contains("14 passed, 0 failed, 2 skipped"), "only 0.171.0's: {out}");
+    // The command line wins over the hello.
+    let (code, out, err) = run(&[
+        "--filter",
+        "codex/upgrade/",
+        "--subject",
+        &subject,
+        "--product-version",
+        "codex=0.171.0",
+        "--allow-skips",
+    ]);
+    assert_eq!(code, Some(0), "{out}\n{err}");
+    assert!(out.contains("fakes speak: Codex app-server 0.171.0"), "{out}");
+    // A version no fake speaks stops the suite before anything runs, naming the known ones.
+    let subject = built_against(r#"{"codex":"9.9.9"}"#);
+    let (code, out, err) = run(&["--filter", "codex/upgrade/", "--subject", &subject]);
+    assert_eq!(code, Some(2), "{out}\n{err}");
+    assert!(
+        err.contains("the subject's hello: `productVersions` names codex=9.9.9:")
+            && err.contains("0.169.0"),
+        "{err}"
     );
 }

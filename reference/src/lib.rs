@@ -199,6 +199,8 @@ impl Subject {
             providers: run::PROVIDERS.iter().map(|p| p.to_string()).collect(),
             modes: Mode::ALL.to_vec(),
             controls: vec![RunControl::Dispose],
+            // The reference is built against no one version: it follows what the fakes speak.
+            product_versions: Default::default(),
         });
     }
 

@@ -470,6 +470,10 @@ impl Codec for CodexCodec {
         Ok(())
     }
 
+    fn product_versions(&self) -> Vec<&'static str> {
+        super::PRODUCT_VERSIONS.clone()
+    }
+
     fn validate_frame(&self, frame: &Value, answers: Option<&str>) -> Result<(), String> {
         super::validate_frame(frame, answers, self.version)
     }

@@ -244,6 +244,10 @@ impl Codec for DshSdkCodec {
         Ok(())
     }
 
+    fn product_versions(&self) -> Vec<&'static str> {
+        super::PRODUCT_VERSIONS.to_vec()
+    }
+
     fn provider(&self) -> Provider {
         Provider::DshSdk
     }

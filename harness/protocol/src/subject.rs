@@ -108,6 +108,14 @@ pub enum FromSubject {
         #[serde(default, skip_serializing_if = "Vec::is_empty")]
         #[schemars(extend("uniqueItems" = true))]
         controls: Vec<RunControl>,
+        /// The product version each provider is built against (`{"dsh-sdk": "0.1.1"}`): the
+        /// fakes speak those (`conform run --product-version` overrides). Absent: the defaults.
+        #[serde(
+            default,
+            rename = "productVersions",
+            skip_serializing_if = "std::collections::BTreeMap::is_empty"
+        )]
+        product_versions: std::collections::BTreeMap<String, String>,
     },
     /// The dispatch receipt: the run was published after the provider's handshake.
     Dispatched {

@@ -97,6 +97,8 @@ pub struct Capabilities {
     pub modes: Vec<Mode>,
     /// The run controls beyond `cancel` and `job_output` it takes (`dispose`).
     pub controls: Vec<conform_protocol::subject::RunControl>,
+    /// The product version each provider is built against, as its hello names them.
+    pub product_versions: std::collections::BTreeMap<String, String>,
 }
 
 pub struct Subject {
@@ -178,6 +180,7 @@ impl Subject {
                 providers: vec![],
                 modes: vec![],
                 controls: vec![],
+                product_versions: Default::default(),
             },
             stderr: stderr_log,
             runs,
@@ -501,12 +504,14 @@ async fn read_loop(
                     providers,
                     modes,
                     controls,
+                    product_versions,
                 }) if protocol == SUBJECT_PROTOCOL => Ok(Capabilities {
                     name: subject.name,
                     version: subject.version,
                     providers,
                     modes,
                     controls,
+                    product_versions,
                 }),
                 Ok(FromSubject::Hello { protocol, .. }) => Err(format!(
                     "the subject speaks `{protocol}`, the harness speaks `{SUBJECT_PROTOCOL}`"

@@ -72,6 +72,9 @@ pub enum SuiteError {
     Setup(#[from] std::io::Error),
     #[error("{0}")]
     Peers(#[from] crate::proc::peers::PeersError),
+    /// The subject's hello names a product version no fake speaks.
+    #[error("the subject's hello: {0}")]
+    SubjectVersions(String),
 }
 
 /// Loads and filters scenarios.

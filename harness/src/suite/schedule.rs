@@ -133,6 +133,10 @@ async fn shared(
         transcripts.clone(),
         settings.hello_timeout,
     );
+    let mut settings = settings.clone();
+    if let Ok(subject) = pool.get().await {
+        adopt_versions(&mut settings, &subject.caps.product_versions)?;
+    }
     let ctx = Arc::new(Ctx {
         router,
         side,
@@ -142,11 +146,34 @@ async fn shared(
         exe,
         cgroup,
         work: work.path().to_owned(),
-        settings: settings.clone(),
+        settings,
         interrupt: opts.interrupt.clone(),
         peers,
     });
     Ok((work, ctx, cgroup_mode))
+}
+
+/// The product versions the subject's hello says it is built against, for each provider the
+/// command line names none for (`--product-version` wins): the fakes speak those. A version
+/// no fake speaks stops the suite before anything runs, naming the ones they do.
+fn adopt_versions(
+    settings: &mut crate::settings::Settings,
+    hello: &std::collections::BTreeMap<String, String>,
+) -> Result<(), SuiteError> {
+    for (name, version) in hello {
+        let bad = |why: String| {
+            SuiteError::SubjectVersions(format!("`productVersions` names {name}={version}: {why}"))
+        };
+        let provider: conform_protocol::vocab::Provider =
+            name.parse().map_err(|e| bad(format!("{e}")))?;
+        conform_fakes::codec::for_provider(provider)
+            .set_product_version(Some(version))
+            .map_err(bad)?;
+        if settings.product_version(provider).is_none() {
+            settings.product_versions.push((provider, version.clone()));
+        }
+    }
+    Ok(())
 }
 
 /// A case is one scenario in one mode; an isolation group's members are one unit, run
