@@ -89,13 +89,13 @@ fn each_channel_copied_by_a_seeded_defect_is_caught_with_its_channel_named() {
 fn a_secret_leaked_in_each_form_is_caught() {
     // `leak-encoded` writes the error message in another form each run, in turn: JSON-escaped,
     // percent-encoded, in base64, in base64url, with zero-width spaces, split between the
-    // diagnostic and the output, cut to 24 characters. One run after another (`-j 1`), seven
-    // cases take every form once; each must fail, with its channel named.
+    // diagnostic and the output, cut to 24 characters, form-encoded. One run after another
+    // (`-j 1`), eight cases take every form once; each must fail, with its channel named.
     let subject = common::defective(&["leak-encoded"]);
     let scenario = "acp/stage/prompt-error-response";
     let (code, out) = redaction(&[
         "--cases",
-        "7",
+        "8",
         "--seed",
         "11",
         "-j",
@@ -109,11 +109,31 @@ fn a_secret_leaked_in_each_form_is_caught() {
     // Every case failed, each laid by its finding at the channel the defect copies (one is
     // kept as the counterexample: the first per provider × channel).
     assert!(
-        out.contains("7 cases over 1 scenarios, 7 failed (1 kept"),
+        out.contains("8 cases over 1 scenarios, 8 failed (1 kept"),
         "{out}"
     );
     assert!(
-        out.contains("failing cases by channel: `json-rpc error message` 7"),
+        out.contains("failing cases by channel: `json-rpc error message` 8"),
+        "{out}"
+    );
+}
+
+#[test]
+fn a_message_form_encoded_is_caught() {
+    // "Internal error" leaked as `Internal+error`: no `%` to decode, and the finding names the
+    // form.
+    let subject = common::defective(&["leak-form-encoded"]);
+    let (code, out, _) = common::run(&[
+        "--filter",
+        "acp/stage/prompt-error-response",
+        "--subject",
+        &subject,
+    ]);
+    assert_eq!(code, Some(1), "{out}");
+    assert!(
+        out.contains(
+            "the diagnostic contains untrusted text \"Internal error\" in its form-encoded form"
+        ),
         "{out}"
     );
 }

@@ -243,7 +243,12 @@ defects! {
     leak_encoded = "leak-encoded":
         "ACP: append a `session/prompt` error response's message to the diagnostic in another \
          form each run (JSON-escaped, percent-encoded, in base64, in base64url, with zero-width \
-         spaces, split between the diagnostic and the output, cut to 24 characters)",
+         spaces, split between the diagnostic and the output, cut to 24 characters, \
+         form-encoded)",
+        catches ["contract.redaction", "expect.diagnostic"];
+    leak_form_encoded = "leak-form-encoded":
+        "ACP: append a `session/prompt` error response's message to the diagnostic form-encoded \
+         (`+` for a space: `Internal+error`, no `%` in it), in a retry URL's query",
         catches ["contract.redaction", "expect.diagnostic"];
     leak_parent_token = "leak-parent-token":
         "Append the host's own parent credential (`CONFORM_PARENT_API_TOKEN`), percent-encoded \

@@ -6,18 +6,20 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 
 use base64::Engine as _;
 use base64::engine::general_purpose::{STANDARD, URL_SAFE_NO_PAD};
-use percent_encoding::{NON_ALPHANUMERIC, utf8_percent_encode};
+use percent_encoding::{AsciiSet, NON_ALPHANUMERIC, utf8_percent_encode};
+
+use crate::cli::Defects;
 
 /// How many forms `leak-encoded` takes turns with.
-pub const FORMS: usize = 7;
+pub const FORMS: usize = 8;
 
 /// Which form the next leak takes: each run in turn, so a handful of runs shows every form.
 static NEXT: AtomicUsize = AtomicUsize::new(0);
 
 /// The `leak-encoded` defect: `diagnostic` with `secret` appended in the next form in turn
 /// (JSON-escaped, percent-encoded, inside base64 or base64url, with zero-width spaces between
-/// its characters, split between the diagnostic and the output, or cut to 24 characters), and
-/// the text to append to the output (the split's tail; empty otherwise).
+/// its characters, split between the diagnostic and the output, cut to 24 characters, or
+/// form-encoded), and the text to append to the output (the split's tail; empty otherwise).
 pub fn leak_encoded(diagnostic: &str, secret: &str) -> (String, String) {
     let chars: Vec<char> = secret.chars().collect();
     let shown = match NEXT.fetch_add(1, Ordering::Relaxed) % FORMS {
@@ -35,9 +37,55 @@ pub fn leak_encoded(diagnostic: &str, secret: &str) -> (String, String) {
             let head: String = head.iter().collect();
             return (format!("{diagnostic} {head}"), tail.iter().collect());
         }
-        _ => chars.iter().take(24).collect(),
+        6 => chars.iter().take(24).collect(),
+        _ => form_encoded(secret),
     };
     (format!("{diagnostic} {shown}"), String::new())
+}
+
+/// The seeded defects that leak an ACP `session/prompt` error response's `message`: the
+/// diagnostic as they bend it; what they put in the output goes into `output`. As it is with
+/// every defect off.
+pub fn prompt_error_leaks(
+    defects: &Defects,
+    mut diagnostic: String,
+    message: &str,
+    output: &mut String,
+) -> String {
+    // The error message leaked in another form each run.
+    if defects.leak_encoded {
+        let (leaked, tail) = leak_encoded(&diagnostic, message);
+        diagnostic = leaked;
+        output.push_str(&tail);
+    }
+    if defects.leak_form_encoded {
+        diagnostic = leak_form_encoded(&diagnostic, message);
+    }
+    diagnostic
+}
+
+/// `text` as a form body carries it (`application/x-www-form-urlencoded`): a space as `+`,
+/// letters, digits and `*-._` as they are, every other byte as `%XX`. A text of words holds no
+/// `%` at all.
+pub fn form_encoded(text: &str) -> String {
+    const FORM: &AsciiSet = &NON_ALPHANUMERIC
+        .remove(b'*')
+        .remove(b'-')
+        .remove(b'.')
+        .remove(b'_');
+    text.split(' ')
+        .map(|word| utf8_percent_encode(word, FORM).to_string())
+        .collect::<Vec<_>>()
+        .join("+")
+}
+
+/// The `leak-form-encoded` defect: `diagnostic` with `secret` appended form-encoded, as a
+/// retry URL's query carries it.
+pub fn leak_form_encoded(diagnostic: &str, secret: &str) -> String {
+    format!(
+        "{diagnostic} (retry: https://api.invalid/v1/retry?error={})",
+        form_encoded(secret)
+    )
 }
 
 /// The `leak-parent-token` defect: `diagnostic` with the host's own credential (the parent
@@ -49,5 +97,16 @@ pub fn leak_parent_token(diagnostic: &str) -> String {
             utf8_percent_encode(&token, NON_ALPHANUMERIC)
         ),
         Err(_) => diagnostic.to_owned(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_form_body_writes_a_message_its_way() {
+        assert_eq!(form_encoded("Internal error"), "Internal+error");
+        assert_eq!(form_encoded("a/b é*"), "a%2Fb+%C3%A9*");
     }
 }

@@ -1,15 +1,16 @@
 //! The forms a secret takes on its way into a text, and the views of a text that undo them.
 //!
 //! A provider rarely leaks a secret byte for byte: it serialises an error payload (JSON
-//! escapes), builds a URL (percent-encoding), packs a blob (base64), normalises or sanitises
-//! text (NFKC, format characters dropped), or its bound cuts the leak short. Each form is
-//! matched here, so `contract.redaction` and `--accept` see what a leak looks like, not only
-//! what the secret looked like.
+//! escapes), builds a URL or a form body (percent-encoding, `+` for a space), packs a blob
+//! (base64), normalises or sanitises text (NFKC, format characters dropped), or its bound cuts
+//! the leak short. Each form is matched here, so `contract.redaction` and `--accept` see what a
+//! leak looks like, not only what the secret looked like.
 //!
 //! Two directions, whichever is exact: a secret is *encoded* into the forms a text may hold
 //! (JSON, base64 — a text cannot be decoded without knowing where the encoded part starts),
 //! and a text is *decoded* into the views a secret may show in (percent-decoding undoes every
-//! escape set and either hex case; normalisation undoes compatibility forms and invisible
+//! escape set and either hex case; form-decoding reads a `+` as the space it stands for, with
+//! or without escapes beside it; normalisation undoes compatibility forms and invisible
 //! characters).
 
 use std::collections::HashMap;
@@ -24,6 +25,7 @@ pub enum Form {
     Raw,
     Json,
     Percent,
+    FormEncoded,
     Base64,
     Base64Url,
     Normalized,
@@ -31,10 +33,11 @@ pub enum Form {
 
 impl Form {
     /// Every form, the plainest first (a hit is reported in the plainest form it shows in).
-    pub const ALL: [Form; 6] = [
+    pub const ALL: [Form; 7] = [
         Form::Raw,
         Form::Json,
         Form::Percent,
+        Form::FormEncoded,
         Form::Base64,
         Form::Base64Url,
         Form::Normalized,
@@ -46,6 +49,7 @@ impl Form {
             Form::Raw => "raw",
             Form::Json => "JSON-escaped",
             Form::Percent => "percent-encoded",
+            Form::FormEncoded => "form-encoded",
             Form::Base64 => "base64",
             Form::Base64Url => "base64url",
             Form::Normalized => "Unicode-normalised (NFKC, format characters removed)",
@@ -175,24 +179,30 @@ pub fn is_format(c: char) -> bool {
         | '\u{E0001}' | '\u{E0020}'..='\u{E007F}')
 }
 
-/// What a text may be read as besides itself: percent-decoded (and form-decoded, `+` for a
-/// space) when it holds escapes, and normalised. Each view carries the form it undoes.
+/// What a text may be read as besides itself: percent-decoded when it holds an escape,
+/// form-decoded when it holds a `+`, and normalised. Each view carries the form it undoes.
 pub fn views(text: &str) -> Vec<(Form, String)> {
     let mut out = vec![(Form::Raw, text.to_owned())];
     if text.contains('%') {
-        let decoded = percent_encoding::percent_decode_str(text).decode_utf8_lossy();
-        out.push((Form::Percent, decoded.into_owned()));
-        if text.contains('+') {
-            let form = text.replace('+', " ");
-            let decoded = percent_encoding::percent_decode_str(&form).decode_utf8_lossy();
-            out.push((Form::Percent, decoded.into_owned()));
-        }
+        out.push((Form::Percent, percent_decoded(text)));
+    }
+    // A form body writes a space as `+` and needs no escape for letters and digits:
+    // `my+secret+value` holds no `%` at all.
+    if text.contains('+') {
+        out.push((Form::FormEncoded, percent_decoded(&text.replace('+', " "))));
     }
     let n = normalized(text);
     if n != text {
         out.push((Form::Normalized, n));
     }
     out
+}
+
+/// `text` with every percent escape decoded (bytes that are not UTF-8 read as U+FFFD).
+fn percent_decoded(text: &str) -> String {
+    percent_encoding::percent_decode_str(text)
+        .decode_utf8_lossy()
+        .into_owned()
 }
 
 /// Every window of [`WINDOW_CHARS`] characters of `text`, in order.
@@ -297,7 +307,7 @@ mod tests {
         );
         assert!(
             v.iter()
-                .any(|(f, t)| *f == Form::Percent && t == "token=sk-live/x y")
+                .any(|(f, t)| *f == Form::FormEncoded && t == "token=sk-live/x y")
         );
         // Fullwidth letters and a zero-width space come back to the plain secret.
         let v = views("ｓｋ-li\u{200B}ve");
@@ -305,6 +315,19 @@ mod tests {
             v.iter()
                 .any(|(f, t)| *f == Form::Normalized && t == "sk-live")
         );
+    }
+
+    #[test]
+    fn a_form_body_is_read_with_its_spaces_though_it_holds_no_escape() {
+        // `application/x-www-form-urlencoded` needs no `%` for letters, digits and spaces.
+        let v = views("retry?q=my+secret+value");
+        assert!(
+            v.iter()
+                .any(|(f, t)| *f == Form::FormEncoded && t == "retry?q=my secret value"),
+            "{v:?}"
+        );
+        // A text without a `+` or a `%` has no decoded view.
+        assert_eq!(views("my secret value").len(), 1);
     }
 
     #[test]

@@ -223,3 +223,20 @@ fn each_codec_names_its_protocols_untrusted_text() {
         "known codes are vocabulary"
     );
 }
+
+#[test]
+fn a_form_body_without_escapes_is_found() {
+    // `application/x-www-form-urlencoded`: letters and spaces need no `%`.
+    let none = |_: &str| false;
+    let text = "Subagent failure (provider: ACP) (retry: https://api.invalid/v1?q=my+secret+value)";
+    assert_eq!(
+        leak("my secret value", text, &none),
+        Some("my secret value".into())
+    );
+    let seen = Seen::new(&[("diagnostic", text.into())], &Observed::default(), &[]);
+    let hit = seen.leak("my secret value", &none).expect("found");
+    assert_eq!(
+        hit.describe("my secret value"),
+        "the diagnostic contains untrusted text \"my secret value\" in its form-encoded form"
+    );
+}
