@@ -89,13 +89,14 @@ fn each_channel_copied_by_a_seeded_defect_is_caught_with_its_channel_named() {
 fn a_secret_leaked_in_each_form_is_caught() {
     // `leak-encoded` writes the error message in another form each run, in turn: JSON-escaped,
     // percent-encoded, in base64, in base64url, with zero-width spaces, split between the
-    // diagnostic and the output, cut to 24 characters, form-encoded. One run after another
-    // (`-j 1`), eight cases take every form once; each must fail, with its channel named.
+    // diagnostic and the output, cut to 24 characters, form-encoded, HTML-escaped. One run
+    // after another (`-j 1`), nine cases take every form once; each must fail, with its
+    // channel named.
     let subject = common::defective(&["leak-encoded"]);
     let scenario = "acp/stage/prompt-error-response";
     let (code, out) = redaction(&[
         "--cases",
-        "8",
+        "9",
         "--seed",
         "11",
         "-j",
@@ -109,33 +110,37 @@ fn a_secret_leaked_in_each_form_is_caught() {
     // Every case failed, each laid by its finding at the channel the defect copies (one is
     // kept as the counterexample: the first per provider × channel).
     assert!(
-        out.contains("8 cases over 1 scenarios, 8 failed (1 kept"),
+        out.contains("9 cases over 1 scenarios, 9 failed (1 kept"),
         "{out}"
     );
     assert!(
-        out.contains("failing cases by channel: `json-rpc error message` 8"),
+        out.contains("failing cases by channel: `json-rpc error message` 9"),
         "{out}"
     );
 }
 
 #[test]
-fn a_message_form_encoded_is_caught() {
-    // "Internal error" leaked as `Internal+error`: no `%` to decode, and the finding names the
-    // form.
-    let subject = common::defective(&["leak-form-encoded"]);
-    let (code, out, _) = common::run(&[
-        "--filter",
-        "acp/stage/prompt-error-response",
-        "--subject",
-        &subject,
-    ]);
-    assert_eq!(code, Some(1), "{out}");
-    assert!(
-        out.contains(
-            "the diagnostic contains untrusted text \"Internal error\" in its form-encoded form"
+fn a_message_form_encoded_or_html_escaped_is_caught() {
+    // Each leaks a `session/prompt` error message one way, and the finding names that way:
+    // "Internal error" as `Internal+error` (no `%` to decode), a JSON message with its quotes
+    // as `&quot;`.
+    for (defect, scenario, finding) in [
+        (
+            "leak-form-encoded",
+            "acp/stage/prompt-error-response",
+            "the diagnostic contains untrusted text \"Internal error\" in its form-encoded form",
         ),
-        "{out}"
-    );
+        (
+            "leak-html-escaped",
+            "acp/stage/prompt-error-http-status-code",
+            r#"SECRET-upstream-key\",\"status\":\"UNAUTHENTICATED\"}}" in its HTML-escaped form"#,
+        ),
+    ] {
+        let subject = common::defective(&[defect]);
+        let (code, out, _) = common::run(&["--filter", scenario, "--subject", &subject]);
+        assert_eq!(code, Some(1), "{defect}: {out}");
+        assert!(out.contains(finding), "{defect}: {out}");
+    }
 }
 
 #[test]

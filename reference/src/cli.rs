@@ -244,11 +244,15 @@ defects! {
         "ACP: append a `session/prompt` error response's message to the diagnostic in another \
          form each run (JSON-escaped, percent-encoded, in base64, in base64url, with zero-width \
          spaces, split between the diagnostic and the output, cut to 24 characters, \
-         form-encoded)",
+         form-encoded, HTML-escaped)",
         catches ["contract.redaction", "expect.diagnostic"];
     leak_form_encoded = "leak-form-encoded":
         "ACP: append a `session/prompt` error response's message to the diagnostic form-encoded \
          (`+` for a space: `Internal+error`, no `%` in it), in a retry URL's query",
+        catches ["contract.redaction", "expect.diagnostic"];
+    leak_html_escaped = "leak-html-escaped":
+        "ACP: append a `session/prompt` error response's message to the diagnostic HTML-escaped \
+         (`&quot;`, `&lt;`, `&#39;`, …), as an error page shows it",
         catches ["contract.redaction", "expect.diagnostic"];
     leak_parent_token = "leak-parent-token":
         "Append the host's own parent credential (`CONFORM_PARENT_API_TOKEN`), percent-encoded \

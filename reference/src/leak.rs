@@ -11,15 +11,16 @@ use percent_encoding::{AsciiSet, NON_ALPHANUMERIC, utf8_percent_encode};
 use crate::cli::Defects;
 
 /// How many forms `leak-encoded` takes turns with.
-pub const FORMS: usize = 8;
+pub const FORMS: usize = 9;
 
 /// Which form the next leak takes: each run in turn, so a handful of runs shows every form.
 static NEXT: AtomicUsize = AtomicUsize::new(0);
 
 /// The `leak-encoded` defect: `diagnostic` with `secret` appended in the next form in turn
 /// (JSON-escaped, percent-encoded, inside base64 or base64url, with zero-width spaces between
-/// its characters, split between the diagnostic and the output, cut to 24 characters, or
-/// form-encoded), and the text to append to the output (the split's tail; empty otherwise).
+/// its characters, split between the diagnostic and the output, cut to 24 characters,
+/// form-encoded or HTML-escaped), and the text to append to the output (the split's tail;
+/// empty otherwise).
 pub fn leak_encoded(diagnostic: &str, secret: &str) -> (String, String) {
     let chars: Vec<char> = secret.chars().collect();
     let shown = match NEXT.fetch_add(1, Ordering::Relaxed) % FORMS {
@@ -38,7 +39,8 @@ pub fn leak_encoded(diagnostic: &str, secret: &str) -> (String, String) {
             return (format!("{diagnostic} {head}"), tail.iter().collect());
         }
         6 => chars.iter().take(24).collect(),
-        _ => form_encoded(secret),
+        7 => form_encoded(secret),
+        _ => html_escaped(secret),
     };
     (format!("{diagnostic} {shown}"), String::new())
 }
@@ -61,6 +63,9 @@ pub fn prompt_error_leaks(
     if defects.leak_form_encoded {
         diagnostic = leak_form_encoded(&diagnostic, message);
     }
+    if defects.leak_html_escaped {
+        diagnostic = leak_html_escaped(&diagnostic, message);
+    }
     diagnostic
 }
 
@@ -79,6 +84,20 @@ pub fn form_encoded(text: &str) -> String {
         .join("+")
 }
 
+/// `text` as an HTML page shows it: `<`, `>`, `&`, `"` and `'` as character references.
+pub fn html_escaped(text: &str) -> String {
+    text.chars()
+        .map(|c| match c {
+            '<' => "&lt;".to_owned(),
+            '>' => "&gt;".to_owned(),
+            '&' => "&amp;".to_owned(),
+            '"' => "&quot;".to_owned(),
+            '\'' => "&#39;".to_owned(),
+            c => c.to_string(),
+        })
+        .collect()
+}
+
 /// The `leak-form-encoded` defect: `diagnostic` with `secret` appended form-encoded, as a
 /// retry URL's query carries it.
 pub fn leak_form_encoded(diagnostic: &str, secret: &str) -> String {
@@ -86,6 +105,12 @@ pub fn leak_form_encoded(diagnostic: &str, secret: &str) -> String {
         "{diagnostic} (retry: https://api.invalid/v1/retry?error={})",
         form_encoded(secret)
     )
+}
+
+/// The `leak-html-escaped` defect: `diagnostic` with `secret` appended HTML-escaped, as an
+/// error page shows it.
+pub fn leak_html_escaped(diagnostic: &str, secret: &str) -> String {
+    format!("{diagnostic} <pre>{}</pre>", html_escaped(secret))
 }
 
 /// The `leak-parent-token` defect: `diagnostic` with the host's own credential (the parent
@@ -105,8 +130,12 @@ mod tests {
     use super::*;
 
     #[test]
-    fn a_form_body_writes_a_message_its_way() {
+    fn a_form_body_and_an_html_page_write_a_message_their_way() {
         assert_eq!(form_encoded("Internal error"), "Internal+error");
         assert_eq!(form_encoded("a/b é*"), "a%2Fb+%C3%A9*");
+        assert_eq!(
+            html_escaped(r#"<a href="x">it's & co</a>"#),
+            "&lt;a href=&quot;x&quot;&gt;it&#39;s &amp; co&lt;/a&gt;"
+        );
     }
 }

@@ -2,16 +2,18 @@
 //!
 //! A provider rarely leaks a secret byte for byte: it serialises an error payload (JSON
 //! escapes), builds a URL or a form body (percent-encoding, `+` for a space), packs a blob
-//! (base64), normalises or sanitises text (NFKC, format characters dropped), or its bound cuts
-//! the leak short. Each form is matched here, so `contract.redaction` and `--accept` see what a
-//! leak looks like, not only what the secret looked like.
+//! (base64), writes HTML (character references), normalises or sanitises text (NFKC, format
+//! characters dropped), or its bound cuts the leak short. Each form is matched here, so
+//! `contract.redaction` and `--accept` see what a leak looks like, not only what the secret
+//! looked like.
 //!
 //! Two directions, whichever is exact: a secret is *encoded* into the forms a text may hold
 //! (JSON, base64 — a text cannot be decoded without knowing where the encoded part starts),
 //! and a text is *decoded* into the views a secret may show in (percent-decoding undoes every
 //! escape set and either hex case; form-decoding reads a `+` as the space it stands for, with
-//! or without escapes beside it; normalisation undoes compatibility forms and invisible
-//! characters).
+//! or without escapes beside it; HTML-decoding undoes every spelling of a character reference,
+//! `&#39;`, `&#x27;` and `&apos;` alike, each ending at its `;`; normalisation undoes
+//! compatibility forms and invisible characters).
 
 use std::collections::HashMap;
 
@@ -26,6 +28,7 @@ pub enum Form {
     Json,
     Percent,
     FormEncoded,
+    Html,
     Base64,
     Base64Url,
     Normalized,
@@ -33,11 +36,12 @@ pub enum Form {
 
 impl Form {
     /// Every form, the plainest first (a hit is reported in the plainest form it shows in).
-    pub const ALL: [Form; 7] = [
+    pub const ALL: [Form; 8] = [
         Form::Raw,
         Form::Json,
         Form::Percent,
         Form::FormEncoded,
+        Form::Html,
         Form::Base64,
         Form::Base64Url,
         Form::Normalized,
@@ -50,6 +54,7 @@ impl Form {
             Form::Json => "JSON-escaped",
             Form::Percent => "percent-encoded",
             Form::FormEncoded => "form-encoded",
+            Form::Html => "HTML-escaped",
             Form::Base64 => "base64",
             Form::Base64Url => "base64url",
             Form::Normalized => "Unicode-normalised (NFKC, format characters removed)",
@@ -180,7 +185,8 @@ pub fn is_format(c: char) -> bool {
 }
 
 /// What a text may be read as besides itself: percent-decoded when it holds an escape,
-/// form-decoded when it holds a `+`, and normalised. Each view carries the form it undoes.
+/// form-decoded when it holds a `+`, HTML-decoded when it holds a character reference, and
+/// normalised. Each view carries the form it undoes.
 pub fn views(text: &str) -> Vec<(Form, String)> {
     let mut out = vec![(Form::Raw, text.to_owned())];
     if text.contains('%') {
@@ -190,6 +196,12 @@ pub fn views(text: &str) -> Vec<(Form, String)> {
     // `my+secret+value` holds no `%` at all.
     if text.contains('+') {
         out.push((Form::FormEncoded, percent_decoded(&text.replace('+', " "))));
+    }
+    if text.contains('&') {
+        let html = html_decoded(text);
+        if html != text {
+            out.push((Form::Html, html));
+        }
     }
     let n = normalized(text);
     if n != text {
@@ -203,6 +215,67 @@ fn percent_decoded(text: &str) -> String {
     percent_encoding::percent_decode_str(text)
         .decode_utf8_lossy()
         .into_owned()
+}
+
+/// Where a character reference must end, `&` and `;` included: `&#x10FFFF;` takes ten bytes,
+/// and room is left for zeros an escaper pads numbers with (`&#x0027;`).
+const MAX_REFERENCE_BYTES: usize = 32;
+
+/// `text` with its HTML character references decoded: the named ones an escaper writes
+/// (`&lt;` `&gt;` `&amp;` `&quot;` `&apos;`, in either case) and every numeric one, decimal or
+/// hex (`&#39;`, `&#x27;`, `&#X27;`). One level, as one escaper writes it; anything else after
+/// a `&` is left as it is.
+pub fn html_decoded(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    let mut rest = text;
+    while let Some(at) = rest.find('&') {
+        out.push_str(&rest[..at]);
+        rest = &rest[at..];
+        match html_reference(rest) {
+            Some((c, len)) => {
+                out.push(c);
+                rest = &rest[len..];
+            }
+            None => {
+                out.push('&');
+                rest = &rest[1..];
+            }
+        }
+    }
+    out.push_str(rest);
+    out
+}
+
+/// The character the reference at the start of `text` (at its `&`) stands for, and the
+/// reference's length in bytes.
+fn html_reference(text: &str) -> Option<(char, usize)> {
+    let end = text
+        .bytes()
+        .take(MAX_REFERENCE_BYTES)
+        .position(|b| b == b';')?;
+    let body = &text[1..end];
+    let c = match body.strip_prefix('#') {
+        Some(number) => {
+            let (digits, radix) = match number.strip_prefix(['x', 'X']) {
+                Some(hex) => (hex, 16),
+                None => (number, 10),
+            };
+            // `from_str_radix` takes a sign too; a reference never has one.
+            if digits.is_empty() || !digits.chars().all(|c| c.is_digit(radix)) {
+                return None;
+            }
+            char::from_u32(u32::from_str_radix(digits, radix).ok()?)?
+        }
+        None => match body {
+            "lt" | "LT" => '<',
+            "gt" | "GT" => '>',
+            "amp" | "AMP" => '&',
+            "quot" | "QUOT" => '"',
+            "apos" => '\'',
+            _ => return None,
+        },
+    };
+    Some((c, end + 1))
 }
 
 /// Every window of [`WINDOW_CHARS`] characters of `text`, in order.
@@ -328,6 +401,35 @@ mod tests {
         );
         // A text without a `+` or a `%` has no decoded view.
         assert_eq!(views("my secret value").len(), 1);
+    }
+
+    #[test]
+    fn a_text_is_read_with_its_character_references_decoded() {
+        // Each escaper's spelling of the same characters, named and numeric, either case.
+        let text =
+            "&lt;a href=&quot;x&quot;&gt;it&#39;s &amp; it&#x27;s &#X27;&#60;&apos;&#x00e9;&LT;";
+        let v = views(text);
+        assert!(
+            v.iter()
+                .any(|(f, t)| *f == Form::Html && t == "<a href=\"x\">it's & it's '<'é<"),
+            "{v:?}"
+        );
+        // Only one level is undone; what is no reference stays as it is.
+        assert_eq!(html_decoded("&amp;lt;"), "&lt;");
+        for kept in [
+            "a & b",
+            "&nope;",
+            "&#;",
+            "&#x;",
+            "&#+39;",
+            "&#xZZ;",
+            "&#1114112;",
+            "&lt",
+        ] {
+            assert_eq!(html_decoded(kept), kept);
+        }
+        // A plain text has no HTML view.
+        assert!(views("a & b").iter().all(|(f, _)| *f != Form::Html));
     }
 
     #[test]

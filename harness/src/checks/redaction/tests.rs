@@ -240,3 +240,27 @@ fn a_form_body_without_escapes_is_found() {
         "the diagnostic contains untrusted text \"my secret value\" in its form-encoded form"
     );
 }
+
+#[test]
+fn a_secret_html_escaped_is_found_in_every_spelling() {
+    let none = |_: &str| false;
+    let secret = "<b>\"tok\" & 'en'</b>";
+    for text in [
+        "&lt;b&gt;&quot;tok&quot; &amp; &#39;en&#39;&lt;/b&gt;",
+        "&lt;b&gt;&#34;tok&#34; &amp; &#x27;en&apos;&#x3C;/b&#x3e;",
+    ] {
+        let seen = Seen::new(
+            &[("diagnostic", format!("<pre>{text}</pre>"))],
+            &Observed::default(),
+            &[],
+        );
+        let hit = seen.leak(secret, &none).map(|h| h.describe(secret));
+        assert_eq!(
+            hit.as_deref(),
+            Some(
+                r#"the diagnostic contains untrusted text "<b>\"tok\" & 'en'</b>" in its HTML-escaped form"#
+            ),
+            "{text}"
+        );
+    }
+}
