@@ -120,10 +120,11 @@ fn a_secret_leaked_in_each_form_is_caught() {
 }
 
 #[test]
-fn a_message_form_encoded_or_html_escaped_is_caught() {
+fn a_message_form_encoded_html_escaped_or_wrapped_over_two_lines_is_caught() {
     // Each leaks a `session/prompt` error message one way, and the finding names that way:
     // "Internal error" as `Internal+error` (no `%` to decode), a JSON message with its quotes
-    // as `&quot;`.
+    // as `&quot;`, "Internal error" broken at its space ("Internal" ends the diagnostic's line,
+    // "error" begins the output's).
     for (defect, scenario, finding) in [
         (
             "leak-form-encoded",
@@ -134,6 +135,12 @@ fn a_message_form_encoded_or_html_escaped_is_caught() {
             "leak-html-escaped",
             "acp/stage/prompt-error-http-status-code",
             r#"SECRET-upstream-key\",\"status\":\"UNAUTHENTICATED\"}}" in its HTML-escaped form"#,
+        ),
+        (
+            "wrap-error-into-output",
+            "acp/stage/prompt-error-response",
+            "the result read across the line between its diagnostic and its output contains \
+             untrusted text \"Internal error\"",
         ),
     ] {
         let subject = common::defective(&[defect]);

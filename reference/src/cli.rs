@@ -254,6 +254,11 @@ defects! {
         "ACP: append a `session/prompt` error response's message to the diagnostic HTML-escaped \
          (`&quot;`, `&lt;`, `&#39;`, …), as an error page shows it",
         catches ["contract.redaction", "expect.diagnostic"];
+    wrap_error_into_output = "wrap-error-into-output":
+        "ACP: word-wrap a `session/prompt` error response's message over the result: its words \
+         up to the space (or other separator) nearest its middle end the diagnostic, the rest \
+         begins the output on a line of its own (that separator dropped)",
+        catches ["contract.redaction", "expect.diagnostic", "expect.output"];
     leak_parent_token = "leak-parent-token":
         "Append the host's own parent credential (`CONFORM_PARENT_API_TOKEN`), percent-encoded \
          in a retry URL, to every diagnostic",

@@ -66,6 +66,16 @@ pub fn prompt_error_leaks(
     if defects.leak_html_escaped {
         diagnostic = leak_html_escaped(&diagnostic, message);
     }
+    if defects.wrap_error_into_output {
+        let (leaked, tail) = wrap_into_output(&diagnostic, message);
+        diagnostic = leaked;
+        // The rest of the message begins the output, on a line of its own.
+        *output = if output.is_empty() {
+            tail
+        } else {
+            format!("{tail}\n{output}")
+        };
+    }
     diagnostic
 }
 
@@ -113,6 +123,26 @@ pub fn leak_html_escaped(diagnostic: &str, secret: &str) -> String {
     format!("{diagnostic} <pre>{}</pre>", html_escaped(secret))
 }
 
+/// The `wrap-error-into-output` defect: `secret` word-wrapped over the diagnostic and the
+/// output, broken at the separator (a space, a tab, a line break, a control character) nearest
+/// its middle, which is dropped — at the middle itself when it holds none. Returns the
+/// diagnostic with the head appended, and the tail the output begins with.
+pub fn wrap_into_output(diagnostic: &str, secret: &str) -> (String, String) {
+    let chars: Vec<char> = secret.chars().collect();
+    let middle = chars.len() / 2;
+    let at = (0..chars.len())
+        .filter(|i| chars[*i].is_whitespace() || chars[*i].is_control())
+        .min_by_key(|i| i.abs_diff(middle));
+    let (head, tail) = match at {
+        Some(at) => (&chars[..at], &chars[at + 1..]),
+        None => chars.split_at(middle),
+    };
+    (
+        format!("{diagnostic} {}", head.iter().collect::<String>()),
+        tail.iter().collect(),
+    )
+}
+
 /// The `leak-parent-token` defect: `diagnostic` with the host's own credential (the parent
 /// token in its environment) appended, percent-encoded as a URL query would carry it.
 pub fn leak_parent_token(diagnostic: &str) -> String {
@@ -137,5 +167,20 @@ mod tests {
             html_escaped(r#"<a href="x">it's & co</a>"#),
             "&lt;a href=&quot;x&quot;&gt;it&#39;s &amp; co&lt;/a&gt;"
         );
+    }
+
+    #[test]
+    fn a_message_is_wrapped_at_the_separator_nearest_its_middle() {
+        let wrap = |m| wrap_into_output("D", m);
+        assert_eq!(
+            wrap("Internal error"),
+            ("D Internal".into(), "error".into())
+        );
+        assert_eq!(
+            wrap("Authentication required now"),
+            ("D Authentication".into(), "required now".into())
+        );
+        assert_eq!(wrap("ab\ncd"), ("D ab".into(), "cd".into()));
+        assert_eq!(wrap("abcd"), ("D ab".into(), "cd".into()));
     }
 }

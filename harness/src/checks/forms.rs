@@ -338,6 +338,32 @@ pub fn compact(text: &str) -> String {
         .collect()
 }
 
+/// Where a provider may break a secret across two lines: a space, a line break, a tab, any
+/// other whitespace or control character.
+pub fn is_separator(c: char) -> bool {
+    c.is_whitespace() || c.is_control()
+}
+
+/// `text` with every run of separators ([`is_separator`]) made one space: a secret broken at
+/// its own separator and shown on two lines reads the same as the two lines do, whichever
+/// separator each used and whether the secret's own was kept or dropped.
+pub fn fold_separators(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    let mut in_run = false;
+    for c in text.chars() {
+        if is_separator(c) {
+            if !in_run {
+                out.push(' ');
+            }
+            in_run = true;
+        } else {
+            out.push(c);
+            in_run = false;
+        }
+    }
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -445,5 +471,6 @@ mod tests {
         );
         assert_eq!(index.find("abcdefghijklmnopqrstuvw", &never, &holds), None);
         assert_eq!(compact("a b\n\u{200D}c"), "abc");
+        assert_eq!(fold_separators("a\t\r\n b\u{7}c "), "a b c ");
     }
 }

@@ -3,7 +3,8 @@
 //! every model-visible text in every form a leak takes ([`super::forms`]: raw, JSON-escaped,
 //! percent- or form-encoded, HTML-escaped, base64, normalised) — whole, line by line (a CR or
 //! LF inside a secret may be where a provider splits it), across texts (a secret split between
-//! two fields), and by every 24-character window (a leak the 4096-byte bound cut shows only in
+//! two fields, or broken at its own space or line break over the diagnostic's line and the
+//! output's), and by every 24-character window (a leak the 4096-byte bound cut shows only in
 //! part). What the contract itself shows — the scenario's expected texts, the fixed
 //! presentation phrases, the run's label — never counts as a leak, even when an untrusted
 //! string happens to equal it.
@@ -202,28 +203,50 @@ impl View {
     }
 }
 
-/// The texts across field boundaries: all of them joined as the model reads them, and the
-/// result's diagnostic and output end to end, in either order (a secret split between them) —
-/// each also without the text the scenario expects there, so a piece appended to the real
+/// The result's diagnostic and output as pairs to read across the boundary between them: each
+/// whole, and without the text the scenario expects there, so a piece appended to the real
 /// output or diagnostic meets the other piece.
-fn joined_texts(
-    texts: &[(&'static str, String)],
-    obs: &Observed,
-    expected: &[&str],
-) -> Vec<String> {
-    let all: Vec<&str> = texts.iter().map(|(_, t)| t.as_str()).collect();
-    let mut out = vec![all.join("\n")];
-    if let Some(r) = &obs.result
-        && let Some(d) = &r.diagnostic
-    {
-        let output = r.output_text();
-        for d in beyond_expected(d, expected) {
-            for o in beyond_expected(&output, expected) {
-                out.push(format!("{d}{o}"));
-                out.push(format!("{o}{d}"));
-            }
+fn field_pairs(obs: &Observed, expected: &[&str]) -> Vec<(String, String)> {
+    let Some(r) = &obs.result else {
+        return Vec::new();
+    };
+    let Some(d) = &r.diagnostic else {
+        return Vec::new();
+    };
+    let output = r.output_text();
+    let mut out = Vec::new();
+    for d in beyond_expected(d, expected) {
+        for o in beyond_expected(&output, expected) {
+            out.push((d.to_owned(), o.to_owned()));
         }
     }
+    out
+}
+
+/// The texts across field boundaries: all of them joined as the model reads them, and the
+/// result's diagnostic and output end to end, in either order (a secret split between them).
+fn joined_texts(texts: &[(&'static str, String)], pairs: &[(String, String)]) -> Vec<String> {
+    let all: Vec<&str> = texts.iter().map(|(_, t)| t.as_str()).collect();
+    let mut out = vec![all.join("\n")];
+    for (d, o) in pairs {
+        out.push(format!("{d}{o}"));
+        out.push(format!("{o}{d}"));
+    }
+    out
+}
+
+/// The result's diagnostic and output read across the line break the presentation puts
+/// between them (`Diagnostic: …` on one line, the output on a later one), in either order,
+/// every run of separators made one space ([`forms::fold_separators`]): a secret broken where
+/// it holds a space or a control character reads whole here.
+fn split_texts(pairs: &[(String, String)]) -> Vec<String> {
+    let mut out: Vec<String> = pairs
+        .iter()
+        .flat_map(|(d, o)| [format!("{d}\n{o}"), format!("{o}\n{d}")])
+        .map(|t| forms::fold_separators(&t))
+        .collect();
+    out.sort();
+    out.dedup();
     out
 }
 
@@ -263,6 +286,8 @@ struct Seen {
     views: Vec<View>,
     /// Every text joined as the model reads them, and each pair of result fields end to end.
     joined: Vec<View>,
+    /// Each pair of result fields across the line between them, separators folded.
+    split: Vec<String>,
     /// All texts joined without the presentation's phrases, whitespace or format characters.
     compact: String,
     /// Every window of every view, built when a secret is not found whole.
@@ -280,13 +305,15 @@ impl Seen {
         for (what, text) in &texts {
             views.extend(View::all(what, text));
         }
+        let pairs = field_pairs(obs, expected);
         let mut joined = Vec::new();
-        for text in joined_texts(&texts, obs, expected) {
+        for text in joined_texts(&texts, &pairs) {
             joined.extend(View::all("model-visible texts together", &text));
         }
         Seen {
             views,
             joined,
+            split: split_texts(&pairs),
             compact: compacted(&texts),
             index: std::cell::OnceCell::new(),
         }
@@ -311,10 +338,13 @@ impl Seen {
     }
 
     /// Where `secret` shows, in the plainest form and the first text it shows in: whole, one
-    /// of its lines, across texts, or a window of any of its forms (a leak the bound cut).
+    /// of its lines, across texts (end to end, broken at one of its separators between the
+    /// diagnostic and the output, or with the separators gone), or a window of any of its
+    /// forms (a leak the bound cut).
     fn leak(&self, secret: &str, shown_by_contract: &impl Fn(&str) -> bool) -> Option<Hit> {
         let needles = needles(secret);
         self.whole(&needles, shown_by_contract)
+            .or_else(|| self.broken_at_separator(&needles, shown_by_contract))
             .or_else(|| self.without_separators(&needles, shown_by_contract))
             .or_else(|| self.windowed(&needles, shown_by_contract))
     }
@@ -332,6 +362,29 @@ impl Seen {
             }
         }
         None
+    }
+
+    /// A form of the secret that holds a separator, broken there between the diagnostic and
+    /// the output: the presentation's line break stands where the secret's own separator was
+    /// (kept or dropped). Short ones are left to chance no more than a derived string is.
+    fn broken_at_separator(
+        &self,
+        needles: &[Needle],
+        shown: &impl Fn(&str) -> bool,
+    ) -> Option<Hit> {
+        needles.iter().find_map(|(form, needle, whole)| {
+            if !needle.chars().any(forms::is_separator) || shown(needle) {
+                return None;
+            }
+            let folded = forms::fold_separators(needle);
+            let long_enough = folded.trim().chars().count() >= MIN_DERIVED_CHARS;
+            (long_enough && self.split.iter().any(|t| t.contains(folded.as_str()))).then(|| Hit {
+                what: "result read across the line between its diagnostic and its output",
+                form: *form,
+                piece: needle.clone(),
+                whole: *whole,
+            })
+        })
     }
 
     /// A form of the secret once the separators between the texts are gone.

@@ -238,6 +238,26 @@ proptest! {
         prop_assert!(found(&secret, &obs).is_some(), "{how:?} missed: {diagnostic:?} / {output:?}");
     }
 
+    #[test]
+    fn a_secret_broken_at_a_separator_over_two_lines_is_found(
+        secret in secret(),
+        separator in prop::sample::select(vec![' ', '\t', '\n', '\r', '\u{7}', '\u{1b}']),
+        at in any::<prop::sample::Index>(),
+        kept in any::<bool>(),
+    ) {
+        // The secret holds a separator inside it; the provider breaks it there, the head
+        // ending the diagnostic (the separator kept or dropped), the rest beginning the output.
+        let mut chars: Vec<char> = secret.chars().collect();
+        let at = 1 + at.index(chars.len() - 1);
+        chars.insert(at, separator);
+        let secret: String = chars.iter().collect();
+        let head: String = chars[..at + usize::from(kept)].iter().collect();
+        let tail: String = chars[at + 1..].iter().collect();
+        let diagnostic = format!("{DIAGNOSTIC} {head}");
+        let output = format!("{tail}\npartial answer");
+        let obs = observed(&diagnostic, &output);
+        prop_assert!(found(&secret, &obs).is_some(), "missed: {diagnostic:?} / {output:?}");
+    }
 
 }
 

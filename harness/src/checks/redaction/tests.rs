@@ -264,3 +264,56 @@ fn a_secret_html_escaped_is_found_in_every_spelling() {
         );
     }
 }
+
+/// A result whose diagnostic ends with `head` and whose output begins with `tail`, as the
+/// foreground tool result shows them: on lines of their own.
+fn split_result(head: &str, tail: &str) -> Observed {
+    let diagnostic =
+        format!("Subagent failure (provider: ACP; stage: prompt; category: unknown) {head}");
+    let output = format!("{tail}\npartial answer");
+    Observed {
+        result: Some(crate::run::observed::RunResult {
+            stop_reason: "error".into(),
+            output: vec![serde_json::json!({ "type": "text", "text": output })],
+            diagnostic: Some(diagnostic.clone()),
+        }),
+        tool_result: Some((
+            true,
+            format!(
+                "Error: subagent run failed\nDiagnostic: {diagnostic}\n\nPartial output before the run ended:\n{output}"
+            ),
+        )),
+        ..Observed::default()
+    }
+}
+
+#[test]
+fn a_secret_broken_at_its_own_separator_over_the_diagnostic_and_output_lines_is_found() {
+    let fixed = |s: &str| FIXED_PHRASES.iter().any(|p| p.contains(s));
+    // Broken at a space, a newline (lines too short to be matched alone), a tab, a control
+    // character; the secret's own separator dropped or kept at the end of the diagnostic.
+    for (secret, head, tail) in [
+        ("my secret value", "my secret", "value"),
+        ("my secret value", "my secret ", "value"),
+        ("pass\nword-xy", "pass", "word-xy"),
+        ("tab\tsep\tvalue", "tab\tsep", "value"),
+        ("bell\u{7}secret", "bell", "secret"),
+    ] {
+        let obs = split_result(head, tail);
+        let texts: Vec<(&'static str, String)> = model_visible(&obs)
+            .into_iter()
+            .map(|(w, t)| (w, t.to_owned()))
+            .collect();
+        let seen = Seen::new(&texts, &obs, &["partial answer"]);
+        let hit = seen.leak(secret, &fixed);
+        assert!(hit.is_some(), "{secret:?} split as {head:?} / {tail:?}");
+    }
+    // The contract's own texts, split the same way, are no leak.
+    let obs = split_result("", "");
+    let texts: Vec<(&'static str, String)> = model_visible(&obs)
+        .into_iter()
+        .map(|(w, t)| (w, t.to_owned()))
+        .collect();
+    let seen = Seen::new(&texts, &obs, &["partial answer"]);
+    assert_eq!(seen.leak("my secret value", &fixed), None);
+}
