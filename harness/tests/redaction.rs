@@ -151,6 +151,69 @@ fn a_message_form_encoded_html_escaped_or_wrapped_over_two_lines_is_caught() {
 }
 
 #[test]
+fn the_harness_own_secrets_echoed_by_the_runtime_are_caught() {
+    // A CI starts conform with credentials of its own; the subject inherits them. The runtime
+    // echoes one whose name says credential (handed on by `inherit-whole-env`) and one whose
+    // value does (a name the reference hands on), and `leak-raw-error` shows its stderr.
+    let dir = tempfile::tempdir().unwrap();
+    let (scenarios, snapshots) = (dir.path().join("scenarios"), dir.path().join("snapshots"));
+    std::fs::create_dir_all(scenarios.join("acp")).unwrap();
+    std::fs::create_dir_all(scenarios.join("preludes")).unwrap();
+    std::fs::create_dir_all(&snapshots).unwrap();
+    for p in std::fs::read_dir(common::workspace().join("scenarios/preludes"))
+        .unwrap()
+        .flatten()
+    {
+        std::fs::copy(p.path(), scenarios.join("preludes").join(p.file_name())).unwrap();
+    }
+    std::fs::write(
+        scenarios.join("acp/echoed-environment.toml"),
+        r#"title = "the runtime echoes two variables of the harness's own environment, then exits"
+provider = "acp"
+
+[[fake.steps]]
+include = "acp-prompt"
+
+[[fake.steps]]
+echo_to_stderr = "env:CONFORM_TEST_DEPLOY_TOKEN"
+
+[[fake.steps]]
+echo_to_stderr = "env:CONFORM_TEST_UPSTREAM"
+
+[[fake.steps]]
+exit = 17
+
+[expect]
+stop_reason = "error"
+diagnostic = "Subagent failure (provider: ACP; stage: process; category: process-exit; exit code: 17)"
+job_status = "failed"
+"#,
+    )
+    .unwrap();
+    let subject = common::defective(&["inherit-whole-env", "leak-raw-error"]);
+    let _slot = common::Slot::take();
+    let out = conform()
+        .env("CONFORM_TEST_DEPLOY_TOKEN", "ci-deploy-token-0123456789")
+        .env("CONFORM_TEST_UPSTREAM", "sk-ci-upstream-0a1b2c3d4e5f")
+        .args(["run", "--scenarios"])
+        .arg(&scenarios)
+        .arg("--snapshots")
+        .arg(&snapshots)
+        .args(["--subject", &subject])
+        .output()
+        .unwrap();
+    let out = stdout(&out);
+    for secret in ["ci-deploy-token-0123456789", "sk-ci-upstream-0a1b2c3d4e5f"] {
+        assert!(
+            out.contains(&format!(
+                "[contract.redaction] the diagnostic contains untrusted text \"{secret}\""
+            )),
+            "{secret}: {out}"
+        );
+    }
+}
+
+#[test]
 fn the_hosts_own_token_percent_encoded_is_caught() {
     // A value the runtime never wrote: the harness's parent credential in the subject's
     // environment, leaked percent-encoded by `leak-parent-token`.

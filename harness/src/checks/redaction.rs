@@ -1,13 +1,13 @@
 //! `contract.redaction`: no untrusted text reaches anything the model sees. The untrusted
-//! strings of a scenario and the secret-like values its runtime is handed are matched against
-//! every model-visible text in every form a leak takes ([`super::forms`]: raw, JSON-escaped,
-//! percent- or form-encoded, HTML-escaped, base64, normalised) — whole, line by line (a CR or
-//! LF inside a secret may be where a provider splits it), across texts (a secret split between
-//! two fields, or broken at its own space or line break over the diagnostic's line and the
-//! output's), and by every 24-character window (a leak the 4096-byte bound cut shows only in
-//! part). What the contract itself shows — the scenario's expected texts, the fixed
-//! presentation phrases, the run's label — never counts as a leak, even when an untrusted
-//! string happens to equal it.
+//! strings of a scenario and the secret-like values its runtime may be handed (the harness's
+//! own environment included) are matched against every model-visible text in every form a leak
+//! takes ([`super::forms`]: raw, JSON-escaped, percent- or form-encoded, HTML-escaped, base64,
+//! normalised) — whole, line by line (a CR or LF inside a secret may be where a provider splits
+//! it), across texts (a secret split between two fields, or broken at its own space or line
+//! break over the diagnostic's line and the output's), and by every 24-character window (a leak
+//! the 4096-byte bound cut shows only in part). What the contract itself shows — the scenario's
+//! expected texts, the fixed presentation phrases, the run's label — never counts as a leak,
+//! even when an untrusted string happens to equal it.
 
 use conform_fakes::codec::string_leaves;
 

@@ -1,3 +1,4 @@
+use super::environment::handed_secrets;
 use super::*;
 use std::path::Path;
 
@@ -316,4 +317,59 @@ fn a_secret_broken_at_its_own_separator_over_the_diagnostic_and_output_lines_is_
         .collect();
     let seen = Seen::new(&texts, &obs, &["partial answer"]);
     assert_eq!(seen.leak("my secret value", &fixed), None);
+}
+
+#[test]
+fn the_harness_own_environment_and_what_the_runtime_echoes_are_secrets() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../scenarios");
+    let mut s =
+        crate::scenario::load(&root, &root.join("acp/stop/max-turn-requests.toml")).unwrap();
+    // What a CI starts conform with: its own credentials beside harmless settings.
+    let own: Vec<(String, String)> = [
+        ("CI_DEPLOY_TOKEN", "ci-deploy-token-0123456789"),
+        ("OPENAI_API_KEY", "proj-key-abcdef012345"),
+        ("UPSTREAM_FOR_TESTS", "sk-ci-0123456789abcdef"),
+        ("CI_PLAIN_SETTING", "ci-plain-setting-value"),
+        ("HOME", "/home/runner"),
+        ("LANG", "C.UTF-8"),
+    ]
+    .into_iter()
+    .map(|(k, v)| (k.to_owned(), v.to_owned()))
+    .collect();
+    let got = handed_secrets(&s, &own);
+    for want in [
+        "ci-deploy-token-0123456789",
+        "proj-key-abcdef012345",
+        "sk-ci-0123456789abcdef",
+        "parent-token-never-for-a-child",
+    ] {
+        assert!(got.contains(&want.to_owned()), "{want} in {got:?}");
+    }
+    for not in [
+        "ci-plain-setting-value",
+        "/home/runner",
+        "parent-setting-never-for-a-child",
+    ] {
+        assert!(!got.contains(&not.to_owned()), "{not} in {got:?}");
+    }
+    // Echoed on stderr by the runtime, a value is untrusted whatever it looks like.
+    let mut steps = s.script.steps();
+    for name in ["CI_PLAIN_SETTING", "DSH_PARENT_SETTING", "HOME"] {
+        steps.insert(
+            0,
+            conform_protocol::script::Step {
+                echo_to_stderr: Some(format!("env:{name}")),
+                ..Default::default()
+            },
+        );
+    }
+    s.script.set_steps(steps);
+    let got = handed_secrets(&s, &own);
+    for want in [
+        "ci-plain-setting-value",
+        "parent-setting-never-for-a-child",
+        "/home/runner",
+    ] {
+        assert!(got.contains(&want.to_owned()), "{want} in {got:?}");
+    }
 }
