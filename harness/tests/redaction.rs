@@ -89,13 +89,14 @@ fn each_channel_copied_by_a_seeded_defect_is_caught_with_its_channel_named() {
 fn a_secret_leaked_in_each_form_is_caught() {
     // `leak-encoded` writes the error message in another form each run, in turn: JSON-escaped,
     // percent-encoded, in base64, in base64url, with zero-width spaces, split between the
-    // diagnostic and the output, cut to 24 characters. One run after another (`-j 1`), seven
-    // cases take every form once; each must fail, with its channel named.
+    // diagnostic and the output, cut to 24 characters, form-encoded, HTML-escaped. One run
+    // after another (`-j 1`), nine cases take every form once; each must fail, with its
+    // channel named.
     let subject = common::defective(&["leak-encoded"]);
     let scenario = "acp/stage/prompt-error-response";
     let (code, out) = redaction(&[
         "--cases",
-        "7",
+        "9",
         "--seed",
         "11",
         "-j",
@@ -109,13 +110,107 @@ fn a_secret_leaked_in_each_form_is_caught() {
     // Every case failed, each laid by its finding at the channel the defect copies (one is
     // kept as the counterexample: the first per provider × channel).
     assert!(
-        out.contains("7 cases over 1 scenarios, 7 failed (1 kept"),
+        out.contains("9 cases over 1 scenarios, 9 failed (1 kept"),
         "{out}"
     );
     assert!(
-        out.contains("failing cases by channel: `json-rpc error message` 7"),
+        out.contains("failing cases by channel: `json-rpc error message` 9"),
         "{out}"
     );
+}
+
+#[test]
+fn a_message_form_encoded_html_escaped_or_wrapped_over_two_lines_is_caught() {
+    // Each leaks a `session/prompt` error message one way, and the finding names that way:
+    // "Internal error" as `Internal+error` (no `%` to decode), a JSON message with its quotes
+    // as `&quot;`, "Internal error" broken at its space ("Internal" ends the diagnostic's line,
+    // "error" begins the output's).
+    for (defect, scenario, finding) in [
+        (
+            "leak-form-encoded",
+            "acp/stage/prompt-error-response",
+            "the diagnostic contains untrusted text \"Internal error\" in its form-encoded form",
+        ),
+        (
+            "leak-html-escaped",
+            "acp/stage/prompt-error-http-status-code",
+            r#"SECRET-upstream-key\",\"status\":\"UNAUTHENTICATED\"}}" in its HTML-escaped form"#,
+        ),
+        (
+            "wrap-error-into-output",
+            "acp/stage/prompt-error-response",
+            "the result read across the line between its diagnostic and its output contains \
+             untrusted text \"Internal error\"",
+        ),
+    ] {
+        let subject = common::defective(&[defect]);
+        let (code, out, _) = common::run(&["--filter", scenario, "--subject", &subject]);
+        assert_eq!(code, Some(1), "{defect}: {out}");
+        assert!(out.contains(finding), "{defect}: {out}");
+    }
+}
+
+#[test]
+fn the_harness_own_secrets_echoed_by_the_runtime_are_caught() {
+    // A CI starts conform with credentials of its own; the subject inherits them. The runtime
+    // echoes one whose name says credential (handed on by `inherit-whole-env`) and one whose
+    // value does (a name the reference hands on), and `leak-raw-error` shows its stderr.
+    let dir = tempfile::tempdir().unwrap();
+    let (scenarios, snapshots) = (dir.path().join("scenarios"), dir.path().join("snapshots"));
+    std::fs::create_dir_all(scenarios.join("acp")).unwrap();
+    std::fs::create_dir_all(scenarios.join("preludes")).unwrap();
+    std::fs::create_dir_all(&snapshots).unwrap();
+    for p in std::fs::read_dir(common::workspace().join("scenarios/preludes"))
+        .unwrap()
+        .flatten()
+    {
+        std::fs::copy(p.path(), scenarios.join("preludes").join(p.file_name())).unwrap();
+    }
+    std::fs::write(
+        scenarios.join("acp/echoed-environment.toml"),
+        r#"title = "the runtime echoes two variables of the harness's own environment, then exits"
+provider = "acp"
+
+[[fake.steps]]
+include = "acp-prompt"
+
+[[fake.steps]]
+echo_to_stderr = "env:CONFORM_TEST_DEPLOY_TOKEN"
+
+[[fake.steps]]
+echo_to_stderr = "env:CONFORM_TEST_UPSTREAM"
+
+[[fake.steps]]
+exit = 17
+
+[expect]
+stop_reason = "error"
+diagnostic = "Subagent failure (provider: ACP; stage: process; category: process-exit; exit code: 17)"
+job_status = "failed"
+"#,
+    )
+    .unwrap();
+    let subject = common::defective(&["inherit-whole-env", "leak-raw-error"]);
+    let _slot = common::Slot::take();
+    let out = conform()
+        .env("CONFORM_TEST_DEPLOY_TOKEN", "ci-deploy-token-0123456789")
+        .env("CONFORM_TEST_UPSTREAM", "sk-ci-upstream-0a1b2c3d4e5f")
+        .args(["run", "--scenarios"])
+        .arg(&scenarios)
+        .arg("--snapshots")
+        .arg(&snapshots)
+        .args(["--subject", &subject])
+        .output()
+        .unwrap();
+    let out = stdout(&out);
+    for secret in ["ci-deploy-token-0123456789", "sk-ci-upstream-0a1b2c3d4e5f"] {
+        assert!(
+            out.contains(&format!(
+                "[contract.redaction] the diagnostic contains untrusted text \"{secret}\""
+            )),
+            "{secret}: {out}"
+        );
+    }
 }
 
 #[test]

@@ -535,12 +535,7 @@ impl AcpRun {
                 {
                     d = format!("{d} {data}");
                 }
-                // Seeded defect: the error message leaked in another form each run.
-                if self.defects.leak_encoded {
-                    let (leaked, tail) = crate::leak::leak_encoded(&d, &message);
-                    d = leaked;
-                    output.push_str(&tail);
-                }
+                let d = crate::leak::prompt_error_leaks(&self.defects, d, &message, output);
                 ("error", Some(d))
             }
             Err(e) => {

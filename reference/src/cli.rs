@@ -243,8 +243,22 @@ defects! {
     leak_encoded = "leak-encoded":
         "ACP: append a `session/prompt` error response's message to the diagnostic in another \
          form each run (JSON-escaped, percent-encoded, in base64, in base64url, with zero-width \
-         spaces, split between the diagnostic and the output, cut to 24 characters)",
+         spaces, split between the diagnostic and the output, cut to 24 characters, \
+         form-encoded, HTML-escaped)",
         catches ["contract.redaction", "expect.diagnostic"];
+    leak_form_encoded = "leak-form-encoded":
+        "ACP: append a `session/prompt` error response's message to the diagnostic form-encoded \
+         (`+` for a space: `Internal+error`, no `%` in it), in a retry URL's query",
+        catches ["contract.redaction", "expect.diagnostic"];
+    leak_html_escaped = "leak-html-escaped":
+        "ACP: append a `session/prompt` error response's message to the diagnostic HTML-escaped \
+         (`&quot;`, `&lt;`, `&#39;`, …), as an error page shows it",
+        catches ["contract.redaction", "expect.diagnostic"];
+    wrap_error_into_output = "wrap-error-into-output":
+        "ACP: word-wrap a `session/prompt` error response's message over the result: its words \
+         up to the space (or other separator) nearest its middle end the diagnostic, the rest \
+         begins the output on a line of its own (that separator dropped)",
+        catches ["contract.redaction", "expect.diagnostic", "expect.output"];
     leak_parent_token = "leak-parent-token":
         "Append the host's own parent credential (`CONFORM_PARENT_API_TOKEN`), percent-encoded \
          in a retry URL, to every diagnostic",

@@ -1,16 +1,19 @@
 //! The forms a secret takes on its way into a text, and the views of a text that undo them.
 //!
 //! A provider rarely leaks a secret byte for byte: it serialises an error payload (JSON
-//! escapes), builds a URL (percent-encoding), packs a blob (base64), normalises or sanitises
-//! text (NFKC, format characters dropped), or its bound cuts the leak short. Each form is
-//! matched here, so `contract.redaction` and `--accept` see what a leak looks like, not only
-//! what the secret looked like.
+//! escapes), builds a URL or a form body (percent-encoding, `+` for a space), packs a blob
+//! (base64), writes HTML (character references), normalises or sanitises text (NFKC, format
+//! characters dropped), or its bound cuts the leak short. Each form is matched here, so
+//! `contract.redaction` and `--accept` see what a leak looks like, not only what the secret
+//! looked like.
 //!
 //! Two directions, whichever is exact: a secret is *encoded* into the forms a text may hold
 //! (JSON, base64 — a text cannot be decoded without knowing where the encoded part starts),
 //! and a text is *decoded* into the views a secret may show in (percent-decoding undoes every
-//! escape set and either hex case; normalisation undoes compatibility forms and invisible
-//! characters).
+//! escape set and either hex case; form-decoding reads a `+` as the space it stands for, with
+//! or without escapes beside it; HTML-decoding undoes every spelling of a character reference,
+//! `&#39;`, `&#x27;` and `&apos;` alike, each ending at its `;`; normalisation undoes
+//! compatibility forms and invisible characters).
 
 use std::collections::HashMap;
 
@@ -24,6 +27,8 @@ pub enum Form {
     Raw,
     Json,
     Percent,
+    FormEncoded,
+    Html,
     Base64,
     Base64Url,
     Normalized,
@@ -31,10 +36,12 @@ pub enum Form {
 
 impl Form {
     /// Every form, the plainest first (a hit is reported in the plainest form it shows in).
-    pub const ALL: [Form; 6] = [
+    pub const ALL: [Form; 8] = [
         Form::Raw,
         Form::Json,
         Form::Percent,
+        Form::FormEncoded,
+        Form::Html,
         Form::Base64,
         Form::Base64Url,
         Form::Normalized,
@@ -46,6 +53,8 @@ impl Form {
             Form::Raw => "raw",
             Form::Json => "JSON-escaped",
             Form::Percent => "percent-encoded",
+            Form::FormEncoded => "form-encoded",
+            Form::Html => "HTML-escaped",
             Form::Base64 => "base64",
             Form::Base64Url => "base64url",
             Form::Normalized => "Unicode-normalised (NFKC, format characters removed)",
@@ -175,17 +184,23 @@ pub fn is_format(c: char) -> bool {
         | '\u{E0001}' | '\u{E0020}'..='\u{E007F}')
 }
 
-/// What a text may be read as besides itself: percent-decoded (and form-decoded, `+` for a
-/// space) when it holds escapes, and normalised. Each view carries the form it undoes.
+/// What a text may be read as besides itself: percent-decoded when it holds an escape,
+/// form-decoded when it holds a `+`, HTML-decoded when it holds a character reference, and
+/// normalised. Each view carries the form it undoes.
 pub fn views(text: &str) -> Vec<(Form, String)> {
     let mut out = vec![(Form::Raw, text.to_owned())];
     if text.contains('%') {
-        let decoded = percent_encoding::percent_decode_str(text).decode_utf8_lossy();
-        out.push((Form::Percent, decoded.into_owned()));
-        if text.contains('+') {
-            let form = text.replace('+', " ");
-            let decoded = percent_encoding::percent_decode_str(&form).decode_utf8_lossy();
-            out.push((Form::Percent, decoded.into_owned()));
+        out.push((Form::Percent, percent_decoded(text)));
+    }
+    // A form body writes a space as `+` and needs no escape for letters and digits:
+    // `my+secret+value` holds no `%` at all.
+    if text.contains('+') {
+        out.push((Form::FormEncoded, percent_decoded(&text.replace('+', " "))));
+    }
+    if text.contains('&') {
+        let html = html_decoded(text);
+        if html != text {
+            out.push((Form::Html, html));
         }
     }
     let n = normalized(text);
@@ -193,6 +208,74 @@ pub fn views(text: &str) -> Vec<(Form, String)> {
         out.push((Form::Normalized, n));
     }
     out
+}
+
+/// `text` with every percent escape decoded (bytes that are not UTF-8 read as U+FFFD).
+fn percent_decoded(text: &str) -> String {
+    percent_encoding::percent_decode_str(text)
+        .decode_utf8_lossy()
+        .into_owned()
+}
+
+/// Where a character reference must end, `&` and `;` included: `&#x10FFFF;` takes ten bytes,
+/// and room is left for zeros an escaper pads numbers with (`&#x0027;`).
+const MAX_REFERENCE_BYTES: usize = 32;
+
+/// `text` with its HTML character references decoded: the named ones an escaper writes
+/// (`&lt;` `&gt;` `&amp;` `&quot;` `&apos;`, in either case) and every numeric one, decimal or
+/// hex (`&#39;`, `&#x27;`, `&#X27;`). One level, as one escaper writes it; anything else after
+/// a `&` is left as it is.
+pub fn html_decoded(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    let mut rest = text;
+    while let Some(at) = rest.find('&') {
+        out.push_str(&rest[..at]);
+        rest = &rest[at..];
+        match html_reference(rest) {
+            Some((c, len)) => {
+                out.push(c);
+                rest = &rest[len..];
+            }
+            None => {
+                out.push('&');
+                rest = &rest[1..];
+            }
+        }
+    }
+    out.push_str(rest);
+    out
+}
+
+/// The character the reference at the start of `text` (at its `&`) stands for, and the
+/// reference's length in bytes.
+fn html_reference(text: &str) -> Option<(char, usize)> {
+    let end = text
+        .bytes()
+        .take(MAX_REFERENCE_BYTES)
+        .position(|b| b == b';')?;
+    let body = &text[1..end];
+    let c = match body.strip_prefix('#') {
+        Some(number) => {
+            let (digits, radix) = match number.strip_prefix(['x', 'X']) {
+                Some(hex) => (hex, 16),
+                None => (number, 10),
+            };
+            // `from_str_radix` takes a sign too; a reference never has one.
+            if digits.is_empty() || !digits.chars().all(|c| c.is_digit(radix)) {
+                return None;
+            }
+            char::from_u32(u32::from_str_radix(digits, radix).ok()?)?
+        }
+        None => match body {
+            "lt" | "LT" => '<',
+            "gt" | "GT" => '>',
+            "amp" | "AMP" => '&',
+            "quot" | "QUOT" => '"',
+            "apos" => '\'',
+            _ => return None,
+        },
+    };
+    Some((c, end + 1))
 }
 
 /// Every window of [`WINDOW_CHARS`] characters of `text`, in order.
@@ -255,6 +338,32 @@ pub fn compact(text: &str) -> String {
         .collect()
 }
 
+/// Where a provider may break a secret across two lines: a space, a line break, a tab, any
+/// other whitespace or control character.
+pub fn is_separator(c: char) -> bool {
+    c.is_whitespace() || c.is_control()
+}
+
+/// `text` with every run of separators ([`is_separator`]) made one space: a secret broken at
+/// its own separator and shown on two lines reads the same as the two lines do, whichever
+/// separator each used and whether the secret's own was kept or dropped.
+pub fn fold_separators(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    let mut in_run = false;
+    for c in text.chars() {
+        if is_separator(c) {
+            if !in_run {
+                out.push(' ');
+            }
+            in_run = true;
+        } else {
+            out.push(c);
+            in_run = false;
+        }
+    }
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -297,7 +406,7 @@ mod tests {
         );
         assert!(
             v.iter()
-                .any(|(f, t)| *f == Form::Percent && t == "token=sk-live/x y")
+                .any(|(f, t)| *f == Form::FormEncoded && t == "token=sk-live/x y")
         );
         // Fullwidth letters and a zero-width space come back to the plain secret.
         let v = views("ｓｋ-li\u{200B}ve");
@@ -305,6 +414,48 @@ mod tests {
             v.iter()
                 .any(|(f, t)| *f == Form::Normalized && t == "sk-live")
         );
+    }
+
+    #[test]
+    fn a_form_body_is_read_with_its_spaces_though_it_holds_no_escape() {
+        // `application/x-www-form-urlencoded` needs no `%` for letters, digits and spaces.
+        let v = views("retry?q=my+secret+value");
+        assert!(
+            v.iter()
+                .any(|(f, t)| *f == Form::FormEncoded && t == "retry?q=my secret value"),
+            "{v:?}"
+        );
+        // A text without a `+` or a `%` has no decoded view.
+        assert_eq!(views("my secret value").len(), 1);
+    }
+
+    #[test]
+    fn a_text_is_read_with_its_character_references_decoded() {
+        // Each escaper's spelling of the same characters, named and numeric, either case.
+        let text =
+            "&lt;a href=&quot;x&quot;&gt;it&#39;s &amp; it&#x27;s &#X27;&#60;&apos;&#x00e9;&LT;";
+        let v = views(text);
+        assert!(
+            v.iter()
+                .any(|(f, t)| *f == Form::Html && t == "<a href=\"x\">it's & it's '<'é<"),
+            "{v:?}"
+        );
+        // Only one level is undone; what is no reference stays as it is.
+        assert_eq!(html_decoded("&amp;lt;"), "&lt;");
+        for kept in [
+            "a & b",
+            "&nope;",
+            "&#;",
+            "&#x;",
+            "&#+39;",
+            "&#xZZ;",
+            "&#1114112;",
+            "&lt",
+        ] {
+            assert_eq!(html_decoded(kept), kept);
+        }
+        // A plain text has no HTML view.
+        assert!(views("a & b").iter().all(|(f, _)| *f != Form::Html));
     }
 
     #[test]
@@ -320,5 +471,6 @@ mod tests {
         );
         assert_eq!(index.find("abcdefghijklmnopqrstuvw", &never, &holds), None);
         assert_eq!(compact("a b\n\u{200D}c"), "abc");
+        assert_eq!(fold_separators("a\t\r\n b\u{7}c "), "a b c ");
     }
 }

@@ -1,11 +1,13 @@
 //! `contract.redaction`: no untrusted text reaches anything the model sees. The untrusted
-//! strings of a scenario and the secret-like values its runtime is handed are matched against
-//! every model-visible text in every form a leak takes ([`super::forms`]: raw, JSON-escaped,
-//! percent-encoded, base64, normalised) — whole, line by line (a CR or LF inside a secret may
-//! be where a provider splits it), across texts (a secret split between two fields), and by
-//! every 24-character window (a leak the 4096-byte bound cut shows only in part). What the
-//! contract itself shows — the scenario's expected texts, the fixed presentation phrases, the
-//! run's label — never counts as a leak, even when an untrusted string happens to equal it.
+//! strings of a scenario and the secret-like values its runtime may be handed (the harness's
+//! own environment included) are matched against every model-visible text in every form a leak
+//! takes ([`super::forms`]: raw, JSON-escaped, percent- or form-encoded, HTML-escaped, base64,
+//! normalised) — whole, line by line (a CR or LF inside a secret may be where a provider splits
+//! it), across texts (a secret split between two fields, or broken at its own space or line
+//! break over the diagnostic's line and the output's), and by every 24-character window (a leak
+//! the 4096-byte bound cut shows only in part). What the contract itself shows — the scenario's
+//! expected texts, the fixed presentation phrases, the run's label — never counts as a leak,
+//! even when an untrusted string happens to equal it.
 
 use conform_fakes::codec::string_leaves;
 
@@ -201,28 +203,50 @@ impl View {
     }
 }
 
-/// The texts across field boundaries: all of them joined as the model reads them, and the
-/// result's diagnostic and output end to end, in either order (a secret split between them) —
-/// each also without the text the scenario expects there, so a piece appended to the real
+/// The result's diagnostic and output as pairs to read across the boundary between them: each
+/// whole, and without the text the scenario expects there, so a piece appended to the real
 /// output or diagnostic meets the other piece.
-fn joined_texts(
-    texts: &[(&'static str, String)],
-    obs: &Observed,
-    expected: &[&str],
-) -> Vec<String> {
-    let all: Vec<&str> = texts.iter().map(|(_, t)| t.as_str()).collect();
-    let mut out = vec![all.join("\n")];
-    if let Some(r) = &obs.result
-        && let Some(d) = &r.diagnostic
-    {
-        let output = r.output_text();
-        for d in beyond_expected(d, expected) {
-            for o in beyond_expected(&output, expected) {
-                out.push(format!("{d}{o}"));
-                out.push(format!("{o}{d}"));
-            }
+fn field_pairs(obs: &Observed, expected: &[&str]) -> Vec<(String, String)> {
+    let Some(r) = &obs.result else {
+        return Vec::new();
+    };
+    let Some(d) = &r.diagnostic else {
+        return Vec::new();
+    };
+    let output = r.output_text();
+    let mut out = Vec::new();
+    for d in beyond_expected(d, expected) {
+        for o in beyond_expected(&output, expected) {
+            out.push((d.to_owned(), o.to_owned()));
         }
     }
+    out
+}
+
+/// The texts across field boundaries: all of them joined as the model reads them, and the
+/// result's diagnostic and output end to end, in either order (a secret split between them).
+fn joined_texts(texts: &[(&'static str, String)], pairs: &[(String, String)]) -> Vec<String> {
+    let all: Vec<&str> = texts.iter().map(|(_, t)| t.as_str()).collect();
+    let mut out = vec![all.join("\n")];
+    for (d, o) in pairs {
+        out.push(format!("{d}{o}"));
+        out.push(format!("{o}{d}"));
+    }
+    out
+}
+
+/// The result's diagnostic and output read across the line break the presentation puts
+/// between them (`Diagnostic: …` on one line, the output on a later one), in either order,
+/// every run of separators made one space ([`forms::fold_separators`]): a secret broken where
+/// it holds a space or a control character reads whole here.
+fn split_texts(pairs: &[(String, String)]) -> Vec<String> {
+    let mut out: Vec<String> = pairs
+        .iter()
+        .flat_map(|(d, o)| [format!("{d}\n{o}"), format!("{o}\n{d}")])
+        .map(|t| forms::fold_separators(&t))
+        .collect();
+    out.sort();
+    out.dedup();
     out
 }
 
@@ -262,6 +286,8 @@ struct Seen {
     views: Vec<View>,
     /// Every text joined as the model reads them, and each pair of result fields end to end.
     joined: Vec<View>,
+    /// Each pair of result fields across the line between them, separators folded.
+    split: Vec<String>,
     /// All texts joined without the presentation's phrases, whitespace or format characters.
     compact: String,
     /// Every window of every view, built when a secret is not found whole.
@@ -279,13 +305,15 @@ impl Seen {
         for (what, text) in &texts {
             views.extend(View::all(what, text));
         }
+        let pairs = field_pairs(obs, expected);
         let mut joined = Vec::new();
-        for text in joined_texts(&texts, obs, expected) {
+        for text in joined_texts(&texts, &pairs) {
             joined.extend(View::all("model-visible texts together", &text));
         }
         Seen {
             views,
             joined,
+            split: split_texts(&pairs),
             compact: compacted(&texts),
             index: std::cell::OnceCell::new(),
         }
@@ -310,10 +338,13 @@ impl Seen {
     }
 
     /// Where `secret` shows, in the plainest form and the first text it shows in: whole, one
-    /// of its lines, across texts, or a window of any of its forms (a leak the bound cut).
+    /// of its lines, across texts (end to end, broken at one of its separators between the
+    /// diagnostic and the output, or with the separators gone), or a window of any of its
+    /// forms (a leak the bound cut).
     fn leak(&self, secret: &str, shown_by_contract: &impl Fn(&str) -> bool) -> Option<Hit> {
         let needles = needles(secret);
         self.whole(&needles, shown_by_contract)
+            .or_else(|| self.broken_at_separator(&needles, shown_by_contract))
             .or_else(|| self.without_separators(&needles, shown_by_contract))
             .or_else(|| self.windowed(&needles, shown_by_contract))
     }
@@ -331,6 +362,29 @@ impl Seen {
             }
         }
         None
+    }
+
+    /// A form of the secret that holds a separator, broken there between the diagnostic and
+    /// the output: the presentation's line break stands where the secret's own separator was
+    /// (kept or dropped). Short ones are left to chance no more than a derived string is.
+    fn broken_at_separator(
+        &self,
+        needles: &[Needle],
+        shown: &impl Fn(&str) -> bool,
+    ) -> Option<Hit> {
+        needles.iter().find_map(|(form, needle, whole)| {
+            if !needle.chars().any(forms::is_separator) || shown(needle) {
+                return None;
+            }
+            let folded = forms::fold_separators(needle);
+            let long_enough = folded.trim().chars().count() >= MIN_DERIVED_CHARS;
+            (long_enough && self.split.iter().any(|t| t.contains(folded.as_str()))).then(|| Hit {
+                what: "result read across the line between its diagnostic and its output",
+                form: *form,
+                piece: needle.clone(),
+                whole: *whole,
+            })
+        })
     }
 
     /// A form of the secret once the separators between the texts are gone.
@@ -456,76 +510,6 @@ pub fn model_visible(obs: &Observed) -> Vec<(&'static str, &str)> {
     texts
 }
 
-/// The values the scenario hands the runtime that look like secrets (a credential-shaped name,
-/// a URL with a password, a credential-shaped value), and the harness's own parent token the
-/// subject holds: none is ever the model's business. A URL's password counts alone too (a
-/// provider may show the URL with it parsed out).
-pub fn runtime_secrets(scenario: &Scenario) -> Vec<String> {
-    let env = scenario.file.subject.env.iter();
-    let parent = crate::proc::subject_process::PARENT_ENV
-        .iter()
-        .map(|(k, v)| (*k, *v));
-    let mut out = Vec::new();
-    let mut passwords = Vec::new();
-    for (name, value) in env.map(|(k, v)| (k.as_str(), v.as_str())).chain(parent) {
-        if let Some(password) = url_password(value) {
-            passwords.push(password.to_owned());
-            out.push(value.to_owned());
-        } else if secret_name(name) || secret_value(value) {
-            out.push(value.to_owned());
-        }
-    }
-    out.retain(|s| s.chars().count() >= MIN_DERIVED_CHARS);
-    // A password is short more often than a token, and no less a secret.
-    out.extend(
-        passwords
-            .into_iter()
-            .filter(|p| p.chars().count() >= MIN_PASSWORD_CHARS),
-    );
-    out
-}
-
-/// A URL's password shorter than this is not matched alone (the URL still is).
-const MIN_PASSWORD_CHARS: usize = 6;
-
-/// A variable name that says its value is a credential.
-fn secret_name(name: &str) -> bool {
-    let name = name.to_ascii_uppercase();
-    [
-        "TOKEN",
-        "SECRET",
-        "PASSWORD",
-        "PASSWD",
-        "CREDENTIAL",
-        "API_KEY",
-        "APIKEY",
-        "PRIVATE_KEY",
-        "AUTH",
-        "COOKIE",
-    ]
-    .iter()
-    .any(|w| name.contains(w))
-}
-
-/// A value shaped like a credential whatever its name.
-fn secret_value(value: &str) -> bool {
-    static SHAPE: std::sync::LazyLock<regex::Regex> = std::sync::LazyLock::new(|| {
-        regex::Regex::new(r"^(sk-|sk_|ghp_|gho_|github_pat_|xox[abp]-|AKIA|eyJ)[A-Za-z0-9_.\-]{8,}")
-            .expect("a valid pattern")
-    });
-    SHAPE.is_match(value)
-}
-
-/// The password of a URL with credentials (`postgres://app:hunter2@db/x` → `hunter2`).
-fn url_password(value: &str) -> Option<&str> {
-    let (_, rest) = value.split_once("://")?;
-    let userinfo = rest.split(['/', '?', '#']).next()?.rsplit_once('@')?.0;
-    userinfo
-        .split_once(':')
-        .map(|(_, p)| p)
-        .filter(|p| !p.is_empty())
-}
-
 /// Untrusted strings of a scenario that must never reach model-visible text: what the fake
 /// writes outside assistant output (stderr, thoughts, tool titles and inputs, raw lines, error
 /// payloads, unknown enum values, as each codec names them), the task, and the scenario's
@@ -570,6 +554,9 @@ pub fn untrusted_strings(scenario: &Scenario) -> Vec<String> {
     out.dedup();
     out
 }
+
+mod environment;
+pub use environment::runtime_secrets;
 
 #[cfg(test)]
 mod tests;

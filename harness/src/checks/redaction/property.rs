@@ -21,6 +21,13 @@ enum How {
         lower: bool,
         form: bool,
     },
+    /// HTML-escaped: `<>&"'` as named references or as numbers (decimal or hex), and with
+    /// `ascii` every other non-ASCII character as a number too.
+    Html {
+        numeric: bool,
+        hex: bool,
+        ascii: bool,
+    },
     /// Inside a base64 blob, after `offset` bytes of something else.
     Base64 {
         url: bool,
@@ -50,6 +57,11 @@ fn how() -> impl Strategy<Value = How> {
         Just(How::Raw),
         any::<bool>().prop_map(|ascii| How::Json { ascii }),
         (any::<bool>(), any::<bool>()).prop_map(|(lower, form)| How::Percent { lower, form }),
+        (any::<bool>(), any::<bool>(), any::<bool>()).prop_map(|(numeric, hex, ascii)| How::Html {
+            numeric,
+            hex,
+            ascii
+        }),
         (any::<bool>(), 0usize..3).prop_map(|(url, offset)| How::Base64 { url, offset }),
         Just(How::Normalized),
         (1usize..4).prop_map(|every| How::Decorated { every }),
@@ -83,6 +95,29 @@ fn percent(secret: &str, lower: bool, form: bool) -> String {
     out
 }
 
+fn html(secret: &str, numeric: bool, hex: bool, ascii: bool) -> String {
+    let number = |c: char| {
+        if hex {
+            format!("&#x{:x};", c as u32)
+        } else {
+            format!("&#{};", c as u32)
+        }
+    };
+    secret
+        .chars()
+        .map(|c| match c {
+            '<' | '>' | '&' | '"' | '\'' if numeric => number(c),
+            '<' => "&lt;".into(),
+            '>' => "&gt;".into(),
+            '&' => "&amp;".into(),
+            '"' => "&quot;".into(),
+            '\'' => "&#39;".into(),
+            c if ascii && !c.is_ascii() => number(c),
+            c => c.to_string(),
+        })
+        .collect()
+}
+
 /// The diagnostic and output a subject leaking `secret` this way reports.
 fn leaked(secret: &str, how: How) -> (String, String) {
     let chars: Vec<char> = secret.chars().collect();
@@ -109,6 +144,11 @@ fn leaked(secret: &str, how: How) -> (String, String) {
             }
         }
         How::Percent { lower, form } => format!("?q={}&x=1", percent(secret, lower, form)),
+        How::Html {
+            numeric,
+            hex,
+            ascii,
+        } => format!("<pre>{}</pre>", html(secret, numeric, hex, ascii)),
         How::Base64 { url, offset } => {
             let blob = format!("{}{secret}!", &"ab"[..offset.min(2)]);
             if url {
@@ -196,6 +236,27 @@ proptest! {
         }
         let obs = observed(&diagnostic, &output);
         prop_assert!(found(&secret, &obs).is_some(), "{how:?} missed: {diagnostic:?} / {output:?}");
+    }
+
+    #[test]
+    fn a_secret_broken_at_a_separator_over_two_lines_is_found(
+        secret in secret(),
+        separator in prop::sample::select(vec![' ', '\t', '\n', '\r', '\u{7}', '\u{1b}']),
+        at in any::<prop::sample::Index>(),
+        kept in any::<bool>(),
+    ) {
+        // The secret holds a separator inside it; the provider breaks it there, the head
+        // ending the diagnostic (the separator kept or dropped), the rest beginning the output.
+        let mut chars: Vec<char> = secret.chars().collect();
+        let at = 1 + at.index(chars.len() - 1);
+        chars.insert(at, separator);
+        let secret: String = chars.iter().collect();
+        let head: String = chars[..at + usize::from(kept)].iter().collect();
+        let tail: String = chars[at + 1..].iter().collect();
+        let diagnostic = format!("{DIAGNOSTIC} {head}");
+        let output = format!("{tail}\npartial answer");
+        let obs = observed(&diagnostic, &output);
+        prop_assert!(found(&secret, &obs).is_some(), "missed: {diagnostic:?} / {output:?}");
     }
 
 }

@@ -1,3 +1,4 @@
+use super::environment::handed_secrets;
 use super::*;
 use std::path::Path;
 
@@ -222,4 +223,153 @@ fn each_codec_names_its_protocols_untrusted_text() {
         !codex.iter().any(|s| s == "unauthorized"),
         "known codes are vocabulary"
     );
+}
+
+#[test]
+fn a_form_body_without_escapes_is_found() {
+    // `application/x-www-form-urlencoded`: letters and spaces need no `%`.
+    let none = |_: &str| false;
+    let text = "Subagent failure (provider: ACP) (retry: https://api.invalid/v1?q=my+secret+value)";
+    assert_eq!(
+        leak("my secret value", text, &none),
+        Some("my secret value".into())
+    );
+    let seen = Seen::new(&[("diagnostic", text.into())], &Observed::default(), &[]);
+    let hit = seen.leak("my secret value", &none).expect("found");
+    assert_eq!(
+        hit.describe("my secret value"),
+        "the diagnostic contains untrusted text \"my secret value\" in its form-encoded form"
+    );
+}
+
+#[test]
+fn a_secret_html_escaped_is_found_in_every_spelling() {
+    let none = |_: &str| false;
+    let secret = "<b>\"tok\" & 'en'</b>";
+    for text in [
+        "&lt;b&gt;&quot;tok&quot; &amp; &#39;en&#39;&lt;/b&gt;",
+        "&lt;b&gt;&#34;tok&#34; &amp; &#x27;en&apos;&#x3C;/b&#x3e;",
+    ] {
+        let seen = Seen::new(
+            &[("diagnostic", format!("<pre>{text}</pre>"))],
+            &Observed::default(),
+            &[],
+        );
+        let hit = seen.leak(secret, &none).map(|h| h.describe(secret));
+        assert_eq!(
+            hit.as_deref(),
+            Some(
+                r#"the diagnostic contains untrusted text "<b>\"tok\" & 'en'</b>" in its HTML-escaped form"#
+            ),
+            "{text}"
+        );
+    }
+}
+
+/// A result whose diagnostic ends with `head` and whose output begins with `tail`, as the
+/// foreground tool result shows them: on lines of their own.
+fn split_result(head: &str, tail: &str) -> Observed {
+    let diagnostic =
+        format!("Subagent failure (provider: ACP; stage: prompt; category: unknown) {head}");
+    let output = format!("{tail}\npartial answer");
+    Observed {
+        result: Some(crate::run::observed::RunResult {
+            stop_reason: "error".into(),
+            output: vec![serde_json::json!({ "type": "text", "text": output })],
+            diagnostic: Some(diagnostic.clone()),
+        }),
+        tool_result: Some((
+            true,
+            format!(
+                "Error: subagent run failed\nDiagnostic: {diagnostic}\n\nPartial output before the run ended:\n{output}"
+            ),
+        )),
+        ..Observed::default()
+    }
+}
+
+#[test]
+fn a_secret_broken_at_its_own_separator_over_the_diagnostic_and_output_lines_is_found() {
+    let fixed = |s: &str| FIXED_PHRASES.iter().any(|p| p.contains(s));
+    // Broken at a space, a newline (lines too short to be matched alone), a tab, a control
+    // character; the secret's own separator dropped or kept at the end of the diagnostic.
+    for (secret, head, tail) in [
+        ("my secret value", "my secret", "value"),
+        ("my secret value", "my secret ", "value"),
+        ("pass\nword-xy", "pass", "word-xy"),
+        ("tab\tsep\tvalue", "tab\tsep", "value"),
+        ("bell\u{7}secret", "bell", "secret"),
+    ] {
+        let obs = split_result(head, tail);
+        let texts: Vec<(&'static str, String)> = model_visible(&obs)
+            .into_iter()
+            .map(|(w, t)| (w, t.to_owned()))
+            .collect();
+        let seen = Seen::new(&texts, &obs, &["partial answer"]);
+        let hit = seen.leak(secret, &fixed);
+        assert!(hit.is_some(), "{secret:?} split as {head:?} / {tail:?}");
+    }
+    // The contract's own texts, split the same way, are no leak.
+    let obs = split_result("", "");
+    let texts: Vec<(&'static str, String)> = model_visible(&obs)
+        .into_iter()
+        .map(|(w, t)| (w, t.to_owned()))
+        .collect();
+    let seen = Seen::new(&texts, &obs, &["partial answer"]);
+    assert_eq!(seen.leak("my secret value", &fixed), None);
+}
+
+#[test]
+fn the_harness_own_environment_and_what_the_runtime_echoes_are_secrets() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../scenarios");
+    let mut s =
+        crate::scenario::load(&root, &root.join("acp/stop/max-turn-requests.toml")).unwrap();
+    // What a CI starts conform with: its own credentials beside harmless settings.
+    let own: Vec<(String, String)> = [
+        ("CI_DEPLOY_TOKEN", "ci-deploy-token-0123456789"),
+        ("OPENAI_API_KEY", "proj-key-abcdef012345"),
+        ("UPSTREAM_FOR_TESTS", "sk-ci-0123456789abcdef"),
+        ("CI_PLAIN_SETTING", "ci-plain-setting-value"),
+        ("HOME", "/home/runner"),
+        ("LANG", "C.UTF-8"),
+    ]
+    .into_iter()
+    .map(|(k, v)| (k.to_owned(), v.to_owned()))
+    .collect();
+    let got = handed_secrets(&s, &own);
+    for want in [
+        "ci-deploy-token-0123456789",
+        "proj-key-abcdef012345",
+        "sk-ci-0123456789abcdef",
+        "parent-token-never-for-a-child",
+    ] {
+        assert!(got.contains(&want.to_owned()), "{want} in {got:?}");
+    }
+    for not in [
+        "ci-plain-setting-value",
+        "/home/runner",
+        "parent-setting-never-for-a-child",
+    ] {
+        assert!(!got.contains(&not.to_owned()), "{not} in {got:?}");
+    }
+    // Echoed on stderr by the runtime, a value is untrusted whatever it looks like.
+    let mut steps = s.script.steps();
+    for name in ["CI_PLAIN_SETTING", "DSH_PARENT_SETTING", "HOME"] {
+        steps.insert(
+            0,
+            conform_protocol::script::Step {
+                echo_to_stderr: Some(format!("env:{name}")),
+                ..Default::default()
+            },
+        );
+    }
+    s.script.set_steps(steps);
+    let got = handed_secrets(&s, &own);
+    for want in [
+        "ci-plain-setting-value",
+        "parent-setting-never-for-a-child",
+        "/home/runner",
+    ] {
+        assert!(got.contains(&want.to_owned()), "{want} in {got:?}");
+    }
 }
