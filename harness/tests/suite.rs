@@ -1604,8 +1604,14 @@ fn the_fakes_speak_the_versions_the_subjects_hello_names() {
     let subject = built_against(r#"{"codex":"0.169.0"}"#);
     let (code, out, err) = run(&["--filter", "codex/upgrade/", "--subject", &subject]);
     assert_eq!(code, Some(0), "{out}\n{err}");
-    assert!(out.contains("fakes speak: Codex app-server 0.169.0"), "{out}");
-    assert!(out.contains("14 passed, 0 failed, 2 skipped"), "only 0.171.0's: {out}");
+    assert!(
+        out.contains("fakes speak: Codex app-server 0.169.0"),
+        "{out}"
+    );
+    assert!(
+        out.contains("14 passed, 0 failed, 2 skipped"),
+        "only 0.171.0's: {out}"
+    );
     // The command line wins over the hello.
     let (code, out, err) = run(&[
         "--filter",
@@ -1617,7 +1623,10 @@ fn the_fakes_speak_the_versions_the_subjects_hello_names() {
         "--allow-skips",
     ]);
     assert_eq!(code, Some(0), "{out}\n{err}");
-    assert!(out.contains("fakes speak: Codex app-server 0.171.0"), "{out}");
+    assert!(
+        out.contains("fakes speak: Codex app-server 0.171.0"),
+        "{out}"
+    );
     // A version no fake speaks stops the suite before anything runs, naming the known ones.
     let subject = built_against(r#"{"codex":"9.9.9"}"#);
     let (code, out, err) = run(&["--filter", "codex/upgrade/", "--subject", &subject]);
