@@ -131,6 +131,13 @@ pub trait Codec: Send {
     /// error says what is wrong and where.
     fn validate_frame(&self, frame: &Value, answers: Option<&str>) -> Result<(), String>;
 
+    /// Validates a frame the subject sent against the client side of the product's schema
+    /// (`answers`: the method of the runtime's request a response answers). Providers whose
+    /// schema describes only the runtime's side (DSH SDK, Claude Code) check nothing here.
+    fn validate_received(&self, _frame: &Value, _answers: Option<&str>) -> Result<(), String> {
+        Ok(())
+    }
+
     /// Expands a sugar step; `Ok(None)` when the step is not sugar.
     fn sugar(&mut self, step: &Step) -> Result<Option<Sugar>, String>;
 

@@ -133,14 +133,30 @@ pub fn answer(
     };
     let violation = want
         .filter(|want| **want != got)
-        .map(|want| format!("`{method}` was answered {got}, the script expects {want}"));
+        .map(|want| format!("`{method}` was answered {got}, the script expects {want}"))
+        .or_else(|| schema(codec, frame, Some(method)));
     Some((got, violation))
 }
 
 /// What is wrong with the envelope of a frame the subject sent (reported; the frame is still
 /// used).
 pub fn envelope(codec: &dyn Codec, frame: &Value) -> Option<String> {
+    if let Some(problem) = codec.envelope_problem(frame) {
+        return Some(format!("malformed envelope ({problem}) in {frame}"));
+    }
+    // A response is checked where the request it answers is known ([`answer`]); a frame that
+    // is no message at all is a stray's violation.
+    match codec.classify(frame) {
+        Msg::Request { .. } | Msg::Notification { .. } => schema(codec, frame, None),
+        Msg::Response { .. } | Msg::Malformed(_) => None,
+    }
+}
+
+/// What the client side of the product's schema says is wrong with a frame the subject sent
+/// (`answers`: the method of the runtime's request a response answers).
+fn schema(codec: &dyn Codec, frame: &Value, answers: Option<&str>) -> Option<String> {
     codec
-        .envelope_problem(frame)
-        .map(|problem| format!("malformed envelope ({problem}) in {frame}"))
+        .validate_received(frame, answers)
+        .err()
+        .map(|why| format!("breaks the client side of the schema ({why}) in {frame}"))
 }

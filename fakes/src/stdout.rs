@@ -28,7 +28,7 @@ impl Shape {
             // Two bytes into the first member's name: `{"js|onrpc"…`.
             "key" => line.find('"').map(|i| i + 3),
             // Two bytes into the first string value: `…":"2.|0"…`.
-            "string" => line.find("\":\"").map(|i| i + 4),
+            "string" => line.find("\":\"").map(|i| i + 5),
             // After the lead byte of the first multi-byte character.
             "utf8" => bytes.iter().position(|b| *b >= 0xC0).map(|i| i + 1),
             "newline" => Some(line.len()),

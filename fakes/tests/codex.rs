@@ -654,7 +654,9 @@ fn unknown_requests_get_minus_32600_and_a_violation() {
     ));
     assert_eq!(f.recv(), reply(rid(1), init_result()));
     // After the script: still an error, `turn/interrupt` still tolerated.
-    f.send(request(rid(8), "turn/steer", json!({})));
+    // (Its params valid, so the only word on it is that this server does not take it.)
+    let steer = json!({"threadId": "t", "expectedTurnId": "u", "input": []});
+    f.send(request(rid(8), "turn/steer", steer));
     assert_eq!(
         f.recv(),
         json!({"id": rid(8), "error": {"code": -32600,

@@ -1637,3 +1637,19 @@ fn the_fakes_speak_the_versions_the_subjects_hello_names() {
         "{err}"
     );
 }
+
+#[test]
+fn a_frame_breaking_the_client_side_of_the_schema_is_caught() {
+    // A `session/cancel` with its member misspelled: the lenient runtime ignores it and no
+    // script step names it (it is tolerated at dispose), so only the schema's client side
+    // says it — live, and again from the recorded wire.
+    caught(
+        &["cancel-misspelled-session"],
+        "acp/success/end-turn",
+        &[],
+        &[
+            "✗ acp/success/end-turn (foreground) [wire.violation]",
+            "breaks the client side of the schema (CancelNotification: \"sessionId\" is a required property",
+        ],
+    );
+}

@@ -584,9 +584,14 @@ impl AcpRun {
             return;
         };
         self.cancel_sent = true;
+        let member = if self.defects.cancel_misspelled_session {
+            "session"
+        } else {
+            "sessionId"
+        };
         if let Err(e) = self
             .rpc
-            .notify("session/cancel", json!({"sessionId": session_id}))
+            .notify("session/cancel", json!({ member: session_id }))
             .await
         {
             (self.log)(format!("session/cancel not delivered: {e}"));

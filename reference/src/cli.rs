@@ -218,6 +218,10 @@ defects! {
         "ACP: never send session/cancel, neither on a local cancel nor at dispose (disposal \
          while the prompt runs goes straight to stdin EOF)",
         catches ["wire.violation"];
+    cancel_misspelled_session = "cancel-misspelled-session":
+        "ACP: send session/cancel as `{\"session\": …}` (the member misspelled; the schema \
+         requires `sessionId`), which a lenient agent ignores",
+        catches ["wire.violation"];
     skip_turn_interrupt = "skip-turn-interrupt":
         "Codex: never send turn/interrupt, neither on a local cancel nor when disposing an open \
          turn",

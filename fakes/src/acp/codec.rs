@@ -164,6 +164,10 @@ impl Codec for AcpCodec {
         super::validate_frame(frame, answers)
     }
 
+    fn validate_received(&self, frame: &Value, answers: Option<&str>) -> Result<(), String> {
+        super::validate_received(frame, answers)
+    }
+
     fn untrusted_text(&self, step: &Step, out: &mut Vec<String>) {
         /// The closed values a `session/update` carries besides free text.
         const UPDATE_VOCABULARY: &[&str] = &[

@@ -8,7 +8,7 @@ mod codec;
 mod schema;
 
 pub use codec::AcpCodec;
-pub use schema::validate_frame;
+pub use schema::{validate_frame, validate_received};
 
 /// The ACP method names the fake and the schema check need.
 pub mod method {

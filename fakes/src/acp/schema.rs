@@ -47,8 +47,41 @@ const RESULTS: &[(&str, &str)] = &[
     ("session/prompt", "PromptResponse"),
 ];
 
+/// Client → agent requests and notifications: method → the params' definition.
+const INCOMING: &[(&str, &str)] = &[
+    ("initialize", "InitializeRequest"),
+    ("authenticate", "AuthenticateRequest"),
+    ("logout", "LogoutRequest"),
+    ("session/new", "NewSessionRequest"),
+    ("session/load", "LoadSessionRequest"),
+    ("session/list", "ListSessionsRequest"),
+    ("session/delete", "DeleteSessionRequest"),
+    ("session/resume", "ResumeSessionRequest"),
+    ("session/close", "CloseSessionRequest"),
+    ("session/set_mode", "SetSessionModeRequest"),
+    ("session/set_config_option", "SetSessionConfigOptionRequest"),
+    ("session/prompt", "PromptRequest"),
+    ("session/cancel", "CancelNotification"),
+    ("$/cancel_request", "CancelRequestNotification"),
+];
+
+/// Agent → client requests the client answers: method → the result's definition.
+const CLIENT_RESULTS: &[(&str, &str)] = &[
+    ("session/request_permission", "RequestPermissionResponse"),
+    ("fs/read_text_file", "ReadTextFileResponse"),
+    ("fs/write_text_file", "WriteTextFileResponse"),
+    ("terminal/create", "CreateTerminalResponse"),
+    ("terminal/output", "TerminalOutputResponse"),
+    ("terminal/release", "ReleaseTerminalResponse"),
+    ("terminal/wait_for_exit", "WaitForTerminalExitResponse"),
+    ("terminal/kill", "KillTerminalResponse"),
+    ("elicitation/create", "CreateElicitationResponse"),
+];
+
 struct Validators {
     envelope: Validator,
+    /// The client's message shape (the root's `Client` branch).
+    client: Validator,
     defs: HashMap<&'static str, Validator>,
 }
 
@@ -60,21 +93,58 @@ static VALIDATORS: LazyLock<Validators> = LazyLock::new(|| {
         sub["$schema"] = root["$schema"].clone();
         jsonschema::draft202012::new(&sub).expect("vendored ACP schema compiles")
     };
-    let agent = root["anyOf"]
-        .as_array()
-        .and_then(|all| all.iter().find(|s| s["title"] == "Agent"))
-        .expect("ACP schema has an `Agent` message shape")
-        .clone();
-    let names = OUTGOING.iter().chain(RESULTS).map(|(_, def)| *def);
+    let shape = |title: &str| {
+        root["anyOf"]
+            .as_array()
+            .and_then(|all| all.iter().find(|s| s["title"] == title))
+            .unwrap_or_else(|| panic!("ACP schema has a `{title}` message shape"))
+            .clone()
+    };
+    let agent = shape("Agent");
+    let client = compile(shape("Client"));
+    let names = [OUTGOING, RESULTS, INCOMING, CLIENT_RESULTS]
+        .into_iter()
+        .flatten()
+        .map(|(_, def)| *def);
     let defs = names
         .chain(["Error"])
         .map(|def| (def, compile(json!({ "$ref": format!("#/$defs/{def}") }))))
         .collect();
     Validators {
         envelope: compile(agent),
+        client,
         defs,
     }
 });
+
+/// Validates one frame the client (the subject) sent: its envelope, a known method's params,
+/// and the result of a request the agent sent (`answers`: that request's method). A method
+/// the schema does not name is left to the script (the runtime answers it "method not found").
+pub fn validate_received(frame: &Value, answers: Option<&str>) -> Result<(), String> {
+    let v = &*VALIDATORS;
+    check(&v.client, frame, "envelope")?;
+    let (def, payload) = match classify_jsonrpc(frame) {
+        Msg::Request { method, params, .. } | Msg::Notification { method, params } => {
+            match lookup(INCOMING, method) {
+                Some(def) => (def, params.unwrap_or(&Value::Null)),
+                None => return Ok(()),
+            }
+        }
+        Msg::Response {
+            outcome: Err(error),
+            ..
+        } => ("Error", error),
+        Msg::Response {
+            outcome: Ok(result),
+            ..
+        } => match answers.and_then(|m| lookup(CLIENT_RESULTS, m)) {
+            Some(def) => (def, result),
+            None => return Ok(()),
+        },
+        Msg::Malformed(why) => return Err(why),
+    };
+    check(&v.defs[def], payload, def)
+}
 
 /// Validates one frame the agent sent. `answers` is the method of the request a response
 /// answers (the `answers` field of the side-channel `Frame`).
@@ -131,6 +201,30 @@ mod tests {
         assert_eq!(validate_frame(&init, Some("initialize")), Ok(()));
         let err = json!({"jsonrpc":"2.0","id":7,"error":{"code":-32601,"message":"Method not found","data":{"method":"x/y"}}});
         assert_eq!(validate_frame(&err, Some("x/y")), Ok(()));
+    }
+
+    #[test]
+    fn client_frames_are_checked_against_the_client_side() {
+        let prompt = json!({"jsonrpc":"2.0","id":2,"method":"session/prompt","params":{"sessionId":"s","prompt":[{"type":"text","text":"hi"}]}});
+        assert_eq!(validate_received(&prompt, None), Ok(()));
+        let allow = json!({"jsonrpc":"2.0","id":0,"result":{"outcome":{"outcome":"selected","optionId":"allow"}}});
+        assert_eq!(
+            validate_received(&allow, Some("session/request_permission")),
+            Ok(())
+        );
+        let cancel = json!({"jsonrpc":"2.0","method":"session/cancel","params":{"sessionId":"s"}});
+        assert_eq!(validate_received(&cancel, None), Ok(()));
+        // A prompt as a bare string, a permission answered with no outcome, a cancel with no
+        // session: each breaks the client side of the schema.
+        let bare = json!({"jsonrpc":"2.0","id":2,"method":"session/prompt","params":{"sessionId":"s","prompt":"hi"}});
+        assert!(validate_received(&bare, None).is_err());
+        let no_outcome = json!({"jsonrpc":"2.0","id":0,"result":{}});
+        assert!(validate_received(&no_outcome, Some("session/request_permission")).is_err());
+        let no_session = json!({"jsonrpc":"2.0","method":"session/cancel","params":{}});
+        assert!(validate_received(&no_session, None).is_err());
+        let no_version =
+            json!({"id":2,"method":"session/prompt","params":{"sessionId":"s","prompt":[]}});
+        assert!(validate_received(&no_version, None).is_err());
     }
 
     #[test]

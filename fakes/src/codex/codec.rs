@@ -478,6 +478,10 @@ impl Codec for CodexCodec {
         super::validate_frame(frame, answers, self.version)
     }
 
+    fn validate_received(&self, frame: &Value, answers: Option<&str>) -> Result<(), String> {
+        super::validate_received(frame, answers, self.version)
+    }
+
     fn sugar(&mut self, step: &Step) -> Result<Option<Sugar>, String> {
         let Some(action) = sugar_action(step) else {
             return Ok(None);

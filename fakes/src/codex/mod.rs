@@ -12,7 +12,7 @@ pub mod profile;
 mod schema;
 
 pub use codec::{CodexCodec, EMITTED_AT_BASE_MS};
-pub use schema::validate_frame;
+pub use schema::{validate_frame, validate_received};
 
 /// Product versions conform has a vendored schema for, the default first: the built-in ones,
 /// then those accepted from upgrade reports ([`profile`]).

@@ -36,6 +36,39 @@ const RESULTS: &[(&str, &str)] = &[
     ),
 ];
 
+/// Server → client requests the client answers: method → the response definition.
+const CLIENT_RESULTS: &[(&str, &str)] = &[
+    (
+        "item/commandExecution/requestApproval",
+        "#/definitions/CommandExecutionRequestApprovalResponse",
+    ),
+    (
+        "item/fileChange/requestApproval",
+        "#/definitions/FileChangeRequestApprovalResponse",
+    ),
+    (
+        "item/tool/requestUserInput",
+        "#/definitions/ToolRequestUserInputResponse",
+    ),
+    (
+        "mcpServer/elicitation/request",
+        "#/definitions/McpServerElicitationRequestResponse",
+    ),
+    (
+        "item/permissions/requestApproval",
+        "#/definitions/PermissionsRequestApprovalResponse",
+    ),
+    ("item/tool/call", "#/definitions/DynamicToolCallResponse"),
+    (
+        "applyPatchApproval",
+        "#/definitions/ApplyPatchApprovalResponse",
+    ),
+    (
+        "execCommandApproval",
+        "#/definitions/ExecCommandApprovalResponse",
+    ),
+];
+
 /// One version's bundle and where the unions' branches are; each subschema is compiled the
 /// first time a frame needs it, with only the definitions it refers to (the whole bundle
 /// compiled at once held some 70 MiB in the harness, which checks every fake frame).
@@ -47,6 +80,8 @@ struct Bundle {
     notifications: HashMap<String, String>,
     /// `ServerRequest` branch pointer by method.
     requests: HashMap<String, String>,
+    /// `ClientRequest` and `ClientNotification` branch pointers by method.
+    client: HashMap<String, String>,
 }
 
 impl Bundle {
@@ -70,7 +105,10 @@ impl Bundle {
                 })
                 .collect()
         };
+        let mut client = branches("ClientRequest");
+        client.extend(branches("ClientNotification"));
         Bundle {
+            client,
             notifications: branches("ServerNotification"),
             requests: branches("ServerRequest"),
             root,
@@ -189,6 +227,47 @@ pub fn validate_frame(frame: &Value, answers: Option<&str>, version: &str) -> Re
             };
             let def = pointer.rsplit('/').next().unwrap_or(pointer);
             b.check(pointer, result, def)
+        }
+        Msg::Malformed(why) => Err(why),
+    }
+}
+
+/// Validates one frame the client (the subject) sent, for product `version`: a request or
+/// notification against its `ClientRequest`/`ClientNotification` branch, a response against
+/// the envelope and, for a request the server sent (`answers`), its response definition. A
+/// method the bundle does not name is left to the script (the server answers it an error).
+pub fn validate_received(
+    frame: &Value,
+    answers: Option<&str>,
+    version: &str,
+) -> Result<(), String> {
+    let Some(b) = bundle(version) else {
+        return Err(format!(
+            "conform has no Codex schema for product version {version:?}"
+        ));
+    };
+    match classify_jsonrpc(frame) {
+        Msg::Notification { method, .. } | Msg::Request { method, .. } => {
+            match b.client.get(method) {
+                Some(pointer) => b.check(pointer, frame, method),
+                None => Ok(()),
+            }
+        }
+        Msg::Response {
+            outcome: Err(_), ..
+        } => b.check("#/definitions/JSONRPCError", frame, "error response"),
+        Msg::Response {
+            outcome: Ok(result),
+            ..
+        } => {
+            b.check("#/definitions/JSONRPCResponse", frame, "response")?;
+            match answers.and_then(|m| CLIENT_RESULTS.iter().find(|(r, _)| *r == m)) {
+                Some((_, pointer)) => {
+                    let def = pointer.rsplit('/').next().unwrap_or(pointer);
+                    b.check(pointer, result, def)
+                }
+                None => Ok(()),
+            }
         }
         Msg::Malformed(why) => Err(why),
     }

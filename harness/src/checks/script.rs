@@ -265,24 +265,29 @@ mod tests {
         let text = "title = \"t\"\nprovider = \"acp\"\n[[fake.steps]]\nexpect = \"session/new\"\nparams = { mcpServers = [] }\n[[fake.steps]]\nreply = { sessionId = \"s\" }\n[expect]\nstop_reason = \"completed\"\n";
         std::fs::write(&path, text).unwrap();
         let scenario = crate::scenario::load(dir.path(), &path).unwrap();
-        let frame = |dir, frame| FakeEvent::Frame {
-            dir,
-            frame,
-            violation: None,
-            answers: None,
+        let recv = |frame| {
+            line(
+                7,
+                FakeEvent::Frame {
+                    dir: Direction::Recv,
+                    frame,
+                    violation: None,
+                    answers: None,
+                },
+            )
         };
         let mut obs = Observed {
             fake: vec![
                 register(7),
-                line(
-                    7,
-                    frame(
-                        Direction::Recv,
-                        serde_json::json!({"jsonrpc": "2.0", "id": 0, "method": "session/new", "params": {}}),
-                    ),
+                recv(
+                    serde_json::json!({"jsonrpc": "2.0", "id": 0, "method": "session/new", "params": {}}),
                 ),
                 line(7, FakeEvent::Step { at: 0 }),
                 line(7, FakeEvent::Step { at: 1 }),
+                // Tolerated after the script, but not with the member misspelled.
+                recv(
+                    serde_json::json!({"jsonrpc": "2.0", "method": "session/cancel", "params": {"session": "s"}}),
+                ),
             ],
             ..Observed::default()
         };
@@ -292,15 +297,15 @@ mod tests {
             f.into_iter().map(|f| f.message).collect::<Vec<_>>()
         };
         let silenced = judged(&obs);
-        assert_eq!(silenced.len(), 1, "{silenced:?}");
-        assert!(silenced[0].ends_with("params.mcpServers: missing (expected [])"));
+        assert_eq!(silenced.len(), 3, "{silenced:?}");
+        assert!(silenced[0].contains("breaks the client side of the schema (NewSessionRequest: \"cwd\" is a required property"));
+        assert!(silenced[1].ends_with("params.mcpServers: missing (expected [])"));
+        assert!(silenced[2].contains("breaks the client side of the schema (CancelNotification: \"sessionId\" is a required property"));
         // Reported by the runtime itself: the usual finding says it, not this one.
-        let detail = silenced[0]
-            .split(": ")
-            .skip(1)
-            .collect::<Vec<_>>()
-            .join(": ");
-        obs.fake.push(line(7, FakeEvent::Violation { detail }));
+        for found in silenced {
+            let detail = found.split(": ").skip(1).collect::<Vec<_>>().join(": ");
+            obs.fake.push(line(7, FakeEvent::Violation { detail }));
+        }
         assert!(judged(&obs).is_empty());
     }
 
