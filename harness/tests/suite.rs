@@ -1653,3 +1653,38 @@ fn a_frame_breaking_the_client_side_of_the_schema_is_caught() {
         ],
     );
 }
+
+#[test]
+fn an_output_failure_another_known_version_explains_says_so() {
+    // A host built on DSH SDK 0.1.x reads the text from the chunks 0.2 no longer streams: its
+    // output cases fail, and each says under which version it would pass.
+    let out = caught(
+        &["partial-from-chunks-only"],
+        "dsh-sdk/output/raw-stream-deltas",
+        &[],
+        &[
+            "✗ dsh-sdk/output/raw-stream-deltas (foreground) [expect.output]",
+            "dsh-sdk/output/raw-stream-deltas (foreground): passes with the fake speaking DSH SDK runtime 0.1.1 — is the host built on it? Say so with `--product-version dsh-sdk=0.1.1`, or `productVersions` in its hello",
+        ],
+    );
+    assert!(
+        out.contains("0 passed, 2 failed"),
+        "the verdict stands: {out}"
+    );
+    // A version someone chose is what the host is judged against: no second guess.
+    let out = caught(
+        &["partial-from-chunks-only"],
+        "dsh-sdk/output/raw-stream-deltas",
+        &["--product-version", "dsh-sdk=0.2.1rc2"],
+        &["✗ dsh-sdk/output/raw-stream-deltas (foreground) [expect.output]"],
+    );
+    assert!(!out.contains("passes with the fake speaking"), "{out}");
+    // The reference's own output failures under a wrong decoding are not the version's.
+    let out = caught(
+        &["decode-per-read"],
+        "dsh-sdk/wire/split-inside-utf8",
+        &[],
+        &["[expect.output]"],
+    );
+    assert!(!out.contains("passes with the fake speaking"), "{out}");
+}

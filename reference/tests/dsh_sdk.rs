@@ -8,8 +8,6 @@ use serde_json::{Value, json};
 
 const CHILD_ERROR: &str =
     "Subagent failure (provider: DSH SDK; stage: session-run; category: child-error)";
-const SHUTDOWN: &str =
-    "subagent-dsh-sdk: Subagent failure (provider: DSH SDK; stage: shutdown; category: unknown)";
 const INIT_TRANSPORT: &str = "subagent-dsh-sdk: Subagent failure (provider: DSH SDK; stage: initialize; category: transport)";
 const INIT_CONFIGURATION: &str = "subagent-dsh-sdk: Subagent failure (provider: DSH SDK; stage: initialize; category: configuration)";
 

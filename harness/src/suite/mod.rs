@@ -8,6 +8,7 @@ pub mod partition;
 pub mod recording;
 pub mod rerun;
 pub mod schedule;
+pub mod skew;
 pub mod sweep;
 
 use std::path::PathBuf;

@@ -42,6 +42,7 @@ pub async fn run_scenarios(
     let (units, cases) = units(&scenarios);
     let reports = run_units(opts, &ctx, caps.as_ref(), units.clone(), cases).await;
     let reports = super::rerun::alone(&ctx, &units, reports, || judging(opts)).await;
+    let reports = super::skew::hint(&ctx, &units, reports, || judging(opts)).await;
     let mut report = sweep::sweep(&ctx, reports, opts.settings.allow_skips).await;
     report.subject = subject;
     report.fakes_speak = scenarios
