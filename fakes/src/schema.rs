@@ -53,6 +53,12 @@ pub fn unmarked_invalid_frames<'a>(
 /// hold definitions of their own (Codex's `v2`). Compiling a subschema with the whole bundle
 /// keeps a copy of all of it per validator.
 pub(crate) fn closure(root: &Value, pointer: &str, groups: &[&str]) -> Option<Value> {
+    closure_in(root, pointer, "definitions", groups)
+}
+
+/// [`closure`] for a bundle whose definitions sit under `key` (`$defs` in draft 2020-12).
+pub(crate) fn closure_in(root: &Value, pointer: &str, key: &str, groups: &[&str]) -> Option<Value> {
+    let prefix = format!("#/{key}/");
     let mut doc = root.pointer(pointer.strip_prefix('#')?)?.clone();
     let mut definitions = serde_json::Map::new();
     let mut pending = vec![doc.clone()];
@@ -60,7 +66,7 @@ pub(crate) fn closure(root: &Value, pointer: &str, groups: &[&str]) -> Option<Va
     while let Some(schema) = pending.pop() {
         for r in refs(&schema) {
             // A reference names a definition, or a place inside one: the definition whole.
-            let Some(path) = r.strip_prefix("#/definitions/") else {
+            let Some(path) = r.strip_prefix(prefix.as_str()) else {
                 continue;
             };
             let mut segments: Vec<&str> = path.split('/').collect();
@@ -74,7 +80,7 @@ pub(crate) fn closure(root: &Value, pointer: &str, groups: &[&str]) -> Option<Va
             if !seen.insert(entry.clone()) {
                 continue;
             }
-            let Some(def) = root.pointer(&format!("/definitions/{entry}")) else {
+            let Some(def) = root.pointer(&format!("/{key}/{entry}")) else {
                 continue;
             };
             pending.push(def.clone());
@@ -92,7 +98,7 @@ pub(crate) fn closure(root: &Value, pointer: &str, groups: &[&str]) -> Option<Va
         }
     }
     let obj = doc.as_object_mut()?;
-    obj.insert("definitions".into(), Value::Object(definitions));
+    obj.insert(key.into(), Value::Object(definitions));
     Some(doc)
 }
 

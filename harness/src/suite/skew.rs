@@ -83,11 +83,14 @@ pub async fn hint(
 /// chose that one (`None`: not such a case).
 fn other_versions(ctx: &Ctx, r: &CaseReport) -> Option<Vec<&'static str>> {
     let on_output = r.findings.iter().any(|f| f.check == Check::ExpectOutput);
+    // A run that hung would hang again, a deadline per version: only a run that ended with
+    // the wrong text is worth the question.
+    let hung = r.findings.iter().any(|f| f.check == Check::SubjectDeadline);
     let s = &r.scenario;
     let chosen = ctx.settings.product_version(s.file.provider).is_some()
         || s.script.product_version.is_some()
         || s.file.peer.is_some();
-    if !matches!(r.verdict, Verdict::Fail) || !on_output || chosen {
+    if !matches!(r.verdict, Verdict::Fail) || !on_output || hung || chosen {
         return None;
     }
     let known = conform_fakes::codec::for_provider(s.file.provider).product_versions();
