@@ -80,7 +80,7 @@ fn a_baseline_of_known_failures_passes_an_unlisted_one_fails_and_a_stale_entry_f
     assert_eq!(code, Some(1), "{out}");
     assert!(
         out.contains(&format!(
-            "✗ stale: {file_arg}:7: `acp/stop/cancelled-remote@foreground:expect.diagnostic` — the case passes now"
+            "✗ stale: {file_arg}:9: `acp/stop/cancelled-remote@foreground:expect.diagnostic` — the case passes now"
         )),
         "{out}"
     );
