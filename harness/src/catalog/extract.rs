@@ -2,6 +2,7 @@
 //! (`$XDG_CACHE_HOME`, else `~/.cache`), or under the temporary folder where the cache cannot
 //! be written. Each extraction writes a sibling temporary folder and renames it into place, so
 //! a folder by that name is always whole; of two racing extractors the loser uses the winner's.
+//! A folder found there is used only if its digest is still the one it is named by.
 
 use std::path::{Path, PathBuf};
 
@@ -17,13 +18,18 @@ pub struct ExtractError {
     pub tried: Vec<(PathBuf, std::io::Error)>,
 }
 
-/// The folder holding the catalog `blob` (named `digest`), extracted if it is not yet.
+/// The folder holding the catalog `blob` (named `digest`), extracted if it is not yet; found
+/// once per process (a command asks for the scenarios and the snapshots).
 pub fn extracted(digest: &str, blob: &[u8]) -> Result<PathBuf, ExtractError> {
+    static FOUND: std::sync::OnceLock<PathBuf> = std::sync::OnceLock::new();
+    if let Some(dir) = FOUND.get() {
+        return Ok(dir.clone());
+    }
     let mut tried = Vec::new();
     for base in bases() {
         let dir = base.join(format!("catalog-{digest}"));
-        match extract_into(&dir, blob) {
-            Ok(()) => return Ok(dir),
+        match extract_into(&dir, digest, blob) {
+            Ok(()) => return Ok(FOUND.get_or_init(|| dir).clone()),
             Err(e) => tried.push((dir, e)),
         }
     }
@@ -46,14 +52,30 @@ fn bases() -> Vec<PathBuf> {
         .collect()
 }
 
-/// `dir` holds the catalog afterwards: already there, written now, or written by a racer.
-pub fn extract_into(dir: &Path, blob: &[u8]) -> std::io::Result<()> {
-    if dir.is_dir() {
-        return Ok(());
-    }
+/// `dir` holds the catalog `blob` (named `digest`) afterwards: already there, written now, or
+/// written by a racer.
+pub fn extract_into(dir: &Path, digest: &str, blob: &[u8]) -> std::io::Result<()> {
     let parent = dir.parent().expect("a catalog folder has a parent");
-    std::fs::create_dir_all(parent)?;
     let name = dir.file_name().expect("named").to_string_lossy();
+    if dir.is_dir() {
+        // Whole unless something took files out since (a cleaner of the temporary folder):
+        // then it is set aside and written again.
+        if super::digest_of(&dir.join("scenarios"), &dir.join("snapshots"))
+            .is_ok_and(|d| d == digest)
+        {
+            return Ok(());
+        }
+        let aside = tempfile::Builder::new()
+            .prefix(&format!(".{name}.damaged."))
+            .tempdir_in(parent)?;
+        match std::fs::rename(dir, aside.path().join("old")) {
+            // Removed with `aside`; a racer may have set it aside first.
+            Ok(()) => {}
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+            Err(e) => return Err(e),
+        }
+    }
+    std::fs::create_dir_all(parent)?;
     let tmp = tempfile::Builder::new()
         .prefix(&format!(".{name}."))
         .tempdir_in(parent)?;

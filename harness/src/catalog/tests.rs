@@ -106,11 +106,11 @@ fn the_digest_changes_with_any_file_and_only_with_the_catalog() {
 fn the_embedded_catalog_is_extracted_whole_with_its_own_digest() {
     let cache = tempfile::tempdir().unwrap();
     let dir = cache.path().join(format!("catalog-{DIGEST}"));
-    extract::extract_into(&dir, BLOB).unwrap();
+    extract::extract_into(&dir, DIGEST, BLOB).unwrap();
     assert_eq!(digest_in(&dir), DIGEST);
     assert!(dir.join("scenarios/preludes").is_dir());
     // Once there, it is used as it is; no temporary folder is left beside it.
-    extract::extract_into(&dir, BLOB).unwrap();
+    extract::extract_into(&dir, DIGEST, BLOB).unwrap();
     let names: Vec<String> = std::fs::read_dir(cache.path())
         .unwrap()
         .map(|e| e.unwrap().file_name().into_string().unwrap())
@@ -119,12 +119,30 @@ fn the_embedded_catalog_is_extracted_whole_with_its_own_digest() {
 }
 
 #[test]
+fn a_damaged_extraction_is_written_again() {
+    let cache = tempfile::tempdir().unwrap();
+    let dir = cache.path().join(format!("catalog-{DIGEST}"));
+    extract::extract_into(&dir, DIGEST, BLOB).unwrap();
+    let prelude = std::fs::read_dir(dir.join("scenarios/preludes"))
+        .unwrap()
+        .next()
+        .unwrap()
+        .unwrap()
+        .path();
+    std::fs::remove_file(&prelude).unwrap();
+    assert_ne!(digest_in(&dir), DIGEST);
+    extract::extract_into(&dir, DIGEST, BLOB).unwrap();
+    assert_eq!(digest_in(&dir), DIGEST);
+    assert_eq!(std::fs::read_dir(cache.path()).unwrap().count(), 1);
+}
+
+#[test]
 fn racing_extractors_all_end_with_one_whole_catalog() {
     let cache = tempfile::tempdir().unwrap();
     let dir = cache.path().join("catalog-race");
     std::thread::scope(|s| {
         for _ in 0..4 {
-            s.spawn(|| extract::extract_into(&dir, BLOB).unwrap());
+            s.spawn(|| extract::extract_into(&dir, DIGEST, BLOB).unwrap());
         }
     });
     assert_eq!(digest_in(&dir), DIGEST);
@@ -136,7 +154,7 @@ fn an_unwritable_cache_is_named() {
     let cache = tempfile::tempdir().unwrap();
     let file = cache.path().join("a-file");
     std::fs::write(&file, "").unwrap();
-    let e = extract::extract_into(&file.join("catalog-x"), BLOB).unwrap_err();
+    let e = extract::extract_into(&file.join("catalog-x"), DIGEST, BLOB).unwrap_err();
     let err = ExtractError {
         tried: vec![(file.join("catalog-x"), e)],
     };
