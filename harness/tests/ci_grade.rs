@@ -230,7 +230,19 @@ fn three_shards_merged_equal_the_unpartitioned_run() {
             m["fakesSpeak"], a["fakesSpeak"],
             "{kind}: what the fakes spoke"
         );
+        assert_eq!(
+            m["catalog"],
+            conform::catalog::DIGEST,
+            "{kind}: the catalog"
+        );
         let xml = std::fs::read_to_string(&junit).unwrap();
+        assert!(
+            xml.contains(&format!(
+                "name=\"catalog\" value=\"{}\"",
+                conform::catalog::DIGEST
+            )),
+            "{xml}"
+        );
         assert_eq!(
             xml.matches("<testcase ").count(),
             a["cases"].as_array().unwrap().len(),

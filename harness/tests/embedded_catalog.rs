@@ -207,6 +207,47 @@ fn a_baseline_written_with_one_catalog_warns_when_used_with_another() {
         "{out}"
     );
 
+    // Shards of that run, merged: the merged report says the same.
+    let mut shards = Vec::new();
+    for k in 1..=2 {
+        let shard = dir.path().join(format!("shard-{k}.json"));
+        let spec = format!("{k}/2");
+        let shard_args = [
+            "--filter",
+            "acp/success",
+            "--scenarios",
+            copy_arg,
+            "--baseline",
+            file_arg,
+            "--partition",
+            &spec,
+            "--json",
+            shard.to_str().unwrap(),
+        ];
+        run(&shard_args);
+        shards.push(shard);
+    }
+    let merged = {
+        let _slot = Slot::take();
+        conform()
+            .args(["report", "merge"])
+            .args(&shards)
+            .output()
+            .unwrap()
+    };
+    let text = stdout(&merged);
+    assert!(
+        text.lines().any(|l| l == format!("catalog: {other}")),
+        "{text}"
+    );
+    assert_eq!(
+        text.lines()
+            .filter(|l| l.starts_with("warning: baseline"))
+            .count(),
+        1,
+        "{text}"
+    );
+
     // A baseline from before files named their catalog: taken silently.
     let old: String = written
         .lines()

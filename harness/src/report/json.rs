@@ -200,6 +200,9 @@ pub fn summary_from_json(report: &serde_json::Value) -> String {
                 text(&e["why"])
             );
         }
+        if let Some(warning) = baseline["catalogWarning"].as_str() {
+            let _ = writeln!(out, "{warning}");
+        }
     }
     let count = |v: &str| cases.iter().filter(|c| c["verdict"] == v).count();
     let _ = writeln!(

@@ -213,5 +213,15 @@ fn merge_baselines(shards: &[(PathBuf, Value)]) -> Value {
             }
         }
     }
-    json!({"file": first["file"], "entries": entries})
+    // One baseline over the shards: the catalog it names, and a shard's warning about it.
+    let warning = with
+        .iter()
+        .map(|b| &b["catalogWarning"])
+        .find(|w| w.is_string());
+    json!({
+        "file": first["file"],
+        "catalog": first["catalog"],
+        "catalogWarning": warning,
+        "entries": entries,
+    })
 }
