@@ -8,7 +8,8 @@ use conform_protocol::vocab::Provider;
 #[derive(Debug, Parser)]
 #[command(
     name = "conform",
-    version,
+    // Which catalog this binary carries (`harness/build.rs`) is part of what it is.
+    version = concat!(env!("CARGO_PKG_VERSION"), " (catalog ", env!("CONFORM_CATALOG_DIGEST"), ")"),
     about = "Conformance harness for out-of-process subagent providers",
     long_about = "Runs scenario files against a subject (the reference provider by default, or a \
                   real host through the conform-subject/1 adapter protocol) and judges exact \

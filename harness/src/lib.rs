@@ -3,9 +3,10 @@
 //! Data flows one way: [`scenario`] → fake script + subject `start` ([`run`]) → subject events
 //! and side-channel ledger ([`proc`]) → [`checks`] and [`snapshot`] → [`suite`] → [`report`].
 //! The modules are layered; each imports only from its own layer or below (a test holds it):
-//! [`input`] < [`proc`] (plumbing), [`settings`] < [`scenario`] < [`run`] < [`checks`],
+//! [`input`] < [`proc`], [`catalog`] (plumbing), [`settings`] < [`scenario`] < [`run`] < [`checks`],
 //! [`snapshot`] < [`suite`] < [`report`], [`differential`] < [`cmd`], [`cli`].
 
+pub mod catalog;
 pub mod checks;
 pub mod cli;
 pub mod cmd;

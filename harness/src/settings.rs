@@ -135,7 +135,8 @@ fn product_version(s: &str) -> Result<(Provider, String), String> {
 }
 
 /// `<name>` in the current folder if it exists, else the one of the workspace conform was
-/// built in (so `cargo run` works from any sub-folder).
+/// built in (so `cargo run` works from any sub-folder): the workspace's own folders (`fakes`,
+/// `ci`). The scenarios and snapshots are the catalog's: [`crate::catalog::default_dir`].
 pub fn default_dir(name: &str) -> PathBuf {
     let here = PathBuf::from(name);
     if here.is_dir() {

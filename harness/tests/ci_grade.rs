@@ -80,7 +80,7 @@ fn a_baseline_of_known_failures_passes_an_unlisted_one_fails_and_a_stale_entry_f
     assert_eq!(code, Some(1), "{out}");
     assert!(
         out.contains(&format!(
-            "✗ stale: {file_arg}:7: `acp/stop/cancelled-remote@foreground:expect.diagnostic` — the case passes now"
+            "✗ stale: {file_arg}:9: `acp/stop/cancelled-remote@foreground:expect.diagnostic` — the case passes now"
         )),
         "{out}"
     );
@@ -230,7 +230,19 @@ fn three_shards_merged_equal_the_unpartitioned_run() {
             m["fakesSpeak"], a["fakesSpeak"],
             "{kind}: what the fakes spoke"
         );
+        assert_eq!(
+            m["catalog"],
+            conform::catalog::DIGEST,
+            "{kind}: the catalog"
+        );
         let xml = std::fs::read_to_string(&junit).unwrap();
+        assert!(
+            xml.contains(&format!(
+                "name=\"catalog\" value=\"{}\"",
+                conform::catalog::DIGEST
+            )),
+            "{xml}"
+        );
         assert_eq!(
             xml.matches("<testcase ").count(),
             a["cases"].as_array().unwrap().len(),

@@ -9,8 +9,8 @@ const LAYERS: &[&[&str]] = &[
     // Files a person writes: how what is wrong with one is said.
     &["input"],
     // Plumbing (processes, pipes, the side channel, signals, the real peers' installs) and the
-    // resolved flags.
-    &["proc", "settings"],
+    // resolved flags, the embedded catalog.
+    &["proc", "settings", "catalog"],
     &["scenario"],
     &["run"],
     &["checks", "snapshot"],

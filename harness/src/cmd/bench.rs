@@ -25,7 +25,6 @@ use std::process::ExitCode;
 
 use crate::cmd::output::out;
 use crate::cmd::{Error as CmdError, block_on};
-use crate::settings::default_dir;
 
 pub struct Plan {
     pub scenarios: PathBuf,
@@ -451,8 +450,8 @@ fn mib(kib: Option<u64>) -> String {
 /// `conform bench`: the figures of `ci/bench`.
 pub fn exec(args: crate::cli::BenchArgs) -> Result<ExitCode, CmdError> {
     let plan = Plan {
-        scenarios: default_dir("scenarios"),
-        snapshots: default_dir("snapshots"),
+        scenarios: crate::catalog::default_dir("scenarios")?,
+        snapshots: crate::catalog::default_dir("snapshots")?,
         jobs: args.jobs,
         repeat: args.repeat.max(1),
         redaction_cases: args.redaction_cases.max(1),

@@ -7,7 +7,6 @@ use crate::checks::Check;
 use crate::cli::ListArgs;
 use crate::cmd::Error;
 use crate::cmd::output::out;
-use crate::settings::default_dir;
 
 pub fn exec(args: ListArgs) -> Result<ExitCode, Error> {
     if args.checks {
@@ -15,7 +14,7 @@ pub fn exec(args: ListArgs) -> Result<ExitCode, Error> {
         return Ok(ExitCode::SUCCESS);
     }
     let sel = args.select;
-    let dir = sel.scenarios.unwrap_or_else(|| default_dir("scenarios"));
+    let dir = crate::catalog::or_default(sel.scenarios, "scenarios")?;
     if args.levels {
         out(&levels_table(&crate::suite::select(&dir, &sel.filter)?))?;
         return Ok(ExitCode::SUCCESS);

@@ -39,6 +39,8 @@ pub enum Error {
     Suite(#[from] crate::suite::SuiteError),
     #[error(transparent)]
     Input(#[from] crate::input::InputError),
+    #[error(transparent)]
+    Catalog(#[from] crate::catalog::ExtractError),
     /// Bad input or a failure that already says all there is to say.
     #[error("{0}")]
     Usage(String),

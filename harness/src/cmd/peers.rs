@@ -27,8 +27,8 @@ pub fn exec(command: PeersCommand) -> Result<ExitCode, Error> {
 
 fn diff(args: PeersArgs) -> Result<ExitCode, Error> {
     let opts = crate::differential::DiffOptions {
-        scenarios: default_dir("scenarios"),
-        snapshots: default_dir("snapshots"),
+        scenarios: crate::catalog::default_dir("scenarios")?,
+        snapshots: crate::catalog::default_dir("snapshots")?,
         fixtures: args
             .fixtures
             .unwrap_or_else(|| default_dir("fakes").join("peers")),
@@ -55,8 +55,8 @@ fn record(args: PeersRecordArgs) -> Result<ExitCode, Error> {
         .fixtures
         .unwrap_or_else(|| default_dir("fakes").join("peers"));
     let opts = crate::differential::DiffOptions {
-        scenarios: default_dir("scenarios"),
-        snapshots: default_dir("snapshots"),
+        scenarios: crate::catalog::default_dir("scenarios")?,
+        snapshots: crate::catalog::default_dir("snapshots")?,
         fixtures: fixtures.clone(),
         peers: Some(peers),
         update: true,

@@ -8,7 +8,6 @@ use crate::cli::RunArgs;
 use crate::cmd::output::{ReportFile, out};
 use crate::cmd::{Error, code};
 use crate::report::{self, terminal};
-use crate::settings::default_dir;
 use crate::suite::{self, SuiteReport, baseline};
 
 pub fn exec(args: RunArgs) -> Result<ExitCode, Error> {
@@ -24,7 +23,14 @@ pub fn exec(args: RunArgs) -> Result<ExitCode, Error> {
         .map(baseline::Baseline::load)
         .transpose()
         .map_err(|e| Error::Usage(e.to_string()))?;
-    let snapshots = args.snapshots.unwrap_or_else(|| default_dir("snapshots"));
+    // The embedded catalog's folders are a cache named by its digest: never written into.
+    if args.settings.accept && args.snapshots.is_none() && crate::catalog::defaults_are_embedded() {
+        return Err(Error::Usage(
+            "`--accept` writes snapshots: outside conform's workspace give the folder with --snapshots DIR"
+                .to_owned(),
+        ));
+    }
+    let snapshots = crate::catalog::or_default(args.snapshots, "snapshots")?;
     // `--accept` creates the folder when it records the first snapshot.
     if !args.settings.accept && !snapshots.is_dir() {
         let why = if snapshots.exists() {
@@ -50,9 +56,7 @@ pub fn exec(args: RunArgs) -> Result<ExitCode, Error> {
         progress: std::io::stderr().is_terminal(),
         interrupt,
         ..suite::Options::new(
-            args.select
-                .scenarios
-                .unwrap_or_else(|| default_dir("scenarios")),
+            crate::catalog::or_default(args.select.scenarios, "scenarios")?,
             snapshots,
         )
     };

@@ -20,7 +20,6 @@ use crate::cmd::output::out;
 use crate::cmd::{Error as CmdError, block_on, verdict};
 
 mod timing_rows;
-use crate::settings::default_dir;
 
 /// Each run's deadline, unless its scenario sets one: a clean run of the catalog takes under
 /// a second per case (its longest, the teardown ladders, about 0.6 s), and a defect that leaves
@@ -483,8 +482,8 @@ pub fn render(m: &Matrix) -> String {
 /// `conform self-test`: the kill matrix of the reference's seeded defects.
 pub fn exec(args: crate::cli::SelfTestArgs) -> Result<ExitCode, CmdError> {
     let plan = Plan {
-        scenarios: args.scenarios.unwrap_or_else(|| default_dir("scenarios")),
-        snapshots: args.snapshots.unwrap_or_else(|| default_dir("snapshots")),
+        scenarios: crate::catalog::or_default(args.scenarios, "scenarios")?,
+        snapshots: crate::catalog::or_default(args.snapshots, "snapshots")?,
         jobs: args.jobs,
         only: args.only,
     };

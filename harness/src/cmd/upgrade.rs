@@ -47,8 +47,8 @@ pub fn exec(args: UpgradeArgs) -> Result<ExitCode, Error> {
     let candidate = side(&manifest, &cache, &peer, &version, &work.join("candidate"))?;
     let opts = UpgradeOptions {
         diff: crate::differential::DiffOptions {
-            scenarios: default_dir("scenarios"),
-            snapshots: default_dir("snapshots"),
+            scenarios: crate::catalog::default_dir("scenarios")?,
+            snapshots: crate::catalog::default_dir("snapshots")?,
             fixtures: default_dir("fakes").join("peers"),
             peers: None,
             update: false,
@@ -239,6 +239,7 @@ fn scenario_files(
     new: &str,
 ) -> Result<Vec<(PathBuf, String)>, Error> {
     use crate::differential::accept;
+    // Accepting writes scenario files: the workspace's own folders, never an extracted catalog.
     let (scenarios, snapshots) = (default_dir("scenarios"), default_dir("snapshots"));
     let fixtures = default_dir("fakes").join("peers").join(new);
     let mut files = Vec::new();

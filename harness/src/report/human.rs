@@ -40,6 +40,9 @@ pub fn human(report: &SuiteReport, verbose: bool) -> String {
     out.push_str(&suite_section(report));
     if let Some(b) = &report.baseline {
         out.push_str(&baseline_section(b));
+        if let Some(warning) = b.catalog_warning(&report.catalog_digest) {
+            let _ = writeln!(out, "{warning}");
+        }
     }
     if !verbose {
         out.push_str(&by_name(report));
@@ -158,6 +161,9 @@ skipped:
 /// What the subject was judged against: the products the fakes spoke, and how strictly.
 fn header(report: &SuiteReport) -> String {
     let mut out = String::new();
+    if !report.catalog_digest.is_empty() {
+        let _ = writeln!(out, "catalog: {}", report.catalog_digest);
+    }
     if !report.fakes_speak.is_empty() {
         let spoken: Vec<&str> = report.fakes_speak.values().map(String::as_str).collect();
         let _ = writeln!(out, "fakes speak: {}", spoken.join("; "));

@@ -18,6 +18,8 @@ pub fn json(report: &SuiteReport) -> serde_json::Value {
         "strictness": report.strictness.as_str(),
         "jobs": report.jobs,
         "conformVersion": env!("CARGO_PKG_VERSION"),
+        // The digest of the scenarios and snapshots that judged the suite.
+        "catalog": (!report.catalog_digest.is_empty()).then_some(&report.catalog_digest),
         "generatedAt": jiff::Timestamp::now().to_string(),
         "exitCode": report.exit_code(),
         "elapsedMs": report.elapsed.as_millis() as u64,
@@ -31,6 +33,8 @@ pub fn json(report: &SuiteReport) -> serde_json::Value {
         "partition": report.partition.map(|p| p.to_string()),
         "baseline": report.baseline.as_ref().map(|b| json!({
             "file": b.path,
+            "catalog": b.catalog,
+            "catalogWarning": b.catalog_warning(&report.catalog_digest),
             "entries": b.entries.iter().map(|(e, s)| json!({
                 "id": e.id,
                 "reason": e.reason,
@@ -120,6 +124,21 @@ pub fn summary_from_json(report: &serde_json::Value) -> String {
     let text = |v: &serde_json::Value| v.as_str().unwrap_or_default().to_owned();
     let mut out = String::new();
     let _ = writeln!(out, "subject: {}", text(&report["subject"]));
+    let shards_name_one = report["shards"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .any(|s| s["catalog"].is_string());
+    match report["catalog"].as_str() {
+        Some(digest) => {
+            let _ = writeln!(out, "catalog: {digest}");
+        }
+        // Shards written before reports named their catalog name none.
+        None if shards_name_one => {
+            let _ = writeln!(out, "catalog: the shards ran different ones");
+        }
+        None => {}
+    }
     for s in report["shards"].as_array().into_iter().flatten() {
         let _ = writeln!(
             out,
@@ -180,6 +199,9 @@ pub fn summary_from_json(report: &serde_json::Value) -> String {
                 text(&e["id"]),
                 text(&e["why"])
             );
+        }
+        if let Some(warning) = baseline["catalogWarning"].as_str() {
+            let _ = writeln!(out, "{warning}");
         }
     }
     let count = |v: &str| cases.iter().filter(|c| c["verdict"] == v).count();

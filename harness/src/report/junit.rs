@@ -14,10 +14,13 @@ pub fn junit(report: &SuiteReport) -> Result<String, quick_junit::SerializeError
     junit_from_json(&json(report))
 }
 
-/// A provider's test suite, with properties naming the products it was judged against: what
+/// A provider's test suite, with properties naming what it was judged against: the catalog, what
 /// its fakes spoke, and each real peer that ran in their place with its version.
 fn products(report: &serde_json::Value, provider: &str) -> quick_junit::TestSuite {
     let mut suite = quick_junit::TestSuite::new(provider);
+    if let Some(digest) = report["catalog"].as_str() {
+        suite.add_property(("catalog", digest));
+    }
     if let Some(spoken) = report["fakesSpeak"][provider].as_str() {
         suite.add_property(("fakes speak", spoken));
     }

@@ -129,6 +129,12 @@ pub fn merge(shards: Vec<(PathBuf, Value)>) -> Result<Value, MergeError> {
         nothing_tested,
         allow_skips,
     };
+    let first = &shards[0].1["catalog"];
+    let catalog = if shards.iter().all(|(_, r)| &r["catalog"] == first) {
+        first.clone()
+    } else {
+        Value::Null
+    };
     Ok(json!({
         "subject": subject,
         "fakesSpeak": union(&shards, "fakesSpeak"),
@@ -138,6 +144,8 @@ pub fn merge(shards: Vec<(PathBuf, Value)>) -> Result<Value, MergeError> {
         "strictness": shards[0].1["strictness"],
         "jobs": shards[0].1["jobs"],
         "conformVersion": shards[0].1["conformVersion"],
+        // One catalog where every shard names the same one; else each shard says its own.
+        "catalog": catalog,
         "checks": shards[0].1["checks"],
         "generatedAt": shards.iter().filter_map(|(_, r)| r["generatedAt"].as_str()).max(),
         // The shards ran side by side: the merged suite took as long as the slowest.
@@ -154,6 +162,7 @@ pub fn merge(shards: Vec<(PathBuf, Value)>) -> Result<Value, MergeError> {
             "partition": r["partition"],
             "elapsedMs": r["elapsedMs"],
             "exitCode": r["exitCode"],
+            "catalog": r["catalog"],
         })).collect::<Vec<_>>(),
         "cgroup": shards[0].1["cgroup"],
         "baseline": baseline,
@@ -204,5 +213,15 @@ fn merge_baselines(shards: &[(PathBuf, Value)]) -> Value {
             }
         }
     }
-    json!({"file": first["file"], "entries": entries})
+    // One baseline over the shards: the catalog it names, and a shard's warning about it.
+    let warning = with
+        .iter()
+        .map(|b| &b["catalogWarning"])
+        .find(|w| w.is_string());
+    json!({
+        "file": first["file"],
+        "catalog": first["catalog"],
+        "catalogWarning": warning,
+        "entries": entries,
+    })
 }

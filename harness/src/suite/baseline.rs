@@ -4,6 +4,8 @@
 //! **stale**, so the file shrinks as the host improves.
 //!
 //! ```toml
+//! catalog = "3f2a9c0d41be"   # the catalog it was written against (optional)
+//!
 //! [[known]]
 //! id = "acp/stop/refusal@background:expect.diagnostic"   # scenario[@mode][:check-id]
 //! reason = "the host predates the ACP diagnostics decision (HOST-123)"
@@ -50,6 +52,9 @@ impl Entry {
 #[derive(Clone, Debug)]
 pub struct Baseline {
     pub path: PathBuf,
+    /// The digest of the catalog it was written against (`--write-baseline` records it; an
+    /// older file has none).
+    pub catalog: Option<String>,
     pub entries: Vec<Entry>,
 }
 
@@ -59,6 +64,8 @@ pub type BaselineError = crate::input::InputError;
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
 struct RawFile {
+    #[serde(default)]
+    catalog: Option<String>,
     #[serde(default)]
     known: Vec<RawEntry>,
 }
@@ -121,6 +128,7 @@ impl Baseline {
         }
         Ok(Baseline {
             path: path.to_owned(),
+            catalog: raw.catalog,
             entries,
         })
     }
@@ -179,10 +187,25 @@ impl Status {
 #[derive(Clone, Debug)]
 pub struct Outcome {
     pub path: PathBuf,
+    /// The catalog the file was written against, where it says.
+    pub catalog: Option<String>,
     pub entries: Vec<(Entry, Status)>,
 }
 
 impl Outcome {
+    /// One line when the file was written against another catalog than `used` (the suite's):
+    /// its entries may name cases that have changed since. A warning, never a failure; a file
+    /// that names no catalog is taken as it is.
+    pub fn catalog_warning(&self, used: &str) -> Option<String> {
+        let written = self.catalog.as_deref()?;
+        (written != used && !used.is_empty()).then(|| {
+            format!(
+                "warning: baseline {} was written against catalog {written}, this suite ran catalog {used}: review its entries",
+                self.path.display()
+            )
+        })
+    }
+
     pub fn stale(&self) -> impl Iterator<Item = &(Entry, Status)> {
         self.entries
             .iter()
@@ -258,6 +281,7 @@ pub fn apply(report: &mut SuiteReport, baseline: &Baseline) {
         .collect();
     report.baseline = Some(Outcome {
         path: baseline.path.clone(),
+        catalog: baseline.catalog.clone(),
         entries,
     });
     report.catalog = catalog;
@@ -281,6 +305,10 @@ pub fn write(report: &SuiteReport) -> String {
          # the run as stale: delete it. Ids: scenario, scenario@mode, scenario:check-id or\n\
          # scenario@mode:check-id (`conform list --checks`).\n",
     );
+    if !report.catalog_digest.is_empty() {
+        // Read back as a warning where the file is used with another catalog.
+        let _ = write!(out, "\ncatalog = {}\n", toml_string(&report.catalog_digest));
+    }
     let mut written: BTreeSet<String> = BTreeSet::new();
     let mut push = |out: &mut String, id: &str, reason: &str| {
         if written.insert(id.to_owned()) {
@@ -367,6 +395,33 @@ reason = "d"
                 (Some(Mode::Foreground), Some(Check::Snapshot), 15),
             ]
         );
+    }
+
+    #[test]
+    fn the_catalog_written_against_is_read_and_a_file_without_it_is_accepted() {
+        let b = parse("catalog = \"0123456789ab\"\n\n[[known]]\nid = \"a/b\"\nreason = \"r\"\n")
+            .unwrap();
+        assert_eq!(b.catalog.as_deref(), Some("0123456789ab"));
+        let outcome = |catalog: Option<&str>| Outcome {
+            path: PathBuf::from("known.toml"),
+            catalog: catalog.map(str::to_owned),
+            entries: Vec::new(),
+        };
+        assert_eq!(
+            outcome(Some("0123456789ab")).catalog_warning("0123456789ab"),
+            None
+        );
+        assert_eq!(
+            outcome(Some("0123456789ab"))
+                .catalog_warning("ba9876543210")
+                .as_deref(),
+            Some(
+                "warning: baseline known.toml was written against catalog 0123456789ab, this suite ran catalog ba9876543210: review its entries"
+            )
+        );
+        let old = parse("[[known]]\nid = \"a/b\"\nreason = \"r\"\n").unwrap();
+        assert_eq!(old.catalog, None);
+        assert_eq!(outcome(None).catalog_warning("ba9876543210"), None);
     }
 
     #[test]

@@ -128,6 +128,8 @@ fn select_from(all: Vec<Scenario>, filters: &[String]) -> Result<Vec<Scenario>, 
 pub async fn run(opts: Options) -> Result<SuiteReport, SuiteError> {
     let all = load(&opts.scenarios)?;
     let catalog = all.iter().map(|s| s.id.clone()).collect();
+    // Named before any run: `--accept` may change the snapshots the suite is judged by.
+    let catalog_digest = crate::catalog::digest_of(&opts.scenarios, &opts.snapshots)?;
     let mut chosen = select_from(all, &opts.filters)?;
     let positions = chosen
         .iter()
@@ -147,5 +149,6 @@ pub async fn run(opts: Options) -> Result<SuiteReport, SuiteError> {
     report.partition = opts.partition;
     report.positions = positions;
     report.catalog = catalog;
+    report.catalog_digest = catalog_digest;
     Ok(report)
 }

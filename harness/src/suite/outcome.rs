@@ -77,6 +77,10 @@ pub struct SuiteReport {
     pub positions: std::collections::BTreeMap<String, usize>,
     /// Every scenario id of the catalog, selected or not (a baseline entry for none is stale).
     pub catalog: std::collections::BTreeSet<String>,
+    /// The digest of the catalog that judged the suite: the scenario and snapshot folders it
+    /// read, as they were when it started ([`crate::catalog::digest_of`]; empty where not
+    /// known).
+    pub catalog_digest: String,
     /// Peak resident sets (KiB): the harness, the subject, the largest fake.
     pub peak_rss_kib: PeakRss,
 }

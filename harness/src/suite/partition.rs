@@ -112,7 +112,8 @@ mod tests {
 
     #[test]
     fn the_shards_cover_the_catalog_once_and_keep_groups_whole() {
-        let all = crate::scenario::discover(&crate::settings::default_dir("scenarios")).unwrap();
+        let all =
+            crate::scenario::discover(&crate::catalog::default_dir("scenarios").unwrap()).unwrap();
         for kind in ["count", "hash"] {
             let mut seen: Vec<String> = Vec::new();
             for k in 1..=3 {

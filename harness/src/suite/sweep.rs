@@ -49,6 +49,7 @@ pub async fn sweep(
         partition: None,
         positions: Default::default(),
         catalog: Default::default(),
+        catalog_digest: String::new(),
         peak_rss_kib: PeakRss {
             harness: pids::own_peak_rss_kib(),
             subject: subject_rss,

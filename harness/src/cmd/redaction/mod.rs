@@ -21,7 +21,6 @@ use std::process::ExitCode;
 
 use crate::cmd::output::out;
 use crate::cmd::{Error as CmdError, verdict};
-use crate::settings::default_dir;
 
 /// Kinds of secret material, each a proptest strategy ([`crate::checks::secret_material`]:
 /// the check's own property generates the same).
@@ -234,10 +233,8 @@ pub fn exec(args: crate::cli::RedactionArgs) -> Result<ExitCode, CmdError> {
         pending_snapshots: false,
         interrupt,
         ..Options::new(
-            args.select
-                .scenarios
-                .unwrap_or_else(|| default_dir("scenarios")),
-            default_dir("snapshots"),
+            crate::catalog::or_default(args.select.scenarios, "scenarios")?,
+            crate::catalog::default_dir("snapshots")?,
         )
     };
     let plan = Plan {

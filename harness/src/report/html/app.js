@@ -37,6 +37,7 @@
     row('fakes speak', Object.values(report.fakesSpeak || {}).join('; '));
     row('real peers', Object.entries(report.realPeers || {}).map(([n, p]) => `${n} ${p.version || ''}`).join('; '));
     row('conform', report.conformVersion);
+    row('catalog', report.catalog);
     row('generated', report.generatedAt);
     row('duration', report.elapsedMs !== undefined ? `${(report.elapsedMs / 1000).toFixed(1)} s` : undefined);
     row('jobs', report.jobs);
