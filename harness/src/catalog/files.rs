@@ -50,10 +50,15 @@ fn walk(
             )
         })?;
         let rel = format!("{prefix}/{name}");
-        // Followed, as the harness follows links when it reads scenarios.
-        if std::fs::metadata(&path)?.is_dir() {
+        // Followed, as the harness follows links when it reads scenarios; only regular files
+        // are read (a FIFO would block the open for ever, a link to /dev/zero never end): what
+        // else lies there is the loader's and the snapshot check's to refuse, by name.
+        let Ok(meta) = std::fs::metadata(&path) else {
+            continue; // a dangling link
+        };
+        if meta.is_dir() {
             walk(&path, &rel, keep, out)?;
-        } else if keep(&name) {
+        } else if meta.is_file() && keep(&name) {
             let bytes = std::fs::read(&path)?;
             out.push(CatalogFile { path: rel, bytes });
         }
