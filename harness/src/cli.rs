@@ -342,6 +342,10 @@ pub struct SelectArgs {
     /// Folder of scenario files [default: `scenarios/` of this workspace].
     #[arg(long)]
     pub scenarios: Option<PathBuf>,
+    /// A host's own folder to add beside the catalog (repeatable): its `scenarios/` (whose
+    /// includes may name the catalog's preludes) and its `snapshots/`.
+    #[arg(long = "add", value_name = "DIR")]
+    pub added: Vec<PathBuf>,
     /// Run only scenarios whose id contains this text (repeatable: any match).
     #[arg(long, short = 'f')]
     pub filter: Vec<String>,

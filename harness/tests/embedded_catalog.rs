@@ -283,3 +283,82 @@ fn inside_the_workspace_the_workspace_folders_are_used() {
     );
     assert_eq!(json["catalog"], conform::catalog::DIGEST);
 }
+
+#[test]
+fn a_hosts_own_scenarios_are_added_beside_the_carried_catalog() {
+    // A host keeps its own cases in its repository (`conform/scenarios`, `conform/snapshots`):
+    // they run beside the embedded catalog, may include its preludes, keep their snapshots
+    // where they are, and name the run's catalog with their own digest.
+    let (_bin, exe) = copied_conform();
+    let cwd = tempfile::tempdir().unwrap();
+    let cache = tempfile::tempdir().unwrap();
+    let env = [("XDG_CACHE_HOME", cache.path()), ("HOME", cwd.path())];
+    let digest = version_digest(&exe, &env);
+    let host = cwd.path().join("conform");
+    let scenario = host.join("scenarios/acp/host/greeting.toml");
+    std::fs::create_dir_all(scenario.parent().unwrap()).unwrap();
+    let case = "title = \"the host's own greeting case\"\nprovider = \"acp\"\n\n\
+        [[fake.steps]]\ninclude = \"acp-prompt\"\n\n[[fake.steps]]\nchunk = \"Hi from the host.\"\n\n\
+        [[fake.steps]]\nstop = \"end_turn\"\n\n[expect]\nstop_reason = \"completed\"\n\
+        output = \"Hi from the host.\"\njob_status = \"completed\"\n";
+    std::fs::write(&scenario, case).unwrap();
+    let _slot = Slot::take();
+    let run = |extra: &[&str]| {
+        Command::new(&exe)
+            .current_dir(cwd.path())
+            .envs(env)
+            .env("INSTA_UPDATE", "no")
+            .args(["run", "--add", "conform", "--filter", "acp/host/"])
+            .args(["--filter", "acp/success/end-turn"])
+            .args(extra)
+            .output()
+            .unwrap()
+    };
+    // No snapshot yet: a failure saying so; the host records its own, into its own folder.
+    let out = run(&[]);
+    assert_eq!(out.status.code(), Some(1), "{}", stdout(&out));
+    assert!(
+        stdout(&out).contains("no stored snapshot"),
+        "{}",
+        stdout(&out)
+    );
+    let accepted = Command::new(&exe)
+        .current_dir(cwd.path())
+        .envs(env)
+        .args([
+            "run",
+            "--add",
+            "conform",
+            "--filter",
+            "acp/host/",
+            "--accept",
+        ])
+        .args(["--snapshots", cwd.path().join("unused").to_str().unwrap()])
+        .output()
+        .unwrap();
+    assert_eq!(accepted.status.code(), Some(0), "{}", stdout(&accepted));
+    let snap = host.join("snapshots/acp__host__greeting@foreground.snap");
+    assert!(
+        std::fs::read_to_string(&snap)
+            .unwrap()
+            .contains("Hi from the host.")
+    );
+    // Now both the host's case and the catalog's pass, and the report names both catalogs.
+    let out = run(&[]);
+    let text = stdout(&out);
+    assert_eq!(out.status.code(), Some(0), "{text}");
+    assert!(text.contains("4 passed, 0 failed"), "{text}");
+    let line = text.lines().find(|l| l.starts_with("catalog: ")).unwrap();
+    assert!(line.starts_with(&format!("catalog: {digest}+")), "{line}");
+    // An id the catalog already has is refused, naming the file.
+    let clash = host.join("scenarios/acp/success/end-turn.toml");
+    std::fs::create_dir_all(clash.parent().unwrap()).unwrap();
+    std::fs::write(&clash, case).unwrap();
+    let out = run(&[]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        common::stderr(&out).contains("the id `acp/success/end-turn` is taken by"),
+        "{}",
+        common::stderr(&out)
+    );
+}

@@ -16,11 +16,15 @@ pub fn exec(args: ListArgs) -> Result<ExitCode, Error> {
     let sel = args.select;
     let dir = crate::catalog::or_default(sel.scenarios, "scenarios")?;
     if args.levels {
-        out(&levels_table(&crate::suite::select(&dir, &sel.filter)?))?;
+        out(&levels_table(&crate::suite::select_with(
+            &dir,
+            &sel.added,
+            &sel.filter,
+        )?))?;
         return Ok(ExitCode::SUCCESS);
     }
     let mut text = String::new();
-    for s in crate::suite::select(&dir, &sel.filter)? {
+    for s in crate::suite::select_with(&dir, &sel.added, &sel.filter)? {
         let modes: Vec<_> = s.file.modes.iter().map(|m| m.as_str()).collect();
         text.push_str(&format!(
             "{}  [{}]  {}\n",

@@ -50,6 +50,7 @@ pub fn exec(args: RunArgs) -> Result<ExitCode, Error> {
     ])?;
     let verbose = args.settings.verbose;
     let opts = suite::Options {
+        added: args.select.added,
         filters: args.select.filter,
         partition: args.partition,
         settings: args.settings,

@@ -29,15 +29,43 @@ struct PreludeFile {
     steps: Vec<Spanned<Step>>,
 }
 
+/// Where a scenario's includes are found: its own root's `preludes/`, then (for a host's
+/// scenarios added beside the catalog) the catalog's.
+#[derive(Clone, Copy)]
+pub struct Roots<'a> {
+    pub own: &'a Path,
+    pub shared: Option<&'a Path>,
+}
+
+impl Roots<'_> {
+    fn prelude(&self, name: &str) -> PathBuf {
+        let file = format!("{name}.toml");
+        let own = self.own.join(PRELUDE_DIR).join(&file);
+        match self.shared {
+            Some(shared) if !own.exists() => shared.join(PRELUDE_DIR).join(&file),
+            _ => own,
+        }
+    }
+}
+
 /// Every scenario under `root` (skipping `preludes/`), sorted by id, with preludes expanded.
 pub fn discover(root: &Path) -> Result<Vec<Scenario>, Vec<ScenarioError>> {
+    discover_in(Roots {
+        own: root,
+        shared: None,
+    })
+}
+
+/// [`discover`] with includes found as `roots` says.
+pub fn discover_in(roots: Roots) -> Result<Vec<Scenario>, Vec<ScenarioError>> {
+    let root = roots.own;
     let mut files = Vec::new();
     let mut errors = Vec::new();
     walk(root, root, &mut files, &mut errors);
     files.sort();
     let mut scenarios = Vec::new();
     for path in files {
-        match load(root, &path) {
+        match load_in(roots, &path) {
             Ok(s) => scenarios.push(s),
             Err(e) => errors.push(e),
         }
@@ -83,6 +111,18 @@ pub(super) fn walk(
 
 /// Loads one scenario file.
 pub fn load(root: &Path, path: &Path) -> Result<Scenario, ScenarioError> {
+    load_in(
+        Roots {
+            own: root,
+            shared: None,
+        },
+        path,
+    )
+}
+
+/// [`load`] with includes found as `roots` says.
+pub fn load_in(roots: Roots, path: &Path) -> Result<Scenario, ScenarioError> {
+    let root = roots.own;
     let text = crate::input::read_bounded(path, MAX_FILE_BYTES, "a scenario file")?;
     let file: ScenarioFile = toml::from_str(&text)
         .map_err(|e| invalid(path, &text, e.span(), e.message().to_owned()))?;
@@ -94,7 +134,7 @@ pub fn load(root: &Path, path: &Path) -> Result<Scenario, ScenarioError> {
         .replace('\\', "/");
     check_file(path, &text, &file)?;
     let mut steps = Expanded::default();
-    expand(root, path, &text, &file.fake.steps, &mut steps, 0, None)?;
+    expand(roots, path, &text, &file.fake.steps, &mut steps, 0, None)?;
     let steps = steps.steps;
     check_references(path, &text, &file, &steps)?;
     if let Some(model) = file.peer.as_ref().and_then(|p| p.model.as_ref())
@@ -129,6 +169,7 @@ pub fn load(root: &Path, path: &Path) -> Result<Scenario, ScenarioError> {
         path: path.to_owned(),
         file,
         script,
+        snapshots: None,
     })
 }
 
@@ -165,7 +206,7 @@ type Outer<'a> = Option<(&'a Path, &'a str, std::ops::Range<usize>)>;
 /// Splices `steps` into `out`, preludes expanded. A bound broken is said at the scenario's step
 /// that broke it: the step itself, or the include (`outer`) it came from.
 fn expand(
-    root: &Path,
+    roots: Roots,
     path: &Path,
     text: &str,
     steps: &[Spanned<Step>],
@@ -197,7 +238,7 @@ fn expand(
                 format!("prelude `{name}` includes itself (too deep)"),
             ));
         }
-        let prelude_path = root.join(PRELUDE_DIR).join(format!("{name}.toml"));
+        let prelude_path = roots.prelude(name);
         let prelude_text = crate::input::read_bounded(&prelude_path, MAX_FILE_BYTES, "a prelude")
             .map_err(|e| {
             invalid(
@@ -216,7 +257,7 @@ fn expand(
             )
         })?;
         expand(
-            root,
+            roots,
             &prelude_path,
             &prelude_text,
             &prelude.steps,

@@ -6,7 +6,7 @@ pub mod group;
 mod load;
 mod validate;
 
-pub use load::{discover, load};
+pub use load::{Roots, discover, discover_in, load};
 
 use std::collections::BTreeMap;
 use std::ops::Range;
@@ -414,6 +414,9 @@ pub struct Scenario {
     pub file: ScenarioFile,
     /// The fake's script with preludes spliced in.
     pub script: HeldScript,
+    /// Where its snapshots are kept when not in the suite's folder: a host's scenarios added
+    /// beside the catalog (`--add DIR`) keep theirs in `DIR/snapshots`.
+    pub snapshots: Option<PathBuf>,
 }
 
 impl Scenario {

@@ -244,7 +244,8 @@ fn compare_snapshot(
     obs: &Observed,
     how: &Judging,
 ) -> (Option<Finding>, Option<String>) {
-    let (snapshots, accept, pending) = (how.snapshots.as_path(), how.accept, how.pending);
+    let snapshots = s.snapshots.as_deref().unwrap_or(how.snapshots.as_path());
+    let (accept, pending) = (how.accept, how.pending);
     let actual = snapshot::render(obs);
     // Nor a secret in any form it takes: the render holds more than the redaction check reads
     // (the start rejection's error name). A refused text is compared, never written. Asked

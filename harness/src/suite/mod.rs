@@ -24,6 +24,9 @@ pub use schedule::run_scenarios;
 /// line, and what only the harness's own commands set.
 pub struct Options {
     pub scenarios: PathBuf,
+    /// A host's own folders added beside the catalog (`--add DIR`): each holds `scenarios/`
+    /// and `snapshots/`.
+    pub added: Vec<PathBuf>,
     pub filters: Vec<String>,
     pub snapshots: PathBuf,
     /// Run one shard of the selection (`--partition`).
@@ -50,6 +53,7 @@ impl Options {
     pub fn new(scenarios: PathBuf, snapshots: PathBuf) -> Options {
         Options {
             scenarios,
+            added: Vec::new(),
             filters: Vec::new(),
             snapshots,
             partition: None,
@@ -81,6 +85,51 @@ pub enum SuiteError {
 /// Loads and filters scenarios.
 pub fn select(dir: &std::path::Path, filters: &[String]) -> Result<Vec<Scenario>, SuiteError> {
     select_from(load(dir)?, filters)
+}
+
+/// Loads the catalog in `dir` and each host folder `added` beside it, and filters them.
+pub fn select_with(
+    dir: &std::path::Path,
+    added: &[PathBuf],
+    filters: &[String],
+) -> Result<Vec<Scenario>, SuiteError> {
+    select_from(load_with_added(dir, added)?, filters)
+}
+
+/// The catalog, then each host folder added beside it (`--add DIR`): the scenarios of its
+/// `scenarios/`, whose includes are found there first and then among the catalog's preludes,
+/// with their snapshots kept in its `snapshots/`. An id the catalog (or an earlier folder)
+/// already has is refused, naming the file.
+fn load_with_added(dir: &std::path::Path, added: &[PathBuf]) -> Result<Vec<Scenario>, SuiteError> {
+    let mut all = load(dir)?;
+    for host in added {
+        let root = host.join("scenarios");
+        let roots = scenario::Roots {
+            own: &root,
+            shared: Some(dir),
+        };
+        let found = scenario::discover_in(roots).map_err(SuiteError::Scenarios)?;
+        let mut errors: Vec<scenario::ScenarioError> =
+            found.iter().filter_map(unknown_check).collect();
+        for s in &found {
+            if let Some(same) = all.iter().find(|c| c.id == s.id) {
+                errors.push(scenario::ScenarioError::invalid(
+                    &s.path,
+                    "",
+                    None,
+                    format!("the id `{}` is taken by {}", s.id, same.path.display()),
+                ));
+            }
+        }
+        if !errors.is_empty() {
+            return Err(SuiteError::Scenarios(errors));
+        }
+        all.extend(found.into_iter().map(|mut s| {
+            s.snapshots = Some(host.join("snapshots"));
+            s
+        }));
+    }
+    Ok(all)
 }
 
 /// Every scenario under `dir`, each `[requirement]` naming checks that exist.
@@ -126,10 +175,15 @@ fn select_from(all: Vec<Scenario>, filters: &[String]) -> Result<Vec<Scenario>, 
 
 /// Loads, selects and shards the scenarios, then runs them.
 pub async fn run(opts: Options) -> Result<SuiteReport, SuiteError> {
-    let all = load(&opts.scenarios)?;
+    let all = load_with_added(&opts.scenarios, &opts.added)?;
     let catalog = all.iter().map(|s| s.id.clone()).collect();
-    // Named before any run: `--accept` may change the snapshots the suite is judged by.
-    let catalog_digest = crate::catalog::digest_of(&opts.scenarios, &opts.snapshots)?;
+    // Named before any run: `--accept` may change the snapshots the suite is judged by. A
+    // host's added folders are named too: `<catalog>+<added>…`.
+    let mut catalog_digest = crate::catalog::digest_of(&opts.scenarios, &opts.snapshots)?;
+    for host in &opts.added {
+        let added = crate::catalog::digest_of(&host.join("scenarios"), &host.join("snapshots"))?;
+        catalog_digest = format!("{catalog_digest}+{added}");
+    }
     let mut chosen = select_from(all, &opts.filters)?;
     let positions = chosen
         .iter()
