@@ -57,6 +57,10 @@ pub enum Command {
     /// Reports: `conform report merge SHARD.json…` joins the JSON reports of the shards of one
     /// catalog (`--partition k/n`) into one report, one JUnit file and one exit code.
     Report(ReportArgs),
+    /// Start conform in a host's repository: copy an example host (Node.js or Python) into a
+    /// folder as the host's adapter, with `scenarios/` and `snapshots/` for its own cases, and
+    /// print the commands that come next. Writes over nothing.
+    Init(InitArgs),
     /// Print a JSON Schema: `scenario` (for editors) or `subject` (the adapter protocol).
     Schema {
         #[arg(value_parser = ["scenario", "subject"])]
@@ -349,6 +353,25 @@ pub struct SelectArgs {
     /// Run only scenarios whose id contains this text (repeatable: any match).
     #[arg(long, short = 'f')]
     pub filter: Vec<String>,
+}
+
+#[derive(Debug, Args)]
+pub struct InitArgs {
+    /// The example to start from.
+    #[arg(long, value_enum, default_value_t = InitLang::Node)]
+    pub lang: InitLang,
+    /// The folder to write (created; it must not hold the example's files yet).
+    #[arg(default_value = "conform")]
+    pub dir: PathBuf,
+}
+
+/// The example hosts `conform init` can start from.
+#[derive(Clone, Copy, Debug, clap::ValueEnum)]
+pub enum InitLang {
+    /// `examples/node-host`: Node.js 20, no dependencies.
+    Node,
+    /// `examples/python-host`: Python 3.11, the standard library only.
+    Python,
 }
 
 #[derive(Debug, Args)]

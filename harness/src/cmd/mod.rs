@@ -3,6 +3,7 @@
 
 pub mod bench;
 pub mod drift;
+pub mod init;
 pub mod internal;
 pub mod list;
 pub mod output;
@@ -51,6 +52,7 @@ pub fn exec(cli: Cli) -> Result<ExitCode, Error> {
     match cli.command {
         Command::Run(args) => run::exec(*args),
         Command::List(args) => list::exec(args),
+        Command::Init(args) => init::exec(args),
         Command::Schema { which } => list::schema(&which),
         Command::Redaction(args) => redaction::exec(args),
         Command::SelfTest(args) => self_test::exec(args),
