@@ -20,8 +20,37 @@ fn caught(defects: &[&str], filter: &str, extra: &[&str], expected: &[&str]) -> 
 
 #[test]
 fn the_reference_passes_the_whole_catalog() {
-    let (code, out, err) = run(&["-j", "4"]);
+    // Run as a host would have it: a `conform` copied alone to another folder, started outside
+    // the workspace with no `--scenarios` or `--snapshots`, judging by the catalog it carries
+    // (extracted into a cache of its own) — the very files of the workspace, by digest.
+    let bin = tempfile::tempdir().unwrap();
+    let exe = bin.path().join("conform");
+    std::fs::copy(assert_cmd::cargo::cargo_bin("conform"), &exe).unwrap();
+    let (cwd, cache) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+    let ws = workspace();
+    let digest = conform::catalog::digest_of(&ws.join("scenarios"), &ws.join("snapshots")).unwrap();
+    let out = {
+        let _slot = common::Slot::take();
+        std::process::Command::new(&exe)
+            .args(["run", "-j", "4"])
+            .current_dir(cwd.path())
+            .env("XDG_CACHE_HOME", cache.path())
+            .env("INSTA_UPDATE", "no")
+            .output()
+            .unwrap()
+    };
+    let (code, out, err) = (out.status.code(), stdout(&out), common::stderr(&out));
     assert_eq!(code, Some(0), "{out}\n{err}");
+    assert!(
+        out.lines().any(|l| l == format!("catalog: {digest}")),
+        "{out}"
+    );
+    assert!(
+        cache
+            .path()
+            .join(format!("conform/catalog-{digest}"))
+            .is_dir()
+    );
     // The upgrade scenarios need `--product-version codex=0.169.0` (or 0.171.0), the
     // real-peer ones `--peers` (ci/peers); everything else runs.
     assert!(out.contains(" 0 failed, 94 skipped"), "{out}");
