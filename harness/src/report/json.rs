@@ -118,26 +118,28 @@ fn finding_json(f: &crate::checks::Finding) -> serde_json::Value {
         "level": f.level.as_str(), "source": f.source})
 }
 
+/// The header's `catalog:` line: the catalog that judged the run, or that a merge's shards
+/// disagree (`None`: shards written before reports named their catalog name none).
+fn catalog_line(report: &serde_json::Value) -> Option<String> {
+    if let Some(digest) = report["catalog"].as_str() {
+        return Some(format!("catalog: {digest}"));
+    }
+    let shards_name_one = report["shards"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .any(|s| s["catalog"].is_string());
+    shards_name_one.then(|| "catalog: the shards ran different ones".to_owned())
+}
+
 /// The human form of a merged report (`conform report merge`): each failed case's block, the
 /// suite's own findings, stale baseline entries, and the counts.
 pub fn summary_from_json(report: &serde_json::Value) -> String {
     let text = |v: &serde_json::Value| v.as_str().unwrap_or_default().to_owned();
     let mut out = String::new();
     let _ = writeln!(out, "subject: {}", text(&report["subject"]));
-    let shards_name_one = report["shards"]
-        .as_array()
-        .into_iter()
-        .flatten()
-        .any(|s| s["catalog"].is_string());
-    match report["catalog"].as_str() {
-        Some(digest) => {
-            let _ = writeln!(out, "catalog: {digest}");
-        }
-        // Shards written before reports named their catalog name none.
-        None if shards_name_one => {
-            let _ = writeln!(out, "catalog: the shards ran different ones");
-        }
-        None => {}
+    if let Some(line) = catalog_line(report) {
+        let _ = writeln!(out, "{line}");
     }
     for s in report["shards"].as_array().into_iter().flatten() {
         let _ = writeln!(
