@@ -13,6 +13,7 @@
 use std::collections::VecDeque;
 
 use conform_protocol::script::{RpcError, Step};
+use conform_protocol::side::{Direction, FakeEvent, FakeLine};
 use conform_protocol::vocab::Provider;
 use serde_json::Value;
 
@@ -26,6 +27,39 @@ pub struct Recording<'a> {
     pub cwd: &'a str,
     pub received: Vec<&'a Value>,
     pub played: usize,
+}
+
+impl<'a> Recording<'a> {
+    /// What runtime `pid`'s lines of a ledger record (`None`: it never registered): the one
+    /// reading of a ledger for the walk, shared by the harness and the fakes' tests.
+    pub fn of(lines: &'a [FakeLine], pid: i32) -> Option<Recording<'a>> {
+        let mine = || lines.iter().filter(move |l| l.pid == pid);
+        let (args, cwd) = mine().find_map(|l| match &l.event {
+            FakeEvent::Register { args, cwd, .. } => Some((args.as_slice(), cwd.as_str())),
+            _ => None,
+        })?;
+        Some(Recording {
+            args,
+            cwd,
+            received: mine()
+                .filter_map(|l| match &l.event {
+                    FakeEvent::Frame {
+                        dir: Direction::Recv,
+                        frame,
+                        ..
+                    } => Some(frame),
+                    _ => None,
+                })
+                .collect(),
+            played: mine()
+                .filter_map(|l| match l.event {
+                    FakeEvent::Step { at } => Some(at + 1),
+                    _ => None,
+                })
+                .max()
+                .unwrap_or(0),
+        })
+    }
 }
 
 /// The violations the recorded wire shows, in the words the engine uses for them. `Err`: the

@@ -6,41 +6,14 @@ mod common;
 use common::*;
 use conform_fakes::verify::{Recording, violations};
 use conform_protocol::script::Step;
-use conform_protocol::side::{Direction, FakeEvent, FakeLine};
+use conform_protocol::side::{FakeEvent, FakeLine};
 use conform_protocol::vocab::Provider;
 use serde_json::{Value, json};
 
 /// The walk over a runtime's ledger, as the harness does it.
 fn walked(provider: Provider, steps: &Value, log: &[FakeLine], runtime: i32) -> Vec<String> {
     let steps: Vec<Step> = serde_json::from_value(steps.clone()).unwrap();
-    let mine = || log.iter().filter(|l| l.pid == runtime);
-    let (args, cwd) = mine()
-        .find_map(|l| match &l.event {
-            FakeEvent::Register { args, cwd, .. } => Some((args.clone(), cwd.clone())),
-            _ => None,
-        })
-        .unwrap();
-    let recording = Recording {
-        args: &args,
-        cwd: &cwd,
-        received: mine()
-            .filter_map(|l| match &l.event {
-                FakeEvent::Frame {
-                    dir: Direction::Recv,
-                    frame,
-                    ..
-                } => Some(frame),
-                _ => None,
-            })
-            .collect(),
-        played: mine()
-            .filter_map(|l| match l.event {
-                FakeEvent::Step { at } => Some(at + 1),
-                _ => None,
-            })
-            .max()
-            .unwrap_or(0),
-    };
+    let recording = Recording::of(log, runtime).unwrap();
     violations(provider, None, &steps, recording).unwrap()
 }
 

@@ -7,7 +7,7 @@
 //! its scenario says the provider may cut off (`may_cut`, with the reason).
 
 use conform_protocol::script::Step;
-use conform_protocol::side::{Direction, FakeEvent, Role};
+use conform_protocol::side::{FakeEvent, Role};
 
 use super::{Check, Finding};
 use crate::run::Observed;
@@ -77,32 +77,8 @@ pub fn recorded_wire(scenario: &Scenario, obs: &Observed, f: &mut Vec<Finding>) 
         return;
     };
     let mine = || obs.fake.iter().filter(|l| l.pid == runtime);
-    let Some((args, cwd)) = mine().find_map(|l| match &l.event {
-        FakeEvent::Register { args, cwd, .. } => Some((args, cwd)),
-        _ => None,
-    }) else {
+    let Some(recording) = conform_fakes::verify::Recording::of(&obs.fake, runtime) else {
         return;
-    };
-    let recording = conform_fakes::verify::Recording {
-        args,
-        cwd,
-        received: mine()
-            .filter_map(|l| match &l.event {
-                FakeEvent::Frame {
-                    dir: Direction::Recv,
-                    frame,
-                    ..
-                } => Some(frame),
-                _ => None,
-            })
-            .collect(),
-        played: mine()
-            .filter_map(|l| match l.event {
-                FakeEvent::Step { at } => Some(at + 1),
-                _ => None,
-            })
-            .max()
-            .unwrap_or(0),
     };
     let steps = scenario.script.steps();
     let version = obs.product_version.as_deref();
@@ -204,7 +180,7 @@ fn how_it_ended(obs: &Observed, pid: i32) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use conform_protocol::side::FakeLine;
+    use conform_protocol::side::{Direction, FakeLine};
 
     fn line(pid: i32, event: FakeEvent) -> FakeLine {
         FakeLine {
