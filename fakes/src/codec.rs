@@ -167,6 +167,14 @@ pub trait Codec: Send {
     /// answers. Frames broken on purpose and `raw` lines are written as scripted.
     fn dress(&self, _answers: Option<&str>, _frame: &mut Value) {}
 
+    /// What the real runtime sends unasked right after this (dressed) frame in every run —
+    /// Codex's configuration warning after `initialize`, its token and rate-limit bookkeeping
+    /// after each model answer — as notifications `(method, params)`, so every scenario
+    /// exercises what every real run sends. A script turns it off with `ambient = false`.
+    fn ambient(&mut self, _frame: &Value, _answers: Option<&str>) -> Vec<(String, Option<Value>)> {
+        Vec::new()
+    }
+
     /// The untrusted text a sugar step of this protocol puts on the wire besides assistant
     /// output (thoughts, tool titles and inputs, unknown enum values, text addressed to
     /// another session): it must never reach model-visible text. Closed protocol vocabulary

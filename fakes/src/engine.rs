@@ -102,6 +102,8 @@ pub struct Engine {
     draining: bool,
     drained: bool,
     ignore_eof: bool,
+    /// Send what the real runtime sends unasked ([`Codec::ambient`]); `ambient = false` stops it.
+    ambient: bool,
 }
 
 impl Engine {
@@ -131,6 +133,7 @@ impl Engine {
             draining: false,
             drained: false,
             ignore_eof: false,
+            ambient: true,
         }
     }
 
@@ -286,6 +289,8 @@ impl Engine {
             self.policy.set_ignore_sigterm(on);
         } else if let Some(on) = step.ignore_eof {
             self.ignore_eof = on;
+        } else if let Some(on) = step.ambient {
+            self.ambient = on;
         } else if let Some(spec) = &step.spawn {
             match process::spawn_grandchild(&self.addr.path, &self.addr.run, spec) {
                 // A lingering helper is one the harness is never told of.
@@ -534,8 +539,16 @@ impl Engine {
             self.codec.dress(answers.as_deref(), &mut frame);
         }
         crate::payload::expand_repeats(&mut frame);
+        let unasked = match violation {
+            None if self.ambient => self.codec.ambient(&frame, answers.as_deref()),
+            _ => Vec::new(),
+        };
         let line = frame.to_string();
         self.write(&line, frame, violation, answers);
+        for (method, params) in unasked {
+            let frame = self.codec.notification(&method, params);
+            self.send(frame, None, None);
+        }
     }
 
     /// Reports the frame, then writes it: reporting first keeps the ledger causal (the

@@ -71,24 +71,31 @@ fn turn(version: &str, id: &str, status: &str, error: Value) -> Value {
 }
 
 /// Script steps: initialize, `initialized`, thread/start → [`THREAD`], turn/start → [`TURN`].
-fn handshake_steps(version: &str) -> Vec<Value> {
-    vec![
-        json!({"expect": "initialize", "params": {"clientInfo": {"name": "deepseek-harness"}}}),
-        json!({"reply": init_result()}),
-        json!({"expect": "initialized"}),
-        json!({"expect": "thread/start", "params": {"cwd": "/ws", "ephemeral": true}}),
-        json!({"reply": thread_result()}),
-        json!({"expect": "turn/start", "params": {"threadId": THREAD}}),
-        json!({"reply": {"turn": turn(version, TURN, "inProgress", Value::Null)}}),
-    ]
+/// The handshake's steps; `ambient`: the fake also sends what the real server sends unasked
+/// (else the script turns it off first).
+fn handshake_steps(version: &str, ambient: bool) -> Vec<Value> {
+    let first = (!ambient).then(|| json!({"ambient": false}));
+    first
+        .into_iter()
+        .chain([
+            json!({"expect": "initialize", "params": {"clientInfo": {"name": "deepseek-harness"}}}),
+            json!({"reply": init_result()}),
+            json!({"expect": "initialized"}),
+            json!({"expect": "thread/start", "params": {"cwd": "/ws", "ephemeral": true}}),
+            json!({"reply": thread_result()}),
+            json!({"expect": "turn/start", "params": {"threadId": THREAD}}),
+            json!({"reply": {"turn": turn(version, TURN, "inProgress", Value::Null)}}),
+        ])
+        .collect()
 }
 
 fn steps(parts: &[Vec<Value>]) -> Value {
     Value::Array(parts.concat())
 }
 
-/// The client side of the handshake, as the dsh host sends it, asserting the exact answers.
-fn client_handshake(f: &mut Fake, version: &str) {
+/// The client side of the handshake, as the dsh host sends it, asserting the exact answers
+/// (and, with `ambient`, what the real server sends unasked after `initialize`).
+fn client_handshake(f: &mut Fake, version: &str, ambient: bool) {
     f.send(request(
         rid(1),
         "initialize",
@@ -97,6 +104,19 @@ fn client_handshake(f: &mut Fake, version: &str) {
             "requestAttestation": false}}),
     ));
     assert_eq!(f.recv(), reply(rid(1), init_result()));
+    if ambient {
+        assert_eq!(f.recv()["method"], "configWarning");
+        assert_eq!(
+            f.recv(),
+            note(
+                "remoteControl/status/changed",
+                json!({"status": "disabled", "serverName": "conform-fake",
+                    "installationId": "00000000-0000-4000-8000-00000000c0de",
+                    "environmentId": null}),
+                1
+            )
+        );
+    }
     f.send_line(r#"{"jsonrpc":"2.0","method":"initialized"}"#);
     f.send(request(
         rid(2),
@@ -269,7 +289,7 @@ fn whole_exchange(version: &'static str) {
     let mut f = fake(
         version,
         steps(&[
-            handshake_steps(version),
+            handshake_steps(version, true),
             vec![
                 json!({"notify": "thread/status/changed",
                     "params": {"threadId": THREAD, "status": {"type": "active", "activeFlags": []}}}),
@@ -280,13 +300,13 @@ fn whole_exchange(version: &'static str) {
             ],
         ]),
     );
-    client_handshake(&mut f, version);
+    client_handshake(&mut f, version, true);
     assert_eq!(
         f.recv(),
         note(
             "thread/status/changed",
             json!({"threadId": THREAD, "status": {"type": "active", "activeFlags": []}}),
-            0
+            2
         )
     );
     assert_eq!(
@@ -295,17 +315,18 @@ fn whole_exchange(version: &'static str) {
             "turn/started",
             json!({"threadId": THREAD,
                 "turn": timed_turn(version, TURN, "inProgress", Value::Null, false)}),
-            1
+            3
         )
     );
     // The task echoed as a userMessage item, started and completed, as the real server does.
     // (The times of one sugar step's frames are read when the step runs: its first frame's.)
     let user = json!({"type": "userMessage", "id": "item-1", "clientId": null,
         "content": [{"type": "text", "text": "do X", "text_elements": []}]});
-    assert_eq!(f.recv(), item_started(version, &user, BASE + 1, 2));
-    assert_eq!(f.recv(), item_completed(version, &user, BASE + 1, 3));
-    // Each agent message: started empty, its text as one delta, completed.
-    let mut n = 4;
+    assert_eq!(f.recv(), item_started(version, &user, BASE + 3, 4));
+    assert_eq!(f.recv(), item_completed(version, &user, BASE + 3, 5));
+    // Each agent message: started empty, its text as one delta, completed, then the model
+    // call's token usage and rate limits.
+    let mut n = 6;
     let mut answers = Vec::new();
     for (id, text, phase) in [
         ("item-2", "Looking.", "commentary"),
@@ -325,8 +346,21 @@ fn whole_exchange(version: &'static str) {
             )
         );
         assert_eq!(f.recv(), item_completed(version, &item, BASE + n, n + 2));
+        let usage = f.recv();
+        assert_eq!(
+            (&usage["method"], &usage["params"]["turnId"]),
+            (&json!("thread/tokenUsage/updated"), &json!(TURN))
+        );
+        let limits = f.recv();
+        assert_eq!(limits["method"], "account/rateLimits/updated");
+        assert_eq!(
+            limits["params"]["rateLimits"]
+                .get("normalModelSlug")
+                .is_some(),
+            version == "0.169.0"
+        );
         answers.push(item);
-        n += 3;
+        n += 5;
     }
     // The thread goes idle, then the turn completes listing its messages.
     assert_eq!(
@@ -406,7 +440,7 @@ fn failed_turns_carry_the_error_as_written_with_the_versions_null_fields() {
         let mut f = fake(
             version,
             steps(&[
-                handshake_steps(version),
+                handshake_steps(version, false),
                 vec![
                     json!({"turn_completed": {"status": "failed",
                         "error": {"message": "boom", "codexErrorInfo": info}}}),
@@ -416,7 +450,7 @@ fn failed_turns_carry_the_error_as_written_with_the_versions_null_fields() {
                 ],
             ]),
         );
-        client_handshake(&mut f, version);
+        client_handshake(&mut f, version, false);
         let mut error = json!({"message": "boom", "codexErrorInfo": info,
             "additionalDetails": null});
         if version == "0.169.0" {
@@ -550,7 +584,7 @@ fn ask_waits_for_the_answer_and_checks_it() {
     let mut f = fake(
         version,
         steps(&[
-            handshake_steps(version),
+            handshake_steps(version, false),
             vec![
                 json!({"ask": "item/commandExecution/requestApproval",
                     "params": {"command": "rm -rf /", "availableDecisions": ["accept", "decline"]},
@@ -562,7 +596,7 @@ fn ask_waits_for_the_answer_and_checks_it() {
             ],
         ]),
     );
-    client_handshake(&mut f, version);
+    client_handshake(&mut f, version, false);
     assert_eq!(
         f.recv(),
         json!({"id": 0, "method": "item/commandExecution/requestApproval", "params": {
@@ -637,7 +671,7 @@ fn ask_waits_for_the_answer_and_checks_it() {
 fn unknown_requests_get_minus_32600_and_a_violation() {
     let mut f = fake(
         "0.169.0",
-        json!([{"expect": "initialize"}, {"reply": init_result()}]),
+        json!([{"ambient": false}, {"expect": "initialize"}, {"reply": init_result()}]),
     );
     f.send(request(rid(7), "thread/list", json!({})));
     assert_eq!(

@@ -185,6 +185,11 @@ pub enum PeersCommand {
     /// manifest entry, its peer scenarios, then this). Exit 0: recorded, nothing to draft; 1:
     /// drafts written (review them); 2: could not run.
     Record(PeersRecordArgs),
+    /// Does the catalog exercise what the real runtimes send? Runs the whole catalog against
+    /// the reference and lists each kind of frame the real fixtures hold that no fake sent,
+    /// unless `[[unsent]]` in `differences.toml` says why no provider can act on it (exit 0:
+    /// none; 1: some, or a listing is stale; 2: could not run).
+    Coverage(PeersCoverageArgs),
     /// Print the folder a peer is installed in (or, with --binary, its program). Exit 0:
     /// installed; 1: not installed; 2: no such peer or a wrong manifest.
     Path(PeersPathArgs),
@@ -306,6 +311,16 @@ pub struct PeersArgs {
     pub fixtures: Option<PathBuf>,
     #[command(flatten)]
     pub runs: PeerRunArgs,
+}
+
+#[derive(Debug, Args)]
+pub struct PeersCoverageArgs {
+    /// The fixtures folder [default: `fakes/peers/` of this workspace].
+    #[arg(long, value_name = "DIR")]
+    pub fixtures: Option<PathBuf>,
+    /// Runs in flight at once (default: `conform run`'s).
+    #[arg(long, short = 'j', value_parser = clap::value_parser!(u64).range(1..))]
+    pub jobs: Option<u64>,
 }
 
 /// Which peer scenarios run, and how (`conform peers diff`, `conform upgrade`).

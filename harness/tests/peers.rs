@@ -55,6 +55,61 @@ fn the_fakes_speak_like_the_recorded_real_runtimes() {
     );
 }
 
+fn coverage(fixtures: &Path) -> (Option<i32>, String) {
+    let _slot = common::Slot::take();
+    let out = conform()
+        .args(["peers", "coverage", "-j", "4", "--fixtures"])
+        .arg(fixtures)
+        .env("INSTA_UPDATE", "no")
+        .output()
+        .unwrap();
+    (out.status.code(), stdout(&out))
+}
+
+#[test]
+fn the_catalog_sends_every_kind_of_frame_the_real_runtimes_send() {
+    // Explaining a difference between one real wire and one fake wire does not stand in for
+    // exercising it: a host that chokes on a frame every real run sends must fail somewhere.
+    let (code, out) = coverage(&workspace().join("fakes/peers"));
+    assert_eq!(code, Some(0), "{out}");
+    for line in [
+        "codex: the catalog sends 18 of the 18 kinds of frame the real fixtures hold",
+        "dsh-sdk: the catalog sends 26 of the 26 kinds of frame the real fixtures hold",
+        "0 kind(s) unsent and unexplained or listed stale",
+    ] {
+        assert!(out.contains(line), "missing {line:?} in:\n{out}");
+    }
+}
+
+#[test]
+fn a_real_kind_no_scenario_sends_fails_unless_listed_with_its_reason() {
+    let dir = fixtures_copy();
+    let fixture = dir.path().join("codex-0.171.0/success.jsonl");
+    for method in ["thread/realOnly", "thread/listedOnly"] {
+        append_line(
+            &fixture,
+            &format!(r#"{{"frame":{{"method":"{method}","params":{{}},"emittedAtMs":0}}}}"#),
+        );
+    }
+    append_line(
+        &dir.path().join("differences.toml"),
+        "\n[[unsent]]\nprovider = \"codex\"\nkind = \"thread/listedOnly\"\n\
+         reason = \"a test's\"\n\n[[unsent]]\nprovider = \"codex\"\n\
+         kind = \"turn/completed\"\nreason = \"the catalog sends it\"",
+    );
+    let (code, out) = coverage(dir.path());
+    assert_eq!(code, Some(1), "{out}");
+    for line in [
+        "✗ codex: the real runtimes send `thread/realOnly` (codex-0.171.0); no scenario makes a fake send it",
+        "kept: codex `thread/listedOnly` (real: codex-0.171.0) is sent by no scenario\n      (a test's)",
+        "✗ stale: `[[unsent]]` codex `turn/completed`",
+        "codex: the catalog sends 18 of the 20 kinds",
+        "2 kind(s) unsent and unexplained or listed stale",
+    ] {
+        assert!(out.contains(line), "missing {line:?} in:\n{out}");
+    }
+}
+
 #[test]
 fn an_unexplained_difference_fails() {
     let dir = fixtures_copy();
@@ -63,7 +118,8 @@ fn an_unexplained_difference_fails() {
     assert_eq!(code, Some(1), "{out}");
     assert!(
         out.contains(
-            "✗ the real runtime sends `session.event:request/header`; the fake never does"
+            "✗ `session.event:request/header`: the real runtime sends field \
+             `.params.event.data.header.tools[].parameters.required:array`; the fake never does"
         ),
         "{out}"
     );
@@ -166,7 +222,8 @@ fn a_draft_explanation_explains_nothing_until_reviewed() {
     let dir = fixtures_copy();
     let main = dir.path().join("differences.toml");
     let text = std::fs::read_to_string(&main).unwrap();
-    let entry = "[[difference]]\npeer = \"dsh-sdk\"\nkind = \"session.event:request/header\"\n";
+    let entry = "[[difference]]\npeer = \"dsh-sdk\"\nkind = \"session.event:request/header\"\n\
+                 field = \".params.event.data.header.tools[].parameters.*\"\n";
     let start = text.find(entry).expect("the request/header entry");
     let end = text[start + 1..]
         .find("[[")
@@ -182,7 +239,8 @@ fn a_draft_explanation_explains_nothing_until_reviewed() {
     assert_eq!(code, Some(1), "{out}");
     assert!(
         out.contains(
-            "✗ the real runtime sends `session.event:request/header`; the fake never does"
+            "✗ `session.event:request/header`: the real runtime sends field \
+             `.params.event.data.header.tools[].parameters.required:array`; the fake never does"
         ),
         "{out}"
     );

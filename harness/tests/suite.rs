@@ -89,7 +89,7 @@ fn the_codex_catalog_also_passes_with_the_fake_speaking_an_accepted_version() {
     // is reported as the subject maps it.
     let (code, out, err) = run(&["--filter", "codex/", "--product-version", "codex=0.171.0"]);
     assert_eq!(code, Some(0), "{out}\n{err}");
-    assert!(out.contains("288 passed, 0 failed, 32 skipped"), "{out}");
+    assert!(out.contains("290 passed, 0 failed, 32 skipped"), "{out}");
     assert!(
         out.contains("fakes speak: Codex app-server 0.171.0"),
         "{out}"
@@ -1664,6 +1664,24 @@ fn the_fakes_speak_the_versions_the_subjects_hello_names() {
         err.contains("the subject's hello: `productVersions` names codex=9.9.9:")
             && err.contains("0.169.0"),
         "{err}"
+    );
+}
+
+#[test]
+fn a_host_that_chokes_on_what_every_real_codex_run_sends_is_caught() {
+    // Every real Codex run sends a configuration warning after `initialize` and token and
+    // rate-limit bookkeeping after each model answer; the fake sends them too (unless a
+    // script says `ambient = false`), so a host that throws on a method it has no handler for
+    // fails where it would fail in production.
+    caught(
+        &["codex-strict-notifications"],
+        "codex/success/final-answer",
+        &[],
+        &[
+            "✗ codex/success/final-answer (foreground) [wire.violation]",
+            "✗ [expect.start-error] start was rejected unexpectedly: \"CodexRunFailure\"",
+            "0 passed, 2 failed",
+        ],
     );
 }
 

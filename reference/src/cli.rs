@@ -222,6 +222,12 @@ defects! {
         "ACP: send session/cancel as `{\"session\": …}` (the member misspelled; the schema \
          requires `sessionId`), which a lenient agent ignores",
         catches ["wire.violation"];
+    codex_strict_notifications = "codex-strict-notifications":
+        "Codex: a notification the provider has no handler for fails the turn, as a host that \
+         throws on an unhandled method does (it knows thread/started, thread/status/changed, \
+         turn/started, turn/completed, item/started, item/completed, item/agentMessage/delta \
+         and error: what the fakes sent before they sent what every real run sends unasked)",
+        catches ["expect.start-error", "snapshot"];
     skip_turn_interrupt = "skip-turn-interrupt":
         "Codex: never send turn/interrupt, neither on a local cancel nor when disposing an open \
          turn",

@@ -43,6 +43,8 @@ pub struct CodexCodec {
     /// `result.model` of the fake's own reply to `thread/start` (0.169.0 repeats it on the
     /// thread).
     model: Option<Value>,
+    /// What it sends unasked ([`super::ambient`]).
+    ambient: super::ambient::Ambient,
 }
 
 impl Default for CodexCodec {
@@ -57,6 +59,7 @@ impl Default for CodexCodec {
             client_name: None,
             model: None,
             items: 0,
+            ambient: Default::default(),
             notifications: Cell::new(0),
         }
     }
@@ -226,6 +229,11 @@ impl CodexCodec {
                 }
                 if let Value::Object(p) = params {
                     p.entry("contentTokenCount").or_insert(Value::Null);
+                }
+            }
+            super::ambient::RATE_LIMITS => {
+                if let Some(Value::Object(limits)) = params.get_mut("rateLimits") {
+                    limits.entry("normalModelSlug").or_insert(Value::Null);
                 }
             }
             _ => {}
@@ -644,6 +652,10 @@ impl Codec for CodexCodec {
             let kind = self.frame_kind(frame, answers);
             super::profile::apply(adds, &kind, frame);
         }
+    }
+
+    fn ambient(&mut self, frame: &Value, answers: Option<&str>) -> Vec<(String, Option<Value>)> {
+        self.ambient.after(frame, answers)
     }
 
     fn answered(&mut self, m: &str, outcome: &Result<Value, RpcError>) {

@@ -7,6 +7,7 @@
 //! version the script speaks (`Script.product_version`: `0.147.0` by default, `0.169.0`, or a
 //! version accepted from an upgrade report: [`profile`]).
 
+mod ambient;
 mod codec;
 pub mod profile;
 mod schema;

@@ -61,13 +61,22 @@ impl DshSdkCodec {
     }
 
     /// A `session.event` for `session`; `seq` and `time` are filled in when absent (every event
-    /// takes the session's next `seq`, used or not). A non-object event is sent as written.
+    /// takes the session's next `seq`, used or not), and so are a session-log receipt's
+    /// `sessionId` and `throughSeq` (the event before it). A non-object event is sent as
+    /// written.
     fn event(&mut self, session: &str, mut ev: Value) -> Sugar {
         self.follow_numbering(&ev);
         let seq = self.seq.entry(session.to_owned()).or_insert(0);
         if let Value::Object(m) = &mut ev {
             m.entry("seq").or_insert_with(|| (*seq).into());
             m.entry("time").or_insert_with(|| 0.into());
+            if m.get("type").and_then(Value::as_str) == Some(event::LOG_DELIVERY_ACCEPTED)
+                && let Some(Value::Object(data)) = m.get_mut("data")
+            {
+                data.entry("sessionId").or_insert_with(|| session.into());
+                data.entry("throughSeq")
+                    .or_insert_with(|| seq.saturating_sub(1).into());
+            }
         }
         *seq += 1;
         Sugar::Notify {
@@ -351,7 +360,15 @@ impl Codec for DshSdkCodec {
         // Raw events and turn-end payloads are child text (error messages, unknown kinds);
         // assistant text addressed to another session is not this run's output.
         if let Some(e) = &step.event {
-            string_leaves(e, out);
+            let mut leaves = Vec::new();
+            crate::codec::string_leaves_at(e, &mut String::new(), &mut leaves);
+            let kind = e.get("type").and_then(Value::as_str);
+            out.extend(
+                leaves
+                    .into_iter()
+                    .filter(|(pointer, _)| !offered_tool_name(kind, pointer))
+                    .map(|(_, s)| s),
+            );
         }
         if let Some(t) = &step.turn_end {
             let mut all = Vec::new();
@@ -379,6 +396,7 @@ impl Codec for DshSdkCodec {
             Some(event::ASSISTANT_MESSAGE | event::ASSISTANT_ATTEMPT | event::ASSISTANT_CHUNK)
         );
         crate::codec::closed_member(pointer)
+            || offered_tool_name(kind, pointer)
             || (method == "session.event" && assistant && pointer.ends_with("/text"))
     }
 
@@ -468,6 +486,12 @@ impl Codec for DshSdkCodec {
     fn request_id(&self, n: u64) -> Value {
         format!("req_{n}").into()
     }
+}
+
+/// The name of a tool a request header lists: named as the host names its own tools
+/// (`job_output`), vocabulary a notice may show, not text of this run.
+fn offered_tool_name(kind: Option<&str>, pointer: &str) -> bool {
+    kind == Some(event::REQUEST_HEADER) && pointer.ends_with("/name")
 }
 
 #[cfg(test)]

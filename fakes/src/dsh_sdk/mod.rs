@@ -47,4 +47,8 @@ pub mod event {
     pub const ASSISTANT_ATTEMPT: &str = "assistant/attempt";
     pub const ASSISTANT_MESSAGE: &str = "assistant/message";
     pub const TURN_END: &str = "turn/end";
+    /// The runtime's echo of a model request's header (its config and every offered tool).
+    pub const REQUEST_HEADER: &str = "request/header";
+    /// The session log's receipt for the events written so far.
+    pub const LOG_DELIVERY_ACCEPTED: &str = "session-log-deepseek/delivery-accepted";
 }

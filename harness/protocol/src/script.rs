@@ -268,6 +268,11 @@ step! {
         ignore_sigterm = "ignore_sigterm" for None => bool,
         /// From now on, do not exit at stdin EOF.
         ignore_eof = "ignore_eof" for None => bool,
+        /// From now on (`false`), send none of what the real runtime sends unasked in every run
+        /// (Codex: `configWarning` and `remoteControl/status/changed` after `initialize`,
+        /// `thread/tokenUsage/updated` and `account/rateLimits/updated` after each model
+        /// answer); `true` sends it again. On by default.
+        ambient = "ambient" for Some(Provider::Codex) => bool,
         /// Spawn a grandchild with its own behaviour.
         spawn = "spawn" for None => Grandchild,
         /// Hand stdout to a process outside the subject's tree: the harness holds it open until

@@ -8,7 +8,8 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use crate::cli::{
-    PeersArgs, PeersCacheArgs, PeersCommand, PeersInstallArgs, PeersPathArgs, PeersRecordArgs,
+    PeersArgs, PeersCacheArgs, PeersCommand, PeersCoverageArgs, PeersInstallArgs, PeersPathArgs,
+    PeersRecordArgs,
 };
 use crate::cmd::{Error, block_on, code};
 use crate::proc::peers::install::{self, InstallError, Outcome, Request};
@@ -22,6 +23,7 @@ pub fn exec(command: PeersCommand) -> Result<ExitCode, Error> {
         PeersCommand::Install(args) => install(args),
         PeersCommand::Path(args) => path(args),
         PeersCommand::Record(args) => record(args),
+        PeersCommand::Coverage(args) => coverage(args),
     }
 }
 
@@ -40,6 +42,20 @@ fn diff(args: PeersArgs) -> Result<ExitCode, Error> {
         jobs: args.runs.jobs.map(|j| j as usize),
     };
     block_on(crate::differential::diff(opts))?
+        .map(code)
+        .map_err(Error::Usage)
+}
+
+fn coverage(args: PeersCoverageArgs) -> Result<ExitCode, Error> {
+    let opts = crate::differential::CoverageOptions {
+        scenarios: crate::catalog::default_dir("scenarios")?,
+        snapshots: crate::catalog::default_dir("snapshots")?,
+        fixtures: args
+            .fixtures
+            .unwrap_or_else(|| default_dir("fakes").join("peers")),
+        jobs: args.jobs.map(|j| j as usize),
+    };
+    block_on(crate::differential::coverage(opts))?
         .map(code)
         .map_err(Error::Usage)
 }

@@ -176,6 +176,8 @@ pub fn explanations(
                 ..v.clone()
             })
             .collect(),
+        // Per provider, not per version: an accepted version adds none.
+        unsent: Vec::new(),
     }
 }
 

@@ -40,6 +40,22 @@ pub struct Explained {
     /// versions, model names): their values are not compared.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub volatile: Vec<Volatile>,
+    /// Kinds of frame a real runtime sends that no scenario of the catalog makes a fake send
+    /// (`conform peers coverage`), each with why no provider can act on it.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub unsent: Vec<Unsent>,
+}
+
+#[derive(Clone, Debug, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct Unsent {
+    /// The provider whose real runtimes send it (`dsh-sdk`).
+    pub provider: String,
+    /// The frame kind; `*` matches any run of characters.
+    pub kind: String,
+    /// Why no provider can act on it — so a host that chokes on it is still judged fairly
+    /// without the catalog sending it.
+    pub reason: String,
 }
 
 #[derive(Clone, Debug, Deserialize, Serialize)]
@@ -109,6 +125,7 @@ impl Explained {
             all.difference.extend(more.difference);
             all.unordered.extend(more.unordered);
             all.volatile.extend(more.volatile);
+            all.unsent.extend(more.unsent);
         }
         Ok(all)
     }

@@ -10,6 +10,7 @@
 //! `fakes/peers/differences.toml`; an unexplained one fails.
 
 pub mod accept;
+mod coverage;
 mod diff;
 mod drafts;
 mod explained;
@@ -19,6 +20,7 @@ pub mod upgrade;
 pub mod vocabulary;
 mod wire;
 
+pub use coverage::{CoverageOptions, coverage};
 pub use diff::{DiffOptions, diff};
 pub use drafts::record_peer;
 pub use explained::{Explained, ExplainedEntry, FILE, Leave};

@@ -180,6 +180,7 @@ impl Driver for CodexRun {
     fn connect(config: CodexConfig, defects: Defects, log: Log, spawned: Spawned) -> CodexRun {
         let mut turn_state = TurnState::new(config.permission_mode);
         turn_state.early_facts_last = defects.early_facts_last;
+        turn_state.strict_notifications = defects.codex_strict_notifications;
         let state = Arc::new(Mutex::new(turn_state));
         let changed = Arc::new(Notify::new());
         let handler = Arc::new(CodexHandler {

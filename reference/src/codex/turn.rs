@@ -54,7 +54,22 @@ pub struct TurnState {
     /// when the result is taken, over any newer fact.
     pub early_facts_last: bool,
     held_facts: Vec<Fact>,
+    /// Seeded defect `codex-strict-notifications`: a notification outside [`HANDLED`] fails
+    /// the turn.
+    pub strict_notifications: bool,
 }
+
+/// The notifications a strict host handles (defect `codex-strict-notifications`).
+const HANDLED: &[&str] = &[
+    "thread/started",
+    "thread/status/changed",
+    "turn/started",
+    "turn/completed",
+    "item/started",
+    "item/completed",
+    "item/agentMessage/delta",
+    "error",
+];
 
 /// A JSON-RPC error answer (fixed text, wire only).
 pub type RequestError = String;
@@ -74,6 +89,7 @@ impl TurnState {
             frozen: false,
             early_facts_last: false,
             held_facts: Vec::new(),
+            strict_notifications: false,
         }
     }
 
@@ -182,6 +198,9 @@ impl TurnState {
     }
 
     pub fn on_notification(&mut self, method: &str, params: &Value) {
+        if self.strict_notifications && !HANDLED.contains(&method) {
+            return self.fail(Stage::Turn, "unhandled notification");
+        }
         if !self.live() || !self.turn_sent || !self.ours(params) {
             return;
         }

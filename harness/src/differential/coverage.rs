@@ -1,0 +1,148 @@
+//! `conform peers coverage`: does the catalog exercise what the real runtimes send? Every kind
+//! of frame the committed real fixtures hold must be sent by some fake in a run of the whole
+//! catalog against the reference, or be listed (`[[unsent]]` in `differences.toml`) with why no
+//! provider can act on it. Explaining a difference between one real wire and one fake wire
+//! does not stand in for it: a host that chokes on a frame every real run sends must fail
+//! somewhere in the catalog.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use conform_protocol::side::{Direction, FakeEvent};
+use conform_protocol::vocab::Provider;
+
+use super::explained::{Explained, Unsent};
+use super::wire::{PeerCase, fixture_path, peer_cases, read_fixture};
+use crate::input::wildcard;
+
+/// What `conform peers coverage` needs.
+pub struct CoverageOptions {
+    pub scenarios: std::path::PathBuf,
+    pub snapshots: std::path::PathBuf,
+    /// The fixtures folder (`fakes/peers/`).
+    pub fixtures: std::path::PathBuf,
+    /// Runs in flight at once (`None`: `conform run`'s default).
+    pub jobs: Option<usize>,
+}
+
+/// A kind of frame of one provider.
+type Kind = (Provider, String);
+
+/// Every kind of frame the committed fixtures hold, with the peers that sent it.
+fn real_kinds(
+    fixtures: &std::path::Path,
+    cases: &[PeerCase],
+) -> Result<BTreeMap<Kind, BTreeSet<String>>, String> {
+    let mut out: BTreeMap<Kind, BTreeSet<String>> = BTreeMap::new();
+    for case in cases {
+        let path = fixture_path(fixtures, &case.peer, &case.id);
+        if !path.is_file() {
+            continue;
+        }
+        for (kind, _) in read_fixture(case.provider, &path)? {
+            out.entry((case.provider, kind))
+                .or_default()
+                .insert(case.peer.clone());
+        }
+    }
+    Ok(out)
+}
+
+/// Every kind of frame a fake sent in a run of the whole catalog (foreground).
+async fn fake_kinds(opts: &CoverageOptions) -> Result<BTreeSet<Kind>, String> {
+    let defaults = crate::settings::Settings::default();
+    let report = crate::suite::run(crate::suite::Options {
+        settings: crate::settings::Settings {
+            allow_skips: true,
+            jobs: opts.jobs.unwrap_or(defaults.jobs),
+            ..defaults
+        },
+        keep_ledgers: true,
+        only_mode: Some(conform_protocol::subject::Mode::Foreground),
+        pending_snapshots: false,
+        ..crate::suite::Options::new(opts.scenarios.clone(), opts.snapshots.clone())
+    })
+    .await
+    .map_err(|e| e.to_string())?;
+    let mut out = BTreeSet::new();
+    for case in report.cases {
+        let provider = case.scenario.file.provider;
+        let codec = conform_fakes::codec::for_provider(provider);
+        for line in case.obs.iter().flat_map(|o| &o.fake) {
+            if let FakeEvent::Frame {
+                dir: Direction::Sent,
+                frame,
+                answers,
+                ..
+            } = &line.event
+            {
+                out.insert((provider, codec.frame_kind(frame, answers.as_deref())));
+            }
+        }
+    }
+    Ok(out)
+}
+
+/// The kinds the real runtimes send that no fake sent, each with its `[[unsent]]` entry (by
+/// index) if one explains it.
+pub(super) fn unsent<'a>(
+    real: &'a BTreeMap<Kind, BTreeSet<String>>,
+    sent: &BTreeSet<Kind>,
+    listed: &[Unsent],
+) -> Vec<(&'a Kind, &'a BTreeSet<String>, Option<usize>)> {
+    real.iter()
+        .filter(|(k, _)| !sent.contains(*k))
+        .map(|(k, peers)| {
+            let entry = listed
+                .iter()
+                .position(|u| u.provider == k.0.as_str() && wildcard(&u.kind, &k.1));
+            (k, peers, entry)
+        })
+        .collect()
+}
+
+/// `conform peers coverage`: prints what the catalog does not send; returns the exit code (0:
+/// every real kind sent or listed with its reason, and no listing stale; 1: not).
+pub async fn coverage(opts: CoverageOptions) -> Result<i32, String> {
+    let cases = peer_cases(&opts.scenarios)?;
+    let explained = Explained::load_all(&opts.fixtures)?;
+    let real = real_kinds(&opts.fixtures, &cases)?;
+    let sent = fake_kinds(&opts).await?;
+    let mut failed = 0;
+    let mut used = BTreeSet::new();
+    for ((provider, kind), peers, entry) in unsent(&real, &sent, &explained.unsent) {
+        let peers = peers.iter().cloned().collect::<Vec<_>>().join(", ");
+        match entry {
+            Some(i) => {
+                used.insert(i);
+                println!(
+                    "kept: {provider} `{kind}` (real: {peers}) is sent by no scenario\n      ({})",
+                    explained.unsent[i].reason
+                );
+            }
+            None => {
+                failed += 1;
+                println!(
+                    "✗ {provider}: the real runtimes send `{kind}` ({peers}); no scenario makes a fake send it"
+                );
+            }
+        }
+    }
+    for (i, u) in explained.unsent.iter().enumerate() {
+        if !used.contains(&i) {
+            failed += 1;
+            println!(
+                "✗ stale: `[[unsent]]` {} `{}` lists a kind the catalog sends now, or no fixture holds (remove it)",
+                u.provider, u.kind
+            );
+        }
+    }
+    let providers: BTreeSet<Provider> = real.keys().map(|(p, _)| *p).collect();
+    for p in providers {
+        let of = |k: &&Kind| k.0 == p;
+        let all = real.keys().filter(of).count();
+        let hit = real.keys().filter(of).filter(|k| sent.contains(*k)).count();
+        println!("{p}: the catalog sends {hit} of the {all} kinds of frame the real fixtures hold");
+    }
+    println!("{failed} kind(s) unsent and unexplained or listed stale");
+    Ok(i32::from(failed > 0))
+}
