@@ -22,6 +22,17 @@ mod responses;
 /// The assistant text every successful answer streams, in these chunks.
 pub const TEXT_CHUNKS: [&str; 2] = ["Hello, ", "world."];
 
+/// The shell command the tool behaviour asks every runtime to run (Claude Code excepted: it
+/// runs an `echo` unasked, so it is asked to write a file instead), and the reason it gives.
+const SHELL_COMMAND: &str = "echo mock-tool";
+const SHELL_DESCRIPTION: &str = "Print a marker";
+
+/// The shell call's arguments as the shell tools taking `command` and `description` name them
+/// (gemini-cli's `run_shell_command`).
+fn shell_args() -> Value {
+    json!({"command": SHELL_COMMAND, "description": SHELL_DESCRIPTION})
+}
+
 /// Largest request body read (runtimes send the whole conversation; a few hundred KiB at most).
 const MAX_BODY: usize = 16 << 20;
 
