@@ -26,27 +26,6 @@ fn shell_tool(body: &Value) -> &'static str {
         .unwrap_or("run_shell_command")
 }
 
-/// The shell call's arguments for the tool offered under that name: the shared command and
-/// description, and `false` for any other boolean the tool's schema requires (qwen-code's
-/// `is_background`), so that the call is valid as asked.
-fn shell_arguments(body: &Value, shell: &str) -> String {
-    let mut args = super::shell_args();
-    let tool = body["tools"]
-        .as_array()
-        .into_iter()
-        .flatten()
-        .find(|t| t["function"]["name"] == shell);
-    if let Some(params) = tool.map(|t| &t["function"]["parameters"]) {
-        for name in params["required"].as_array().into_iter().flatten() {
-            let Some(name) = name.as_str() else { continue };
-            if args.get(name).is_none() && params["properties"][name]["type"] == "boolean" {
-                args[name] = json!(false);
-            }
-        }
-    }
-    args.to_string()
-}
-
 /// Whether the conversation already holds a tool's result (a message of role `tool`).
 pub(super) fn carries_tool_result(body: &Value) -> bool {
     let messages = body["messages"].as_array().into_iter().flatten();
@@ -97,7 +76,7 @@ pub(super) fn events(behaviour: Behaviour, turn: u64, body: &Value) -> Vec<(Stri
     let mut out = Vec::new();
     let finish = if behaviour == Behaviour::Tool {
         let shell = shell_tool(body);
-        let arguments = shell_arguments(body, shell);
+        let arguments = super::shell_args().to_string();
         let (head, tail) = arguments.split_at(arguments.len() / 2);
         out.push(chunk(
             json!({"role": "assistant", "content": null, "tool_calls": [{"index": 0, "id": format!("call_mock_{turn}"), "type": "function", "function": {"name": shell, "arguments": ""}}]}),

@@ -305,8 +305,8 @@ fn arguments_of(chunks: &[serde_json::Value]) -> serde_json::Value {
 #[tokio::test]
 async fn chat_completions_ask_for_the_shell_call_once() {
     let addr = server().await;
-    // qwen-code's shell tool, as it offers it (`is_background` required).
-    let tools = r#"[{"type":"function","function":{"name":"read_file","parameters":{}}},{"type":"function","function":{"name":"run_shell_command","parameters":{"type":"object","properties":{"command":{"type":"string"},"is_background":{"type":"boolean"},"description":{"type":"string"}},"required":["command","is_background"]}}}]"#;
+    // Function tools as qwen-code offers them (its shell tool among others).
+    let tools = r#"[{"type":"function","function":{"name":"read_file","parameters":{}}},{"type":"function","function":{"name":"run_shell_command","parameters":{"type":"object","properties":{"command":{"type":"string"},"is_background":{"type":"boolean"}},"required":["command"]}}}]"#;
     let body = format!(
         r#"{{"stream":true,"tools":{tools},"messages":[{{"role":"user","content":"hi"}}]}}"#
     );
@@ -326,21 +326,21 @@ async fn chat_completions_ask_for_the_shell_call_once() {
             .get("id")
             .is_none()
     );
-    assert_eq!(
-        arguments_of(&c),
-        serde_json::json!({"command": SHELL_COMMAND, "description": SHELL_DESCRIPTION, "is_background": false})
-    );
+    assert_eq!(arguments_of(&c), shell_args());
+    assert_eq!(shell_args()["command"], SHELL_COMMAND);
     assert_eq!(
         c.last().unwrap()["choices"][0]["finish_reason"],
         "tool_calls"
     );
     assert!(!t.contains("world."), "{t}");
-    // Offered no tools, it still asks for `run_shell_command`, with the shared arguments.
-    let t = post(addr, "/tool/v1/chat/completions", r#"{"stream":true}"#).await;
-    let c = chunks(&t);
-    let call = &c[0]["choices"][0]["delta"]["tool_calls"][0];
-    assert_eq!(call["function"]["name"], "run_shell_command");
-    assert_eq!(arguments_of(&c), shell_args());
+    // A shell tool named `bash` is asked for by its name; offered none, `run_shell_command`.
+    let bash = r#"{"stream":true,"tools":[{"type":"function","function":{"name":"bash"}}]}"#;
+    for (body, name) in [(bash, "bash"), (r#"{"stream":true}"#, "run_shell_command")] {
+        let c = chunks(&post(addr, "/tool/v1/chat/completions", body).await);
+        let call = &c[0]["choices"][0]["delta"]["tool_calls"][0];
+        assert_eq!(call["function"]["name"], name);
+        assert_eq!(arguments_of(&c), shell_args());
+    }
     // Once the conversation carries the tool's result: the text.
     let after = r#"{"stream":true,"messages":[{"role":"assistant","content":null,"tool_calls":[{"id":"call_mock_1","type":"function","function":{"name":"run_shell_command","arguments":"{}"}}]},{"role":"tool","tool_call_id":"call_mock_1","content":"mock-tool"}]}"#;
     let t = post(addr, "/tool/v1/chat/completions", after).await;
