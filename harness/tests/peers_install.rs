@@ -74,6 +74,7 @@ fn the_manifest_names_every_peer_a_scenario_runs_and_no_other() {
             ("codex-acp", 2),
             ("dsh-sdk", 7),
             ("gemini-cli", 2),
+            ("qwen-code", 2),
         ]
     );
 }
@@ -520,6 +521,7 @@ fn the_manifest_gives_todays_peers_json() {
             "gemini-cli",
             "node_modules/@google/gemini-cli/bundle/gemini.js",
         ),
+        ("qwen-code", "node_modules/@qwen-code/qwen-code/cli.js"),
         (
             "codex-acp",
             "node_modules/@zed-industries/codex-acp-linux-x64/bin/codex-acp",
@@ -579,6 +581,7 @@ fn the_manifest_gives_todays_peers_json() {
         "npm/@openai/codex@0.169.0",
         "npm/@openai/codex@0.171.0",
         "npm/@google/gemini-cli@0.61.0",
+        "npm/@qwen-code/qwen-code@0.24.4",
         "npm/@zed-industries/codex-acp@0.16.0",
         "pypi/deepseek-harness-runtime-bin@0.2.1rc2",
     ] {
@@ -651,6 +654,15 @@ fn the_manifest_gives_todays_peers_json() {
                         "GEMINI_API_KEY": "mock-model-key", "GOOGLE_GEMINI_BASE_URL": "{model}"},
                 "files": {"{run_dir}/home/.gemini/settings.json":
                     "{\"privacy\": {\"usageStatisticsEnabled\": false}, \"general\": {\"enableAutoUpdate\": false}}\n"},
+            },
+            "qwen-code": {
+                "version": "0.24.4",
+                "command": ["node", bin["qwen-code"], "--acp"],
+                "env": {"HOME": "{run_dir}/home", "PATH": "/usr/local/bin:/usr/bin:/bin",
+                        "QWEN_CODE_NO_RELAUNCH": "true", "OPENAI_API_KEY": "mock-model-key",
+                        "OPENAI_BASE_URL": "{model}/v1", "OPENAI_MODEL": "qwen3-coder-plus"},
+                "files": {"{run_dir}/home/.qwen/settings.json":
+                    "{\"privacy\": {\"usageStatisticsEnabled\": false}, \"general\": {\"enableAutoUpdate\": false}, \"memory\": {\"enableManagedAutoMemory\": false, \"enableManagedAutoDream\": false}}\n"},
             },
         })
     );

@@ -3,7 +3,7 @@
 
 use serde_json::{Value, json};
 
-use super::{Behaviour, TEXT_CHUNKS, ev};
+use super::{Behaviour, SHELL_COMMAND, SHELL_DESCRIPTION, TEXT_CHUNKS, ev};
 
 /// The shell tool's name among the tools a request offers: Claude Code's `Bash`, else `bash`
 /// (the DSH SDK runtime's).
@@ -19,11 +19,13 @@ fn shell_tool(body: &Value) -> &'static str {
 /// The shell call's input: a marker printed for the DSH SDK runtime; for Claude Code a file
 /// written in the workspace, which no permission mode but bypass allows unasked (an `echo` it
 /// runs without asking).
-fn shell_input(shell: &str) -> &'static str {
+fn shell_input(shell: &str) -> String {
     if shell == "Bash" {
         "{\"command\": \"touch mock-tool-marker\", \"description\": \"Write a marker file\"}"
+            .to_owned()
     } else {
-        "{\"command\": \"echo mock-tool\", \"description\": \"Print a marker\"}"
+        // Spaced as the DSH SDK runtime's recorded wire has it.
+        format!("{{\"command\": \"{SHELL_COMMAND}\", \"description\": \"{SHELL_DESCRIPTION}\"}}")
     }
 }
 

@@ -45,7 +45,7 @@ fn chunk(turn: u64, parts: Value, last: bool, output_tokens: u64) -> Value {
 
 /// The shell call gemini-cli's shell tool takes.
 fn shell_call() -> Value {
-    json!([{"functionCall": {"name": "run_shell_command", "args": {"command": "echo mock-tool", "description": "Print a marker"}}}])
+    json!([{"functionCall": {"name": "run_shell_command", "args": super::shell_args()}}])
 }
 
 /// A stream: the text in its chunks (the last one finishing), or one shell call. Data lines

@@ -1,8 +1,9 @@
 //! A scripted model endpoint for the real runtimes (`conform mock-model`): loopback only, one
-//! behaviour per URL path prefix, speaking the three wire formats the real runtimes call —
+//! behaviour per URL path prefix, speaking the four wire formats the real runtimes call —
 //! Anthropic Messages (`…/v1/messages`, [`anthropic`]), OpenAI Responses (`…/responses`,
-//! [`responses`]) and the Gemini API (`…/models/<model>:streamGenerateContent`, [`gemini`]) —
-//! streamed as server-sent events or answered whole.
+//! [`responses`]), OpenAI chat completions (`…/chat/completions`, [`chat`]) and the Gemini API
+//! (`…/models/<model>:streamGenerateContent`, [`gemini`]) — streamed as server-sent events or
+//! answered whole.
 //!
 //! `http://127.0.0.1:PORT/<behaviour>` is the base URL a runtime is given; the behaviours are
 //! [`Behaviour`]'s names. The HTTP is the least a loopback test server needs (one request per
@@ -16,11 +17,23 @@ use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader};
 use tokio::net::{TcpListener, TcpStream};
 
 mod anthropic;
+mod chat;
 mod gemini;
 mod responses;
 
 /// The assistant text every successful answer streams, in these chunks.
 pub const TEXT_CHUNKS: [&str; 2] = ["Hello, ", "world."];
+
+/// The shell command the tool behaviour asks every runtime to run (Claude Code excepted: it
+/// runs an `echo` unasked, so it is asked to write a file instead), and the reason it gives.
+const SHELL_COMMAND: &str = "echo mock-tool";
+const SHELL_DESCRIPTION: &str = "Print a marker";
+
+/// The shell call's arguments as the shell tools taking `command` and `description` name them
+/// (gemini-cli's and qwen-code's `run_shell_command`).
+fn shell_args() -> Value {
+    json!({"command": SHELL_COMMAND, "description": SHELL_DESCRIPTION})
+}
 
 /// Largest request body read (runtimes send the whole conversation; a few hundred KiB at most).
 const MAX_BODY: usize = 16 << 20;
@@ -60,11 +73,12 @@ impl Behaviour {
     }
 }
 
-/// The three wire formats, from the path's last segment.
+/// The four wire formats, from the path's last segment (two for chat completions).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Format {
     Anthropic,
     Responses,
+    Chat,
     Gemini,
 }
 
@@ -78,6 +92,7 @@ impl Format {
             Some((_, "generateContent")) => Some((Format::Gemini, Some(false))),
             _ if last == "messages" => Some((Format::Anthropic, None)),
             _ if last == "responses" => Some((Format::Responses, None)),
+            _ if path.ends_with("/chat/completions") => Some((Format::Chat, None)),
             _ => None,
         }
     }
@@ -87,6 +102,7 @@ impl Format {
         match self {
             Format::Anthropic => anthropic::carries_tool_result(body),
             Format::Responses => responses::carries_tool_result(body),
+            Format::Chat => chat::carries_tool_result(body),
             Format::Gemini => gemini::carries_tool_result(body),
         }
     }
@@ -96,6 +112,7 @@ impl Format {
         match self {
             Format::Anthropic => anthropic::events(behaviour, turn, body),
             Format::Responses => responses::events(behaviour, turn),
+            Format::Chat => chat::events(behaviour, turn, body),
             Format::Gemini => gemini::events(behaviour, turn),
         }
     }
@@ -105,6 +122,7 @@ impl Format {
         match self {
             Format::Anthropic => anthropic::whole(turn),
             Format::Responses => responses::whole(turn),
+            Format::Chat => chat::whole(turn),
             Format::Gemini => gemini::whole(turn),
         }
     }
@@ -119,6 +137,7 @@ impl Format {
         let body = match self {
             Format::Anthropic => anthropic::error(kind, message),
             Format::Responses => responses::error(kind, message),
+            Format::Chat => chat::error(status, message),
             Format::Gemini => gemini::error(status, message),
         };
         (status, body)
@@ -130,6 +149,8 @@ impl Format {
         let text = match self {
             Format::Anthropic => anthropic::TEXT_EVENT,
             Format::Responses => responses::TEXT_EVENT,
+            // Every chunk is data only; the first carries the role, not text.
+            Format::Chat => return chat::is_first_text(index, events),
             // Every Gemini chunk carries text.
             Format::Gemini => return index == 0,
         };
@@ -190,7 +211,7 @@ async fn handle(stream: TcpStream, turn: u64) -> std::io::Result<()> {
     else {
         let names: Vec<&str> = Behaviour::ALL.iter().map(|(n, _)| *n).collect();
         let text = format!(
-            "no such endpoint: {} {} (use POST /<{}>/v1/messages, /<…>/responses or /<…>/v1beta/models/<model>:streamGenerateContent)",
+            "no such endpoint: {} {} (use POST /<{}>/v1/messages, /<…>/responses, /<…>/chat/completions or /<…>/v1beta/models/<model>:streamGenerateContent)",
             request.method,
             request.path,
             names.join("|")
@@ -237,8 +258,11 @@ async fn respond_stream<W: tokio::io::AsyncWrite + Unpin>(
             // Simulated model latency: the point of this behaviour.
             tokio::time::sleep(Duration::from_millis(300)).await;
         }
-        // Gemini's events have data lines only.
-        let frame = if name.is_empty() {
+        // Gemini's and chat completions' events have data lines only; a data line that is not
+        // JSON (chat completions' `[DONE]`) is a string, written as it is.
+        let frame = if let Value::String(raw) = data {
+            format!("data: {raw}\n\n")
+        } else if name.is_empty() {
             format!("data: {data}\n\n")
         } else {
             format!("event: {name}\ndata: {data}\n\n")

@@ -2,7 +2,7 @@
 
 use serde_json::{Value, json};
 
-use super::{Behaviour, TEXT_CHUNKS, ev};
+use super::{Behaviour, SHELL_COMMAND, SHELL_DESCRIPTION, TEXT_CHUNKS, ev};
 
 /// Whether the conversation already holds a tool's result (a `function_call_output` item).
 pub(super) fn carries_tool_result(body: &Value) -> bool {
@@ -26,7 +26,11 @@ pub(super) fn events(behaviour: Behaviour, turn: u64) -> Vec<(String, Value)> {
         json!({"type": "response.created", "response": {"id": id, "object": "response", "status": "in_progress", "output": []}}),
     )];
     if behaviour == Behaviour::Tool {
-        let call = json!({"type": "function_call", "id": format!("fc_mock_{turn}"), "call_id": format!("call_mock_{turn}"), "name": "exec_command", "arguments": "{\"cmd\":\"echo mock-tool\",\"sandbox_permissions\":\"require_escalated\",\"justification\":\"Print a marker outside the sandbox\"}", "status": "completed"});
+        // Codex's `exec_command`, asking to leave the sandbox (so an approval is asked for).
+        let arguments = format!(
+            "{{\"cmd\":\"{SHELL_COMMAND}\",\"sandbox_permissions\":\"require_escalated\",\"justification\":\"{SHELL_DESCRIPTION} outside the sandbox\"}}"
+        );
+        let call = json!({"type": "function_call", "id": format!("fc_mock_{turn}"), "call_id": format!("call_mock_{turn}"), "name": "exec_command", "arguments": arguments, "status": "completed"});
         out.push(ev(
             "response.output_item.added",
             json!({"type": "response.output_item.added", "output_index": 0, "item": call}),
