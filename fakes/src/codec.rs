@@ -245,6 +245,14 @@ pub trait Codec: Send {
         format!("{what}:{}", answers.unwrap_or("?"))
     }
 
+    /// The frames a provider's verdict rests on besides the answers to its requests (which
+    /// always do), for the wire differential's verdict order: a kind as [`Codec::frame_kind`]
+    /// names it (`*` for any run of characters) and the pointer to the closed value that tells
+    /// its frames apart (`None`: the kind alone) — statuses, terminals, errors, answers.
+    fn verdict_points(&self) -> &'static [(&'static str, Option<&'static str>)] {
+        &[]
+    }
+
     /// Whether sending this notification ends the subject's main request (→ `Terminal`), for
     /// protocols whose turn ends with a notification rather than an answer (DSH SDK `turn/end`).
     fn is_terminal_notification(&self, _method: &str, _params: Option<&Value>) -> bool {

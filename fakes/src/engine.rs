@@ -80,6 +80,10 @@ struct Open {
     method: String,
 }
 
+/// How long the real DSH SDK runtime (0.2.1rc2) takes to exit after answering `shutdown` with
+/// its stdin still open (probed directly: about 0.1 s).
+const SHUTDOWN_EXIT: std::time::Duration = std::time::Duration::from_millis(100);
+
 pub struct Engine {
     codec: Box<dyn Codec>,
     side: Arc<Side>,
@@ -162,21 +166,28 @@ impl Engine {
         }
         loop {
             match self.read().await {
-                Some(frame) => self.serve(&frame),
+                Some(frame) => self.serve(&frame).await,
                 None => return self.at_eof().await,
             }
         }
     }
 
     /// A frame after the last step: the runtime's own shutdown request ends the process the
-    /// way the real runtime does (answer, then exit 0); anything else is a stray.
-    fn serve(&mut self, frame: &Value) {
+    /// way the real runtime does (answer, then exit 0 about 0.1 s later — at once if stdin
+    /// closes first, as a provider closes it after the answer); anything else is a stray.
+    async fn serve(&mut self, frame: &Value) {
         if let Msg::Request { id, method, .. } = self.codec.classify(frame)
             && let Some(result) = self.codec.shutdown_reply(method)
         {
             let (id, method) = (id.clone(), method.to_owned());
             let reply = self.codec.response(id, Ok(result));
             self.send(reply, None, Some(method));
+            let until_eof = async {
+                while let Some(frame) = self.read().await {
+                    self.stray(&frame, judge::AFTER_THE_SCRIPT);
+                }
+            };
+            let _ = tokio::time::timeout(SHUTDOWN_EXIT, until_eof).await;
             self.exit(0);
         }
         self.stray(frame, judge::AFTER_THE_SCRIPT);

@@ -208,10 +208,12 @@ fn a_value_or_a_count_the_fake_does_not_match_fails() {
         "✗ `session.event:llm/retry` `.params.event.data.maxRetries`: the real runtime sends 7; the fake sends 5",
         "✗ `thread/status/changed` `.params.status.type`: the real runtime sends \"active\", \"idle\"; the fake sends \"active\", \"systemError\"",
         "✗ `item/started`: the real runtime sends it 2 time(s); the fake 1",
+        // The verdict rests on the status: its place among the answers and terminal too.
+        "thread/status/changed:active → item/completed:userMessage → thread/status/changed:idle → error → turn/completed:failed",
     ] {
         assert!(out.contains(shown), "{shown}\n{out}");
     }
-    assert!(out.contains("\n3 unexplained difference(s)"), "{out}");
+    assert!(out.contains("\n4 unexplained difference(s)"), "{out}");
 }
 
 #[test]
@@ -258,6 +260,77 @@ fn a_draft_explanation_explains_nothing_until_reviewed() {
     .unwrap();
     let (code, out) = diff(dir.path());
     assert_eq!(code, Some(0), "{out}");
+}
+
+/// Rewrites a copied fixture line by line (each line parsed).
+fn doctor(path: &Path, edit: impl FnOnce(&mut Vec<serde_json::Value>)) {
+    let text = std::fs::read_to_string(path).unwrap();
+    let mut lines: Vec<serde_json::Value> = text
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    edit(&mut lines);
+    let out: String = lines.iter().map(|l| format!("{l}\n")).collect();
+    std::fs::write(path, out).unwrap();
+}
+
+/// The indices of a fixture's frames of this method.
+fn frames_of(lines: &[serde_json::Value], method: &str) -> Vec<usize> {
+    (0..lines.len())
+        .filter(|&i| lines[i]["frame"]["method"] == method)
+        .collect()
+}
+
+#[test]
+fn order_patterns_and_endings_the_fakes_do_not_share_are_named() {
+    // Each doctoring makes a real wire the fakes no longer match in a way a set of values
+    // cannot show; each is named, unexplained.
+    let dir = fixtures_copy();
+    let codex = |f: &str| dir.path().join("codex-0.171.0").join(f);
+    // The failed turn's statuses swapped: the thread goes systemError, then active.
+    doctor(&codex("http-500.jsonl"), |l| {
+        let s = frames_of(l, "thread/status/changed");
+        l.swap(s[0], s[1]);
+    });
+    // The thread goes idle only after the turn completed.
+    doctor(&codex("success.jsonl"), |l| {
+        let idle = frames_of(l, "thread/status/changed")[1];
+        let status = l.remove(idle);
+        let done = frames_of(l, "turn/completed")[0];
+        l.insert(done + 1, status);
+    });
+    let dsh = dir.path().join("dsh-sdk/http-500-retries.jsonl");
+    doctor(&dsh, |l| {
+        for (n, line) in l.iter_mut().enumerate() {
+            let Some(data) = line.pointer_mut("/frame/params/event/data") else {
+                continue;
+            };
+            // Five retries of five calls, not of one: a fresh id each time.
+            if data.get("retryId").is_some() {
+                data["retryId"] = format!("<id:{}>", 100 + n).into();
+            }
+            // Whole milliseconds, not the jittered fractions.
+            if let Some(ms) = data.get("delayMs").and_then(serde_json::Value::as_f64) {
+                data["delayMs"] = (ms.trunc() as u64).into();
+            }
+        }
+    });
+    // codex-acp made to exit at stdin EOF.
+    doctor(&dir.path().join("codex-acp/success.jsonl"), |l| {
+        *l.last_mut().unwrap() =
+            serde_json::json!({"end": {"how": "exit-0", "within": "under-1s"}});
+    });
+    let (code, out) = diff(dir.path());
+    assert_eq!(code, Some(1), "{out}");
+    for line in [
+        "✗ `thread/status/changed` `.params.status.type`: the real runtime sends \"systemError\" → \"active\" in this order; the fake \"active\" → \"systemError\"",
+        "✗ the frames a verdict rests on come in another order:\n      real: response:initialize → response:thread/start → thread/status/changed:active → item/completed:userMessage → item/completed:agentMessage → turn/completed:completed → thread/status/changed:idle\n",
+        "✗ `session.event:llm/retry` `.params.event.data.retryId`: the real runtime sends a fresh value each time; the fake one value throughout",
+        "✗ `session.event:llm/retry` `.params.event.data.delayMs`: the real runtime sends whole numbers, growing; the fake fractions, growing",
+        "✗ how the runtime ends: the real runtime ends exit-0 (under-1s); the fake outlives stdin-eof, then ends signal-SIGTERM (under-1s)",
+    ] {
+        assert!(out.contains(line), "missing {line:?} in:\n{out}");
+    }
 }
 
 /// Appends one line to a copied fixture.

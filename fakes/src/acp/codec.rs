@@ -276,6 +276,13 @@ impl Codec for AcpCodec {
         !is_request && m == method::SESSION_CANCEL
     }
 
+    fn verdict_points(&self) -> &'static [(&'static str, Option<&'static str>)] {
+        &[
+            ("session/update:agent_message_chunk", None),
+            ("request:session/request_permission", None),
+        ]
+    }
+
     fn is_terminal(&self, m: &str) -> bool {
         m == method::SESSION_PROMPT
     }

@@ -444,6 +444,14 @@ impl Codec for ClaudeCodeCodec {
         false
     }
 
+    fn verdict_points(&self) -> &'static [(&'static str, Option<&'static str>)] {
+        &[
+            ("assistant", None),
+            ("result:*", None),
+            ("system:permission_denied", None),
+        ]
+    }
+
     fn is_terminal_notification(&self, method: &str, _params: Option<&Value>) -> bool {
         method == kind::RESULT
     }

@@ -691,6 +691,15 @@ impl Codec for CodexCodec {
         }
     }
 
+    fn verdict_points(&self) -> &'static [(&'static str, Option<&'static str>)] {
+        &[
+            (method::THREAD_STATUS_CHANGED, Some("/params/status/type")),
+            (method::ITEM_COMPLETED, Some("/params/item/type")),
+            (method::ERROR, None),
+            (method::TURN_COMPLETED, Some("/params/turn/status")),
+        ]
+    }
+
     fn is_terminal_notification(&self, m: &str, params: Option<&Value>) -> bool {
         let (Some(params), Some(thread), Some(turn)) = (params, &self.thread_id, &self.turn_id)
         else {

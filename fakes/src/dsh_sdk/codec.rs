@@ -471,6 +471,18 @@ impl Codec for DshSdkCodec {
         }
     }
 
+    fn verdict_points(&self) -> &'static [(&'static str, Option<&'static str>)] {
+        &[
+            ("session.status", Some("/params/status")),
+            ("session.event:assistant/*", None),
+            ("session.event:llm/retry", None),
+            (
+                "session.event:turn/end",
+                Some("/params/event/data/reason/kind"),
+            ),
+        ]
+    }
+
     fn is_terminal_notification(&self, m: &str, params: Option<&Value>) -> bool {
         let Some(params) = params else { return false };
         m == method::SESSION_EVENT

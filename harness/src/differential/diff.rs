@@ -5,8 +5,8 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
 
 use super::wire::{
-    PeerCase, Wire, fixture_path, fixture_text, kept, kinds_of, ledgers, normalised, peer_cases,
-    read_fixture, run_analogs, timing, unfinished,
+    PeerCase, Wire, fixture_of, fixture_path, kept, ledgers, peer_cases, read_fixture, run_analogs,
+    timing, unfinished, wire_of,
 };
 use super::{Explained, ExplainedEntry, compare, schema_rejections};
 
@@ -76,7 +76,7 @@ pub async fn diff(opts: DiffOptions) -> Result<i32, String> {
             continue;
         };
         // Masked as the real side's fixture is: the same rules on both sides.
-        let fake = kinds_of(case.provider, normalised(&fake.lines, &fake.run_dir));
+        let fake = wire_of(case.provider, fake);
         unexplained += judge(case, &real, &fake, &explained, &mut used);
     }
     // A selection uses only some explanations: staleness is judged over the whole catalog.
@@ -139,9 +139,8 @@ pub(super) async fn record(
             cut_off.insert(id.clone(), why);
             continue;
         }
-        let records = normalised(&run.lines, &run.run_dir);
-        let text = fixture_text(&records);
-        let wire = kinds_of(case.provider, records);
+        let text = fixture_of(run);
+        let wire = wire_of(case.provider, run);
         let path = fixture_path(&opts.fixtures, &case.peer, id);
         let old = std::fs::read_to_string(&path).unwrap_or_default();
         if old != text {
@@ -171,7 +170,7 @@ fn changed_since_fixture(case: &PeerCase, now: &Wire, path: &Path, explained: &E
         );
         return;
     };
-    let changes: Vec<String> = compare(now, &fixture, &explained.leave(&case.peer))
+    let changes: Vec<String> = compare(case.provider, now, &fixture, &explained.leave(&case.peer))
         .into_iter()
         .filter(|d| {
             !explained
@@ -207,7 +206,7 @@ fn judge(
 ) -> usize {
     let (id, peer) = (&case.id, &case.peer);
     println!("\n{id} (real `{peer}`) vs {} (fake):", case.analog);
-    let mut diffs = compare(real, fake, &explained.leave(peer));
+    let mut diffs = compare(case.provider, real, fake, &explained.leave(peer));
     diffs.extend(schema_rejections(
         case.provider,
         case.version.as_deref(),

@@ -5,7 +5,7 @@ use std::collections::BTreeMap;
 use std::path::Path;
 
 use super::diff::{DiffOptions, record};
-use super::wire::{PeerCase, kinds_of, normalised, peer_cases, run_analogs};
+use super::wire::{PeerCase, peer_cases, run_analogs, wire_of};
 use super::{Explained, compare, schema_rejections};
 
 /// `conform peers record <peer>`: the peer's scenarios recorded from its installed runtime over
@@ -45,8 +45,8 @@ pub async fn record_peer(opts: DiffOptions, peer: &str) -> Result<usize, String>
         ) else {
             continue;
         };
-        let fake = kinds_of(case.provider, normalised(&fake.lines, &fake.run_dir));
-        let mut diffs = compare(real, &fake, &explained.leave(peer));
+        let fake = wire_of(case.provider, fake);
+        let mut diffs = compare(case.provider, real, &fake, &explained.leave(peer));
         diffs.extend(schema_rejections(
             case.provider,
             case.version.as_deref(),

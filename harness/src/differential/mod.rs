@@ -15,7 +15,9 @@ mod diff;
 mod drafts;
 mod explained;
 pub mod learn;
+mod lifecycle;
 pub mod sdk_flags;
+mod sequence;
 pub mod upgrade;
 pub mod vocabulary;
 mod wire;
@@ -32,9 +34,11 @@ use conform_protocol::vocab::Provider;
 use serde_json::{Map, Value};
 
 /// Replaces what differs from run to run — ids, times, paths, retry delays — with
-/// placeholders, so a fixture changes only when the runtime does.
-pub fn normalise(frame: &Value, run_dir: &str) -> Value {
-    fn walk(v: &Value, key: &str, run_dir: &str) -> Value {
+/// placeholders, so a fixture changes only when the runtime does. Each id becomes `<id:N>`,
+/// numbered by first appearance in `ids` (one table per run): which frames share an id is
+/// kept, the id is not.
+pub fn normalise(frame: &Value, run_dir: &str, ids: &mut Ids) -> Value {
+    fn walk(v: &Value, key: &str, run_dir: &str, ids: &mut Ids) -> Value {
         match v {
             Value::Object(o) => Value::Object(
                 o.iter()
@@ -45,28 +49,39 @@ pub fn normalise(frame: &Value, run_dir: &str) -> Value {
                         } else {
                             k.clone()
                         };
-                        (name, walk(v, k, run_dir))
+                        (name, walk(v, k, run_dir, ids))
                     })
                     .collect::<Map<_, _>>(),
             ),
-            Value::Array(a) => Value::Array(a.iter().map(|x| walk(x, key, run_dir)).collect()),
+            Value::Array(a) => Value::Array(a.iter().map(|x| walk(x, key, run_dir, ids)).collect()),
             Value::Number(_) if VOLATILE_NUMBERS.contains(&key) => Value::from(0),
-            Value::String(s) => Value::String(normalise_text(s, run_dir)),
+            Value::Number(n) if BACKOFFS.contains(&key) => backoff_bucket(n),
+            Value::String(s) => Value::String(normalise_text(s, run_dir, ids)),
             other => other.clone(),
         }
     }
-    walk(frame, "", run_dir)
+    walk(frame, "", run_dir, ids)
+}
+
+/// The ids a run's frames name, numbered by first appearance.
+#[derive(Debug, Default)]
+pub struct Ids(BTreeMap<String, usize>);
+
+impl Ids {
+    fn mask(&mut self, id: &str) -> String {
+        let next = self.0.len() + 1;
+        format!("<id:{}>", self.0.entry(id.to_owned()).or_insert(next))
+    }
 }
 
 /// Keys of maps whose keys are model names (Claude Code's per-model usage).
 const KEYED_BY_MODEL: &[&str] = &["modelUsage", "model_usage_since_last_result"];
 
-/// Keys whose numbers are clocks or jittered delays.
+/// Keys whose numbers are clocks: their values say nothing, nor does how they grow.
 const VOLATILE_NUMBERS: &[&str] = &[
     "time",
     "time0",
     "dt",
-    "delayMs",
     "emittedAtMs",
     "createdAt",
     "updatedAt",
@@ -79,7 +94,27 @@ const VOLATILE_NUMBERS: &[&str] = &[
     "finishedAt",
 ];
 
-fn normalise_text(s: &str, run_dir: &str) -> String {
+/// Keys whose numbers are jittered delays: their values change from run to run, but whether
+/// they are whole milliseconds or fractions, and how they grow (exponential backoff), is the
+/// runtime's.
+const BACKOFFS: &[&str] = &["delayMs"];
+
+/// A delay as its power of two below (jitter rarely crosses one), plus one half when it has a
+/// fraction: `501.18` → `256.5`, `8522` → `8192`.
+fn backoff_bucket(n: &serde_json::Number) -> Value {
+    let x = n.as_f64().unwrap_or(0.0);
+    if x < 1.0 {
+        return Value::from(0);
+    }
+    let bucket = 2f64.powi(x.log2().floor() as i32);
+    if x.fract() == 0.0 {
+        Value::from(bucket as u64)
+    } else {
+        Value::from(bucket + 0.5)
+    }
+}
+
+fn normalise_text(s: &str, run_dir: &str, ids: &mut Ids) -> String {
     let mut out = if run_dir.is_empty() {
         s.to_owned()
     } else {
@@ -99,25 +134,24 @@ fn normalise_text(s: &str, run_dir: &str) -> String {
     }
     // UUIDs and long hex ids (session ids, request ids, message ids).
     let mut result = String::with_capacity(out.len());
-    let bytes: Vec<char> = out.chars().collect();
+    let chars: Vec<char> = out.chars().collect();
     let mut i = 0;
-    while i < bytes.len() {
-        let run: String = bytes[i..]
+    while i < chars.len() {
+        let run: String = chars[i..]
             .iter()
             .take_while(|c| c.is_ascii_hexdigit() || **c == '-')
             .collect();
         let hex = run.chars().filter(char::is_ascii_hexdigit).count();
-        let starts_word = i == 0 || !bytes[i - 1].is_ascii_alphanumeric();
+        let starts_word = i == 0 || !chars[i - 1].is_ascii_alphanumeric();
         if starts_word && hex >= 16 && run.chars().any(|c| c.is_ascii_digit()) {
-            result.push_str("<id>");
+            result.push_str(&ids.mask(&run));
             i += run.chars().count();
         } else {
-            result.push(bytes[i]);
+            result.push(chars[i]);
             i += 1;
         }
     }
-    out = result;
-    out
+    result
 }
 
 /// A frame's kind, as its protocol's codec names it ([`Codec::frame_kind`]).
@@ -194,6 +228,31 @@ pub enum Difference {
         real: usize,
         fake: usize,
     },
+    /// A field of a kind both send carries the same closed values in another order across
+    /// its frames (repeats folded): each side's order.
+    Sequence {
+        kind: String,
+        field: String,
+        real: Vec<String>,
+        fake: Vec<String>,
+    },
+    /// A volatile field's values follow another pattern: whole numbers or fractions, constant
+    /// or growing, one id repeated or a fresh one each time.
+    Pattern {
+        kind: String,
+        field: String,
+        real: String,
+        fake: String,
+    },
+    /// The frames a provider's verdict rests on (answers, statuses, terminals, errors) come in
+    /// another order (repeats folded).
+    VerdictOrder {
+        real: Vec<String>,
+        fake: Vec<String>,
+    },
+    /// The runtime ends otherwise: after another thing, by another means, or at another pace
+    /// ([`lifecycle::Ending`], each side in words).
+    Lifecycle { real: String, fake: String },
 }
 
 impl Difference {
@@ -207,6 +266,14 @@ impl Difference {
             Difference::Schema { kind, .. } => (kind.clone(), Some("schema".into())),
             Difference::Values { kind, field, .. } => (kind.clone(), Some(format!("{field}="))),
             Difference::Count { kind, .. } => (kind.clone(), Some("count".into())),
+            Difference::Sequence { kind, field, .. } => {
+                (kind.clone(), Some(format!("{field}@order")))
+            }
+            Difference::Pattern { kind, field, .. } => {
+                (kind.clone(), Some(format!("{field}@pattern")))
+            }
+            Difference::VerdictOrder { .. } => ("verdict-order".into(), None),
+            Difference::Lifecycle { .. } => ("lifecycle".into(), None),
         }
     }
 }
@@ -261,6 +328,36 @@ impl std::fmt::Display for Difference {
                 "`{kind}`: the real runtime sends it {} time(s); the fake {}",
                 real, fake
             ),
+            Difference::Sequence {
+                kind,
+                field,
+                real,
+                fake,
+            } => write!(
+                f,
+                "`{kind}` `{field}`: the real runtime sends {} in this order; the fake {}",
+                real.join(" → "),
+                fake.join(" → ")
+            ),
+            Difference::Pattern {
+                kind,
+                field,
+                real,
+                fake,
+            } => write!(
+                f,
+                "`{kind}` `{field}`: the real runtime sends {real}; the fake {fake}"
+            ),
+            Difference::Lifecycle { real, fake } => write!(
+                f,
+                "how the runtime ends: the real runtime {real}; the fake {fake}"
+            ),
+            Difference::VerdictOrder { real, fake } => write!(
+                f,
+                "the frames a verdict rests on come in another order:\n      real: {}\n      fake: {}",
+                real.join(" → "),
+                fake.join(" → ")
+            ),
         }
     }
 }
@@ -276,6 +373,8 @@ struct Profile {
     values: BTreeMap<String, BTreeMap<String, BTreeSet<String>>>,
     /// How many frames.
     counts: BTreeMap<String, usize>,
+    /// Every scalar by field path, in wire order across the kind's frames.
+    sequences: BTreeMap<String, BTreeMap<String, Vec<Value>>>,
 }
 
 impl Profile {
@@ -290,6 +389,12 @@ impl Profile {
                 .or_default()
                 .extend(fields(frame));
             closed_values(frame, p.values.entry(kind.clone()).or_default());
+            let seq = p.sequences.entry(kind.clone()).or_default();
+            each_path(frame, "", &mut |path, leaf| {
+                if !leaf.is_object() && !leaf.is_array() {
+                    seq.entry(path.to_owned()).or_default().push(leaf.clone());
+                }
+            });
             *p.counts.entry(kind.clone()).or_default() += 1;
         }
         p
@@ -322,16 +427,31 @@ fn closed_values(v: &Value, out: &mut BTreeMap<String, BTreeSet<String>>) {
     });
 }
 
-/// Compares a real wire with a fake one, both as `(kind, frame)` in wire order: kinds, their
-/// fields, the order of the kinds both send (bar `leave.unordered`), the closed values of
-/// each field both send (bar `leave.volatile`), and how often each kind comes.
+/// Compares a real wire with a fake one of `provider`, both as `(kind, frame)` in wire order:
+/// kinds, their fields, the order of the kinds both send (bar `leave.unordered`), the closed
+/// values of each field both send and their order (bar `leave.volatile`, whose values are
+/// read for their pattern instead), how often each kind comes, and the order of the frames a
+/// verdict rests on.
 pub fn compare(
+    provider: Provider,
     real: &[(String, Value)],
     fake: &[(String, Value)],
     leave: &Leave,
 ) -> Vec<Difference> {
-    let (r, f) = (Profile::of(real), Profile::of(fake));
+    let (real, real_end) = lifecycle::split(real);
+    let (fake, fake_end) = lifecycle::split(fake);
     let mut out = Vec::new();
+    // A fixture recorded before endings were kept says nothing of its end.
+    if let (Some(r), Some(f)) = (real_end, fake_end)
+        && r != f
+    {
+        out.push(Difference::Lifecycle {
+            real: lifecycle::Ending::describe(r),
+            fake: lifecycle::Ending::describe(f),
+        });
+    }
+    let (real, fake) = (&real[..], &fake[..]);
+    let (r, f) = (Profile::of(real), Profile::of(fake));
     for k in &r.order {
         match f.fields.get(k) {
             None => out.push(Difference::OnlyReal { kind: k.clone() }),
@@ -349,6 +469,12 @@ pub fn compare(
                     });
                 }
                 out.extend(value_differences(k, &r.values[k], &f.values[k], leave));
+                out.extend(sequence_differences(
+                    k,
+                    &r.sequences[k],
+                    &f.sequences[k],
+                    leave,
+                ));
                 if r.counts[k] != f.counts[k] {
                     out.push(Difference::Count {
                         kind: k.clone(),
@@ -374,6 +500,56 @@ pub fn compare(
     let (rc, fc) = (common(&r.order, &f.fields), common(&f.order, &r.fields));
     if rc != fc {
         out.push(Difference::Order { real: rc, fake: fc });
+    }
+    let points = conform_fakes::codec::for_provider(provider).verdict_points();
+    let (rv, fv) = (
+        sequence::verdict_order(points, real, &leave.unordered),
+        sequence::verdict_order(points, fake, &leave.unordered),
+    );
+    if rv != fv {
+        out.push(Difference::VerdictOrder { real: rv, fake: fv });
+    }
+    out
+}
+
+/// Per field of one kind both send: closed values in another order (where both send the same
+/// ones: other values are a [`Difference::Values`]), or, at a volatile field, values of
+/// another pattern.
+fn sequence_differences(
+    kind: &str,
+    real: &BTreeMap<String, Vec<Value>>,
+    fake: &BTreeMap<String, Vec<Value>>,
+    leave: &Leave,
+) -> Vec<Difference> {
+    let mut out = Vec::new();
+    for (field, rv) in real {
+        let Some(fv) = fake.get(field) else { continue };
+        if leave.volatile(field) {
+            if let (Some(rp), Some(fp)) = (sequence::pattern(rv), sequence::pattern(fv))
+                && sequence::patterns_differ(&rp, &fp)
+            {
+                out.push(Difference::Pattern {
+                    kind: kind.to_owned(),
+                    field: field.clone(),
+                    real: rp,
+                    fake: fp,
+                });
+            }
+            continue;
+        }
+        let closed_in_order = |vs: &[Value]| -> Vec<String> {
+            sequence::collapse(&vs.iter().filter_map(closed).collect::<Vec<_>>())
+        };
+        let (rs, fs) = (closed_in_order(rv), closed_in_order(fv));
+        let set = |v: &[String]| v.iter().cloned().collect::<BTreeSet<_>>();
+        if rs != fs && set(&rs) == set(&fs) {
+            out.push(Difference::Sequence {
+                kind: kind.to_owned(),
+                field: field.clone(),
+                real: rs,
+                fake: fs,
+            });
+        }
     }
     out
 }
@@ -409,7 +585,10 @@ fn schema_rejections(
     // sees a well-formed one in its place, so only what the runtime chose is judged.
     fn unmask(v: &mut Value) {
         match v {
-            Value::String(s) if s == "<id>" => *s = "00000000-0000-4000-8000-000000000000".into(),
+            // `<id>` as fixtures masked ids before they numbered them, `<id:N>` since.
+            Value::String(s) if s == "<id>" || (s.starts_with("<id:") && s.ends_with('>')) => {
+                *s = "00000000-0000-4000-8000-000000000000".into()
+            }
             Value::Array(a) => a.iter_mut().for_each(unmask),
             Value::Object(o) => o.values_mut().for_each(unmask),
             _ => {}
@@ -417,6 +596,7 @@ fn schema_rejections(
     }
     let lines: Vec<FakeLine> = real
         .iter()
+        .filter(|(kind, _)| kind != lifecycle::END)
         .map(|(kind, frame)| FakeLine {
             seq: None,
             run: String::new(),

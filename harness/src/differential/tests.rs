@@ -6,11 +6,21 @@ fn volatile_values_are_masked_and_shapes_kept() {
     let f = json!({"params": {"sessionId": "session-0123456789abcdef0123456789abcdef",
         "event": {"time": 1796090370099_u64, "seq": 3, "data": {"id": "7887a44c-9297-4893-9cc4-e41e56d40641",
         "cwd": "/tmp/conform-x/r1/workspace", "text": "Hello, world."}}}});
-    let n = normalise(&f, "/tmp/conform-x/r1");
-    assert_eq!(n["params"]["sessionId"], "session-<id>");
+    let mut ids = Ids::default();
+    let n = normalise(&f, "/tmp/conform-x/r1", &mut ids);
+    assert_eq!(n["params"]["sessionId"], "session-<id:1>");
     assert_eq!(n["params"]["event"]["time"], 0);
     assert_eq!(n["params"]["event"]["seq"], 3);
-    assert_eq!(n["params"]["event"]["data"]["id"], "<id>");
+    assert_eq!(n["params"]["event"]["data"]["id"], "<id:2>");
+    // The same id in a later frame of the run keeps its number; a masked one is kept as is.
+    let again = json!({"id": "7887a44c-9297-4893-9cc4-e41e56d40641", "delayMs": 501.18,
+        "retry": {"delayMs": 8522}, "masked": "<id:2>"});
+    let n2 = normalise(&again, "", &mut ids);
+    assert_eq!(n2["id"], "<id:2>");
+    assert_eq!(n2["masked"], "<id:2>");
+    // A delay keeps its power of two and whether it has a fraction.
+    assert_eq!(n2["delayMs"], json!(256.5));
+    assert_eq!(n2["retry"]["delayMs"], json!(8192));
     assert_eq!(n["params"]["event"]["data"]["cwd"], "<run>/workspace");
     assert_eq!(n["params"]["event"]["data"]["text"], "Hello, world.");
 }
@@ -27,7 +37,7 @@ fn kinds_fields_and_order_are_compared() {
     let fake = vec![k(
         &json!({"method": "session.event", "params": {"event": {"type": "assistant/message", "data": {"x": 1}}}}),
     )];
-    let d = compare(&real, &fake, &Leave::default());
+    let d = compare(Provider::DshSdk, &real, &fake, &Leave::default());
     assert!(
         d.contains(&Difference::OnlyReal {
             kind: "session.event:turn/start".into()
@@ -59,7 +69,7 @@ fn closed_values_and_counts_are_compared_and_free_text_ids_and_volatile_fields_a
         volatile: vec!["*Ms".into()],
         ..Leave::default()
     };
-    let d = compare(&real, &fake, &leave);
+    let d = compare(Provider::DshSdk, &real, &fake, &leave);
     assert_eq!(
         d,
         vec![
@@ -82,7 +92,7 @@ fn closed_values_and_counts_are_compared_and_free_text_ids_and_volatile_fields_a
     );
     // Without the volatile rule the clock is a value difference too.
     assert!(
-        compare(&real, &fake, &Leave::default())
+        compare(Provider::DshSdk, &real, &fake, &Leave::default())
             .iter()
             .any(|d| matches!(d, Difference::Values { field, .. } if field == ".at.startedAtMs"))
     );

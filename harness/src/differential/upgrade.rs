@@ -193,10 +193,7 @@ pub async fn upgrade(opts: &UpgradeOptions) -> Result<UpgradeReport, String> {
         if c.cut_off {
             continue;
         }
-        kept.fixtures.insert(
-            case.id.clone(),
-            wire::fixture_text(&wire::normalised(&c.lines, &c.run_dir)),
-        );
+        kept.fixtures.insert(case.id.clone(), wire::fixture_of(c));
         let wire = wire(case.provider, c);
         if let Some(fake) = fakes.get(&(case.analog.clone(), case.version.clone())) {
             against_fake.extend(judge_against_fake(
@@ -231,7 +228,7 @@ pub async fn upgrade(opts: &UpgradeOptions) -> Result<UpgradeReport, String> {
 }
 
 fn wire(provider: Provider, run: &Ledger) -> Wire {
-    wire::kinds_of(provider, wire::normalised(&run.lines, &run.run_dir))
+    wire::wire_of(provider, run)
 }
 
 fn wire_of_fake(case: &PeerCase, fake: &Ledger) -> Wire {
@@ -279,7 +276,7 @@ fn case_changes(
             .reason(&case.peer, &case.id, d)
             .is_some_and(|(i, _)| explained.difference[i].sometimes)
     };
-    let mut differences = compare(&new, &old, &explained.leave(&case.peer));
+    let mut differences = compare(case.provider, &new, &old, &explained.leave(&case.peer));
     differences.extend(schema_rejections(
         case.provider,
         case.version.as_deref(),
@@ -359,7 +356,7 @@ fn judge_against_fake(
     learned: &mut BTreeSet<Addition>,
 ) -> Vec<AgainstFake> {
     let leave = explained.leave(&case.peer);
-    let mut diffs = compare(real, fake, &leave);
+    let mut diffs = compare(case.provider, real, fake, &leave);
     diffs.extend(schema_rejections(
         case.provider,
         case.version.as_deref(),

@@ -11,6 +11,7 @@ use serde::Deserialize;
 use serde_json::Value;
 
 use super::DiffOptions;
+use super::lifecycle::{END, Ending};
 use super::normalise;
 
 /// One recorded frame in a fixture: the frame, and the method a response answers.
@@ -40,23 +41,43 @@ fn recorded(ledger: &[FakeLine]) -> Vec<Recorded> {
         .collect()
 }
 
-/// A run's frames as a fixture holds them: normalised ([`normalise`]).
+/// A run's frames as a fixture holds them: normalised ([`normalise`]), one id table for the
+/// run.
 pub(super) fn normalised(ledger: &[FakeLine], run_dir: &str) -> Vec<Recorded> {
+    let mut ids = super::Ids::default();
     recorded(ledger)
         .into_iter()
         .map(|r| Recorded {
-            frame: normalise(&r.frame, run_dir),
+            frame: normalise(&r.frame, run_dir, &mut ids),
             ..r
         })
         .collect()
 }
 
-/// A run's frames as a fixture file holds them: one normalised [`Recorded`] per line.
-pub(super) fn fixture_text(records: &[Recorded]) -> String {
-    records
+/// A run's frames as a fixture file holds them: one normalised [`Recorded`] per line, then
+/// how the runtime ended (`{"end": …}`, [`Ending`]).
+pub(super) fn fixture_text(records: &[Recorded], end: Option<&Ending>) -> String {
+    let mut text: String = records
         .iter()
         .map(|r| serde_json::to_string(r).expect("serialises") + "\n")
-        .collect()
+        .collect();
+    if let Some(end) = end {
+        text += &(serde_json::json!({ "end": end }).to_string() + "\n");
+    }
+    text
+}
+
+/// A run's wire as the differential compares it: its normalised frames with their kinds, then
+/// its ending as a pseudo-frame ([`END`]).
+pub(super) fn wire_of(provider: Provider, run: &Ledger) -> Wire {
+    let mut wire = kinds_of(provider, normalised(&run.lines, &run.run_dir));
+    wire.extend(run.ending().map(|e| (END.to_owned(), e.frame())));
+    wire
+}
+
+/// A run as its fixture file holds it ([`fixture_text`]).
+pub(super) fn fixture_of(run: &Ledger) -> String {
+    fixture_text(&normalised(&run.lines, &run.run_dir), run.ending().as_ref())
 }
 
 pub(super) fn kinds_of(provider: Provider, records: Vec<Recorded>) -> Vec<(String, Value)> {
@@ -77,20 +98,29 @@ pub(super) fn read_fixture(
     path: &Path,
 ) -> Result<Vec<(String, Value)>, String> {
     let text = std::fs::read_to_string(path).map_err(|e| format!("{}: {e}", path.display()))?;
-    let records = text
-        .lines()
-        .filter(|l| !l.trim().is_empty())
-        .map(|l| serde_json::from_str(l).map_err(|e| format!("{}: {e}", path.display())))
-        .collect::<Result<Vec<Recorded>, String>>()?;
+    let mut end = None;
+    let mut records = Vec::new();
+    for l in text.lines().filter(|l| !l.trim().is_empty()) {
+        let bad = |e: serde_json::Error| format!("{}: {e}", path.display());
+        let v: Value = serde_json::from_str(l).map_err(bad)?;
+        match v.get("end") {
+            Some(e) => end = Some(e.clone()),
+            None => records.push(serde_json::from_value::<Recorded>(v).map_err(bad)?),
+        }
+    }
     // Read as recorded now: the normalising rules may have grown since it was written.
+    let mut ids = super::Ids::default();
     let records = records
         .into_iter()
         .map(|r| Recorded {
-            frame: normalise(&r.frame, ""),
+            frame: normalise(&r.frame, "", &mut ids),
             ..r
         })
         .collect();
-    Ok(kinds_of(provider, records))
+    let mut wire = kinds_of(provider, records);
+    // A fixture recorded before endings were kept says nothing of its end.
+    wire.extend(end.map(|e| (END.to_owned(), e)));
+    Ok(wire)
 }
 
 /// A run's ledger, its scratch folder, when each ledger line arrived (ms), its deadline (ms)
@@ -103,6 +133,13 @@ pub(super) struct Ledger {
     pub(super) cut_off: bool,
     /// The case's verdict against the reference: `pass`, or `fail: <check>: <message>`.
     pub(super) outcome: String,
+}
+
+impl Ledger {
+    /// How the runtime ended ([`Ending::of`]).
+    pub(super) fn ending(&self) -> Option<Ending> {
+        Ending::of(&self.lines, &self.at_ms)
+    }
 }
 
 impl From<crate::suite::recording::Recording> for Ledger {
