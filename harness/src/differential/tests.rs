@@ -131,3 +131,43 @@ fn explanations_match_classes_by_glob() {
             .is_none()
     );
 }
+
+#[test]
+fn an_agents_own_version_catalogue_and_token_counts_are_volatile_for_every_peer() {
+    // Two builds of one ACP agent: only their own version, model and mode catalogues and the
+    // token counts differ, which no provider acts on. Judged with the committed rules, for a
+    // peer no rule names.
+    let fixtures = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../fakes/peers");
+    let explained = Explained::load_all(&fixtures).unwrap();
+    let leave = explained.leave("some-new-acp-agent");
+    let build = |version: &str, model: &str, mode: &str, tokens: u64| {
+        vec![
+            (
+                "response:initialize".to_owned(),
+                json!({"result": {"protocolVersion": 1, "agentInfo": {"name": "agent", "version": version}}}),
+            ),
+            (
+                "response:session/new".to_owned(),
+                json!({"result": {"sessionId": "<id>",
+                    "models": {"currentModelId": model, "availableModels": [{"modelId": model, "name": model}]},
+                    "modes": {"currentModeId": mode, "availableModes": [{"id": mode, "name": mode}]},
+                    "configOptions": [{"id": "model", "category": "model", "currentValue": model,
+                        "options": [{"value": model, "name": model}]}]}}),
+            ),
+            (
+                "response:session/prompt".to_owned(),
+                json!({"result": {"stopReason": "end_turn", "_meta": {"model_usage": [
+                    {"model": model, "token_count": {"inputTokens": tokens, "outputTokens": tokens}}]}}}),
+            ),
+        ]
+    };
+    let pinned = build("0.101.0", "default", "auto", 2);
+    let candidate = build("0.102.0", "opus", "plan", 7);
+    assert_eq!(compare(&candidate, &pinned, &leave), vec![]);
+    // What is the protocol's is still compared.
+    let mut ended = candidate.clone();
+    ended[2].1["result"]["stopReason"] = json!("refusal");
+    assert!(
+        matches!(&compare(&ended, &pinned, &leave)[..], [Difference::Values { field, .. }] if field == ".result.stopReason")
+    );
+}
