@@ -264,7 +264,13 @@ fn scenario_files(
         let text = read(&scenarios.join(format!("{id}.toml")))?;
         let speaks =
             analog_version(&text, &scenarios).unwrap_or_else(|| report.candidate_version.clone());
-        let scenario = accept::peer_scenario(&text, new, &report.pinned_version, &speaks);
+        let scenario = accept::peer_scenario(
+            &text,
+            new,
+            &report.pinned_version,
+            &report.candidate_version,
+            &speaks,
+        );
         files.push((scenarios.join(format!("{}.toml", moved(new, id))), scenario));
         for mode in ["foreground", "background"] {
             let name = |id: &str| format!("{}@{mode}.snap", id.replace('/', "__"));
