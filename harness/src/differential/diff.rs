@@ -7,8 +7,8 @@ use std::path::Path;
 use conform_protocol::vocab::Provider;
 
 use super::wire::{
-    PeerCase, Wire, fixture_path, fixture_text, kept, kinds_of, ledgers, normalised, peer_cases,
-    read_fixture, run_analogs, timing, unfinished,
+    Ledger, PeerCase, Wire, fixture_path, fixture_text, kept, kinds_of, ledgers, normalised,
+    peer_cases, read_fixture, refusal, run_analogs, timing,
 };
 use super::{Explained, ExplainedEntry, compare, schema_rejections};
 
@@ -56,7 +56,7 @@ pub async fn diff(opts: DiffOptions) -> Result<i32, String> {
         .collect();
     // The real side: recorded now from installed peers, or the committed fixtures.
     let explained = Explained::load_all(&opts.fixtures)?;
-    let (mut fresh, cut_off) = match &opts.peers {
+    let (mut fresh, not_recorded) = match &opts.peers {
         Some(dir) => record(&opts, &cases, dir, &explained).await?,
         None => Default::default(),
     };
@@ -64,8 +64,7 @@ pub async fn diff(opts: DiffOptions) -> Result<i32, String> {
     let mut used = BTreeSet::new();
     let mut unexplained = 0;
     for case in &cases {
-        if let Some(why) = cut_off.get(&case.id) {
-            // What a cut-off run did not send says nothing about the protocol.
+        if let Some(why) = not_recorded.get(&case.id) {
             println!("\n{}: {why}; not compared", case.id);
             unexplained += 1;
             continue;
@@ -154,14 +153,29 @@ pub(super) fn unspoken(cases: &[PeerCase]) -> BTreeMap<String, (Provider, String
     out
 }
 
+/// The recorded wires by peer scenario, and why each case that was not recorded was not.
+pub(super) type Recorded = (BTreeMap<String, Wire>, BTreeMap<String, String>);
+
 /// Runs every peer scenario against its installed real runtime and records its wire
-/// (normalised); writes it over the fixture with `--update`.
+/// (normalised); writes it over the fixture with `--update`, never a failed run's
+/// ([`refusal`]). Returns the wires, and why each case that was not recorded was not.
 pub(super) async fn record(
     opts: &DiffOptions,
     cases: &[PeerCase],
     dir: &Path,
     explained: &Explained,
-) -> Result<(BTreeMap<String, Wire>, BTreeMap<String, String>), String> {
+) -> Result<Recorded, String> {
+    let runs = run_peers(opts, cases, dir).await?;
+    keep_wires(opts, cases, &runs, explained)
+}
+
+/// Each peer scenario's run against its installed real runtime: the wire `conform run
+/// --peers` kept, else a run now.
+pub(super) async fn run_peers(
+    opts: &DiffOptions,
+    cases: &[PeerCase],
+    dir: &Path,
+) -> Result<BTreeMap<String, Ledger>, String> {
     let mut runs = kept(opts, cases, dir);
     let ids: Vec<String> = cases
         .iter()
@@ -171,8 +185,19 @@ pub(super) async fn record(
     if !ids.is_empty() {
         runs.extend(ledgers(opts, &ids, Some(dir.to_owned()), BTreeMap::new()).await?);
     }
+    Ok(runs)
+}
+
+/// The runs' wires (normalised), each written over its fixture with `--update` unless the run
+/// cannot stand as the real wire; and why each case that was not recorded was not.
+pub(super) fn keep_wires(
+    opts: &DiffOptions,
+    cases: &[PeerCase],
+    runs: &BTreeMap<String, Ledger>,
+    explained: &Explained,
+) -> Result<Recorded, String> {
     let mut fresh = BTreeMap::new();
-    let mut cut_off = BTreeMap::new();
+    let mut not_recorded = BTreeMap::new();
     for case in cases {
         let id = &case.id;
         let Some(run) = runs.get(id) else {
@@ -180,10 +205,15 @@ pub(super) async fn record(
             continue;
         };
         println!("{id}: {}", timing(run));
-        if run.cut_off {
-            let why = unfinished(run, case.provider);
+        // What a cut-off run did not send says nothing of the protocol; a failed run's wire is
+        // not the real one to keep.
+        let refused = match refusal(run, case.provider) {
+            Some(why) if run.cut_off || opts.update => Some(why),
+            _ => None,
+        };
+        if let Some(why) = refused {
             println!("{id}: {why}; its wire is not recorded");
-            cut_off.insert(id.clone(), why);
+            not_recorded.insert(id.clone(), why);
             continue;
         }
         let records = normalised(&run.lines, &run.run_dir);
@@ -203,7 +233,7 @@ pub(super) async fn record(
         }
         fresh.insert(id.clone(), wire);
     }
-    Ok((fresh, cut_off))
+    Ok((fresh, not_recorded))
 }
 
 /// Says how the real wire recorded now differs from its reviewed fixture, judged as the fake's

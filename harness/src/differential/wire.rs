@@ -302,6 +302,34 @@ pub(super) fn unfinished(run: &Ledger, provider: Provider) -> String {
     )
 }
 
+/// Why a run cannot stand as the real peer's wire, if it cannot: it was cut off, its verdict
+/// did not pass (its check and message), or the mock model answered a model call with 404 —
+/// the runtime called an endpoint the mock does not serve, so what it sent is the wire of a
+/// broken setup, whatever the verdict. A failed run recorded as the real wire would teach the
+/// fakes its failure.
+pub(super) fn refusal(run: &Ledger, provider: Provider) -> Option<String> {
+    if run.cut_off {
+        return Some(unfinished(run, provider));
+    }
+    if run.outcome != "pass" {
+        return Some(format!("the run did not pass ({})", run.outcome));
+    }
+    // The mock model's 404 body (`conform_fakes::model`), as a runtime passes it on.
+    const NOT_SERVED: &str = "no such endpoint";
+    let mut echoed = None;
+    for frame in recorded(&run.lines) {
+        let mut texts = Vec::new();
+        conform_fakes::codec::string_leaves(&frame.frame, &mut texts);
+        echoed = echoed.or(texts.into_iter().find(|t| t.contains(NOT_SERVED)));
+    }
+    echoed.map(|text| {
+        format!(
+            "the mock model answered a model call with 404: {}",
+            conform_protocol::lines::excerpt(&text, 200)
+        )
+    })
+}
+
 /// The analogs' fakes, run once per product version they must speak: each ledger by analog
 /// and version.
 pub(super) async fn run_analogs(
@@ -323,4 +351,68 @@ pub(super) async fn run_analogs(
         }
     }
     Ok(fakes)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn run(outcome: &str, cut_off: bool, frames: &[Value]) -> Ledger {
+        Ledger {
+            lines: frames
+                .iter()
+                .map(|f| FakeLine {
+                    seq: None,
+                    run: "r1".into(),
+                    pid: 1,
+                    event: FakeEvent::Frame {
+                        dir: Direction::Sent,
+                        frame: f.clone(),
+                        violation: None,
+                        answers: None,
+                    },
+                })
+                .collect(),
+            run_dir: String::new(),
+            at_ms: vec![5; frames.len()],
+            deadline_ms: 20_000,
+            cut_off,
+            outcome: outcome.into(),
+        }
+    }
+
+    #[test]
+    fn a_failed_run_is_refused_as_a_recording_naming_its_failure() {
+        let answer = json!({"type": "assistant", "message": {"content": [{"type": "text", "text": "Hello, world."}]}});
+        assert_eq!(
+            refusal(
+                &run("pass", false, std::slice::from_ref(&answer)),
+                Provider::ClaudeCode
+            ),
+            None
+        );
+        assert_eq!(
+            refusal(
+                &run(
+                    "fail: stop_reason: expected complete, got error",
+                    false,
+                    std::slice::from_ref(&answer)
+                ),
+                Provider::ClaudeCode
+            )
+            .as_deref(),
+            Some("the run did not pass (fail: stop_reason: expected complete, got error)")
+        );
+        // An agent whose model calls got the mock's 404, whatever its verdict.
+        let not_found = json!({"type": "assistant", "error": "unknown",
+            "message": {"content": [{"type": "text", "text": "API Error: 404 {\"error\":{\"message\":\"no such endpoint: POST /success/v1/v1/messages\"}}"}]}});
+        let why = refusal(&run("pass", false, &[not_found]), Provider::ClaudeCode).unwrap();
+        assert!(
+            why.starts_with("the mock model answered a model call with 404: API Error: 404"),
+            "{why}"
+        );
+        let why = refusal(&run("pass", true, &[answer]), Provider::ClaudeCode).unwrap();
+        assert!(why.starts_with("the real run did not finish"), "{why}");
+    }
 }
