@@ -94,12 +94,13 @@ pub(super) fn read_fixture(
 }
 
 /// A run's ledger, its scratch folder, when each ledger line arrived (ms), its deadline (ms)
-/// and whether the deadline cut it off.
+/// and how far it was put off, and whether the deadline cut it off.
 pub(super) struct Ledger {
     pub(super) lines: Vec<FakeLine>,
     pub(super) run_dir: String,
     at_ms: Vec<u64>,
     deadline_ms: u64,
+    put_off_ms: u64,
     pub(super) cut_off: bool,
     /// The case's verdict against the reference: `pass`, or `fail: <check>: <message>`.
     pub(super) outcome: String,
@@ -112,6 +113,7 @@ impl From<crate::suite::recording::Recording> for Ledger {
             run_dir: r.run_dir,
             at_ms: r.at_ms,
             deadline_ms: r.deadline_ms,
+            put_off_ms: r.deadline_put_off_ms,
             cut_off: r.cut_off,
             outcome: r.outcome,
         }
@@ -194,6 +196,7 @@ pub(super) async fn ledgers(
                     run_dir: obs.run_dir,
                     at_ms: obs.fake_at_ms,
                     deadline_ms,
+                    put_off_ms: obs.deadline_put_off.as_millis() as u64,
                 },
             );
         }
@@ -217,10 +220,10 @@ pub(super) fn timing(run: &Ledger) -> String {
     let end = at(&|e| matches!(e, FakeEvent::Terminal));
     let show = |ms: Option<u64>| ms.map_or("never".to_owned(), |ms| format!("{ms} ms"));
     let mut out = format!(
-        "timing: initialize answered at {}, turn ended at {} (deadline {} ms)",
+        "timing: initialize answered at {}, turn ended at {} (deadline {})",
         show(init),
         show(end),
-        run.deadline_ms
+        deadline(run)
     );
     if end.is_some_and(|ms| ms * 2 > run.deadline_ms) {
         out.push_str(" — over half the deadline: a loaded machine may miss it");
@@ -228,6 +231,20 @@ pub(super) fn timing(run: &Ledger) -> String {
         out.push_str(" — past the default 20 s deadline: the scenario needs its own");
     }
     out
+}
+
+/// The deadline the run had: as set, and how far a loaded machine put it off (a turn that
+/// ended past the deadline as set and passed had the longer one).
+fn deadline(run: &Ledger) -> String {
+    if run.put_off_ms == 0 {
+        return format!("{} ms", run.deadline_ms);
+    }
+    format!(
+        "{} ms: {} ms put off by {} ms while the run's processes waited for a CPU",
+        run.deadline_ms + run.put_off_ms,
+        run.deadline_ms,
+        run.put_off_ms
+    )
 }
 
 /// The default per-run deadline (ms): a real run past it needs a deadline of its own.
@@ -297,8 +314,8 @@ pub(super) fn unfinished(run: &Ledger, provider: Provider) -> String {
         format!("its last frame `{kind}` at {ms} ms")
     });
     format!(
-        "the real run did not finish (deadline {} ms, {last})",
-        run.deadline_ms
+        "the real run did not finish (deadline {}, {last})",
+        deadline(run)
     )
 }
 
@@ -377,6 +394,7 @@ mod tests {
             run_dir: String::new(),
             at_ms: vec![5; frames.len()],
             deadline_ms: 20_000,
+            put_off_ms: 0,
             cut_off,
             outcome: outcome.into(),
         }
@@ -414,5 +432,28 @@ mod tests {
         );
         let why = refusal(&run("pass", true, &[answer]), Provider::ClaudeCode).unwrap();
         assert!(why.starts_with("the real run did not finish"), "{why}");
+    }
+
+    #[test]
+    fn the_timing_line_shows_the_deadline_the_run_had() {
+        let terminal = || FakeLine {
+            seq: None,
+            run: "r1".into(),
+            pid: 1,
+            event: FakeEvent::Terminal,
+        };
+        let mut late = run("pass", false, &[]);
+        late.lines.push(terminal());
+        late.at_ms.push(25_000);
+        late.put_off_ms = 9_000;
+        // The turn ended after the deadline as set, and passed: the deadline had been put off.
+        assert_eq!(
+            timing(&late),
+            "timing: initialize answered at never, turn ended at 25000 ms (deadline 29000 ms: \
+             20000 ms put off by 9000 ms while the run's processes waited for a CPU) — over half \
+             the deadline: a loaded machine may miss it"
+        );
+        late.put_off_ms = 0;
+        assert!(timing(&late).contains("(deadline 20000 ms)"));
     }
 }
