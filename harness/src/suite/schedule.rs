@@ -57,8 +57,46 @@ pub async fn run_scenarios(
         .collect();
     report.real_peers = real_peers(&ctx, &scenarios);
     report.cgroup = cgroup_mode;
+    seal_unpacked(&ctx, &report.cases);
     report.elapsed = timed(started, (ctx, work));
     Ok(report)
+}
+
+/// For each real peer whose runs unpack into `{unpacked}` and have no shared folder yet: what
+/// one of its passed runs unpacked becomes the shared folder, for the next suites' runs to
+/// read ([`crate::proc::peers::unpacked`]). Its runs' processes are gone by now.
+fn seal_unpacked(ctx: &Ctx, cases: &[CaseReport]) {
+    use crate::proc::peers::unpacked;
+    let Some((peers, _)) = &ctx.peers else {
+        return;
+    };
+    let mut done = std::collections::BTreeSet::new();
+    for case in cases {
+        let (Some(peer), Some(obs), Verdict::Pass) =
+            (&case.scenario.file.peer, &case.obs, &case.verdict)
+        else {
+            continue;
+        };
+        let Some(entry) = peers.entries.get(&peer.name) else {
+            continue;
+        };
+        if done.contains(&peer.name) || !unpacked::uses(entry) || obs.timed_out.is_some() {
+            continue;
+        }
+        match unpacked::seal(&peers.dir, &peer.name, entry, Path::new(&obs.run_dir)) {
+            Ok(false) => {}
+            Ok(true) => {
+                done.insert(peer.name.clone());
+            }
+            Err(e) => {
+                eprintln!(
+                    "note: `{}`'s unpacked modules could not be shared ({e}); its runs unpack their own",
+                    peer.name
+                );
+                done.insert(peer.name.clone());
+            }
+        }
+    }
 }
 
 /// The time since `started`, taken once `teardown` is done (dropped in order): what a person
