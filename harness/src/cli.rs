@@ -47,10 +47,11 @@ pub enum Command {
     #[command(subcommand)]
     Peers(PeersCommand),
     /// Re-validate a product upgrade: install a candidate version of a real peer beside the
-    /// pinned one, run every peer scenario of that peer against both, and report what changed,
-    /// ranked by whether it can change what a provider reports (verdicts, values, counts,
-    /// order, kinds and fields; for Codex the generated protocol schemas), and how the fakes
-    /// fare against the candidate. Never writes over the pinned version's fixtures. Exit 0:
+    /// pinned one, run every peer scenario of that peer against both, and report what changed
+    /// between the two, ranked by whether it can change what a provider reports (verdicts,
+    /// values, counts, order, kinds and fields; for Codex the generated protocol schemas), and
+    /// how the fakes fare against the candidate. A candidate older than the pinned version is
+    /// named a downgrade. Never writes over the pinned version's fixtures. Exit 0:
     /// no verdict changed and every difference of the fakes is explained; 1: not; 2: could not
     /// run.
     Upgrade(UpgradeArgs),
@@ -182,8 +183,10 @@ pub enum PeersCommand {
     /// Record a peer's scenarios from its installed runtime over its fixtures, and draft an
     /// explanation (for review) for each kind of frame whose differences from the fakes nothing
     /// explains yet, into `fakes/peers/<peer>/differences.toml`: how a new agent is added (a
-    /// manifest entry, its peer scenarios, then this). Exit 0: recorded, nothing to draft; 1:
-    /// drafts written (review them); 2: could not run.
+    /// manifest entry, its peer scenarios, then this). A failed run (a verdict that did not
+    /// pass, a run cut off, the mock model's 404) is no recording: nothing is written or
+    /// drafted, and each is named. Exit 0: recorded, nothing to draft; 1: drafts written
+    /// (review them); 2: could not run or record.
     Record(PeersRecordArgs),
     /// Does the catalog exercise what the real runtimes send? Runs the whole catalog against
     /// the reference and lists each kind of frame the real fixtures hold that no fake sent,
@@ -266,7 +269,8 @@ pub struct UpgradeArgs {
     /// Codex: when the report is clean (no verdict changed, every difference of the fakes
     /// explained), accept the version — its generated schema bundle into
     /// `fakes/schemas/codex/` and an entry into `fakes/profiles/codex.toml` — so the fakes
-    /// speak it (`--product-version codex=<version>`) after a rebuild. Review the diff.
+    /// speak it (`--product-version codex=<version>`) after a rebuild. Review the diff. Another
+    /// product is refused before anything is installed or run.
     #[arg(long)]
     pub accept: bool,
     #[command(flatten)]

@@ -525,3 +525,47 @@ fn a_wire_cut_off_by_its_deadline_is_never_reused() {
     assert!(!text.contains("kept"), "{text}");
     assert!(text.contains("the real run did not finish"), "{text}");
 }
+
+#[test]
+fn peers_record_refuses_a_failed_run_as_the_real_wire() {
+    // An "agent" that exits at once: every run of its peer scenarios fails. Nothing of it is
+    // written as a fixture or drafted from; the refusal names each scenario and its failure.
+    let fixtures = fixtures_copy();
+    let peers = tempfile::tempdir().unwrap();
+    let count = peers.path().join("count");
+    counting_peer(peers.path(), &count, "exit 0");
+    let out = {
+        let _slot = common::Slot::take();
+        conform()
+            .args(["peers", "record", "acp-example", "--fixtures"])
+            .arg(fixtures.path())
+            .arg("--peers")
+            .arg(peers.path())
+            .output()
+            .unwrap()
+    };
+    let (text, err) = (stdout(&out), common::stderr(&out));
+    assert_eq!(out.status.code(), Some(2), "{text}\n{err}");
+    assert!(
+        err.contains("`acp-example` not recorded: a failed run is not its real wire"),
+        "{err}"
+    );
+    assert!(
+        err.contains("peers/acp/example-allow: the run did not pass (fail: "),
+        "{err}"
+    );
+    assert!(!text.contains("fixture written"), "{text}");
+    for file in ["acp-example/example-allow.jsonl", "differences.toml"] {
+        assert_eq!(
+            std::fs::read(fixtures.path().join(file)).unwrap(),
+            std::fs::read(workspace().join("fakes/peers").join(file)).unwrap(),
+            "{file}"
+        );
+    }
+    assert!(
+        !fixtures
+            .path()
+            .join("acp-example/differences.toml")
+            .exists()
+    );
+}

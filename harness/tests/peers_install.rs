@@ -607,7 +607,8 @@ fn the_manifest_gives_todays_peers_json() {
                 "command": [bin["dsh-sdk"], "--profile", "sdk"],
                 "env": {"DSH_HOME": "{run_dir}/dsh-home", "HOME": "{run_dir}/home",
                         "PATH": "/usr/local/bin:/usr/bin:/bin",
-                        "DEEPSEEK_BASE_URL": "{model}", "DEEPSEEK_API_KEY": "mock-model-key"},
+                        "DEEPSEEK_BASE_URL": "{model}", "DEEPSEEK_API_KEY": "mock-model-key",
+                        "PKG_NATIVE_CACHE_PATH": "{unpacked}"},
                 "files": {"{run_dir}/dsh-home/.keep": "", "{run_dir}/home/.keep": ""},
             },
             "acp-example": {

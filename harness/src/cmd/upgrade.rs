@@ -7,6 +7,8 @@ use std::io::Write as _;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
+use conform_protocol::vocab::Provider;
+
 use crate::cli::{PeersCacheArgs, UpgradeArgs};
 use crate::cmd::{Error, block_on, code};
 use crate::differential::upgrade::{self, Side, UpgradeOptions};
@@ -35,8 +37,19 @@ pub fn exec(args: UpgradeArgs) -> Result<ExitCode, Error> {
             "{version} is the version `{peer}` is pinned to (ci/peers.toml): name another"
         )));
     }
+    // Refused before anything is installed or run: no report would change the answer.
+    if args.accept && spec.product != Provider::Codex {
+        return Err(Error::Usage(not_acceptable(&peer, spec.product)));
+    }
     let work = cache.join("upgrade").join(format!("{peer}@{version}"));
-    println!("== upgrade `{peer}`: {} → {version}", spec.version);
+    if upgrade::version::is_downgrade(&spec.version, &version) {
+        println!(
+            "== downgrade `{peer}`: {} → {version} (the candidate is older than the pinned version)",
+            spec.version
+        );
+    } else {
+        println!("== upgrade `{peer}`: {} → {version}", spec.version);
+    }
     let pinned = side(
         &manifest,
         &cache,
@@ -80,13 +93,9 @@ pub fn exec(args: UpgradeArgs) -> Result<ExitCode, Error> {
 /// binary) and a profile entry dressing it as the version the analogs speak. Only from a clean
 /// report: what the fakes would get wrong must be closed first.
 fn accept(report: &upgrade::UpgradeReport, candidate: &Path, peer: &str) -> Result<(), Error> {
-    use conform_protocol::vocab::Provider;
     let version = &report.candidate_version;
     if report.product != Provider::Codex {
-        return Err(Error::Usage(format!(
-            "--accept: only Codex versions are accepted as fake profiles so far ({} is {})",
-            peer, report.product
-        )));
+        return Err(Error::Usage(not_acceptable(peer, report.product)));
     }
     let verdict_changed = report
         .changes
@@ -158,6 +167,14 @@ fn accept(report: &upgrade::UpgradeReport, candidate: &Path, peer: &str) -> Resu
         profiles.display(),
     );
     Ok(())
+}
+
+/// Why `--accept` refuses a peer of another product than Codex.
+fn not_acceptable(peer: &str, product: Provider) -> String {
+    format!(
+        "--accept: only Codex versions are accepted as fake profiles so far (`{peer}` is {product}, \
+         whose fake has no version profiles); run without --accept for the report"
+    )
 }
 
 /// The accepted version as a peer of its own (`codex-<version>`), re-validated like the pinned
@@ -247,7 +264,13 @@ fn scenario_files(
         let text = read(&scenarios.join(format!("{id}.toml")))?;
         let speaks =
             analog_version(&text, &scenarios).unwrap_or_else(|| report.candidate_version.clone());
-        let scenario = accept::peer_scenario(&text, new, &report.pinned_version, &speaks);
+        let scenario = accept::peer_scenario(
+            &text,
+            new,
+            &report.pinned_version,
+            &report.candidate_version,
+            &speaks,
+        );
         files.push((scenarios.join(format!("{}.toml", moved(new, id))), scenario));
         for mode in ["foreground", "background"] {
             let name = |id: &str| format!("{}@{mode}.snap", id.replace('/', "__"));

@@ -88,9 +88,17 @@ pub fn comment(text: &str) -> String {
 }
 
 /// A pinned peer scenario's text for the new peer: its `[peer] name`, and the `product_version`
-/// its analog's fake speaks (the accepted version), replaced or added; the pinned version named
-/// in its title becomes the accepted one.
-pub fn peer_scenario(text: &str, new: &str, pinned_version: &str, version: &str) -> String {
+/// its analog's fake speaks (`speaks`: the accepted version, or the version whose case the
+/// analog is), replaced or added; the pinned version named in its title becomes the accepted
+/// one (the real runtime that runs it), whatever the fake speaks.
+pub fn peer_scenario(
+    text: &str,
+    new: &str,
+    pinned_version: &str,
+    accepted: &str,
+    speaks: &str,
+) -> String {
+    let version = speaks;
     let mut out = Vec::new();
     let mut in_peer = false;
     let mut version_written = false;
@@ -100,7 +108,7 @@ pub fn peer_scenario(text: &str, new: &str, pinned_version: &str, version: &str)
         }
         let key = line.split('=').next().unwrap_or_default().trim();
         if key == "title" && !in_peer {
-            out.push(line.replace(pinned_version, version));
+            out.push(line.replace(pinned_version, accepted));
         } else if in_peer && key == "name" {
             out.push(format!("name = {new:?}"));
             out.push(format!("product_version = {version:?}"));
@@ -242,14 +250,21 @@ version = "0.16.0"
     fn a_peer_scenario_names_the_new_peer_and_the_version_its_analog_speaks() {
         let pinned = "title = \"the real runtime (0.147.0)\"\n\n[peer]\nname = \"codex-0.147.0\"\nmodel = \"success\"\n\n[expect]\nname = \"not the peer's\"\n";
         assert_eq!(
-            peer_scenario(pinned, "codex-0.171.0", "0.147.0", "0.171.0"),
+            peer_scenario(pinned, "codex-0.171.0", "0.147.0", "0.171.0", "0.171.0"),
             "title = \"the real runtime (0.171.0)\"\n\n[peer]\nname = \"codex-0.171.0\"\nproduct_version = \"0.171.0\"\nmodel = \"success\"\n\n[expect]\nname = \"not the peer's\"\n"
         );
         let versioned =
             "[peer]\nname = \"codex-0.169.0\"\nanalog = \"a\"\nproduct_version = \"0.169.0\"\n";
         assert_eq!(
-            peer_scenario(versioned, "codex-0.171.0", "0.169.0", "0.171.0"),
+            peer_scenario(versioned, "codex-0.171.0", "0.169.0", "0.171.0", "0.171.0"),
             "[peer]\nname = \"codex-0.171.0\"\nproduct_version = \"0.171.0\"\nanalog = \"a\"\n"
+        );
+        // An analog that is a case of the pinned version's behaviour keeps its fake speaking
+        // that version; the title names the real runtime that runs: the accepted version.
+        let case = "title = \"the real Codex app-server 0.169.0 gets a 401: unlike 0.147.0\"\n\n[peer]\nname = \"codex-0.169.0\"\nproduct_version = \"0.169.0\"\n";
+        assert_eq!(
+            peer_scenario(case, "codex-0.171.0", "0.169.0", "0.171.0", "0.169.0"),
+            "title = \"the real Codex app-server 0.171.0 gets a 401: unlike 0.147.0\"\n\n[peer]\nname = \"codex-0.171.0\"\nproduct_version = \"0.169.0\"\n"
         );
     }
 

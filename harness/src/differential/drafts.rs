@@ -4,8 +4,8 @@
 use std::collections::BTreeMap;
 use std::path::Path;
 
-use super::diff::{DiffOptions, record};
-use super::wire::{PeerCase, peer_cases, run_analogs, wire_of};
+use super::diff::{DiffOptions, keep_wires, run_peers};
+use super::wire::{PeerCase, peer_cases, refusal, run_analogs, wire_of};
 use super::{Explained, compare, schema_rejections};
 
 /// `conform peers record <peer>`: the peer's scenarios recorded from its installed runtime over
@@ -32,10 +32,27 @@ pub async fn record_peer(opts: DiffOptions, peer: &str) -> Result<usize, String>
         rerun: true,
         ..opts
     };
-    let (fresh, cut_off) = record(&opts, &cases, &dir, &explained).await?;
-    if let Some((id, why)) = cut_off.iter().next() {
-        return Err(format!("{id}: {why}; nothing drafted"));
+    // A failed run is no recording of the real wire: nothing is written or drafted from any
+    // run until every one of them stands.
+    let runs = run_peers(&opts, &cases, &dir).await?;
+    let refused: Vec<String> = cases
+        .iter()
+        .filter_map(|c| {
+            Some(format!(
+                "{}: {}",
+                c.id,
+                refusal(runs.get(&c.id)?, c.provider)?
+            ))
+        })
+        .collect();
+    if !refused.is_empty() {
+        return Err(format!(
+            "`{peer}` not recorded: a failed run is not its real wire (fix the run, then record \
+             again); nothing written or drafted:\n  {}",
+            refused.join("\n  ")
+        ));
     }
+    let (fresh, _) = keep_wires(&opts, &cases, &runs, &explained)?;
     let fakes = run_analogs(&opts, &cases).await?;
     let mut open: BTreeMap<String, Vec<String>> = BTreeMap::new();
     for case in &cases {

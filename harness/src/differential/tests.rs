@@ -141,3 +141,98 @@ fn explanations_match_classes_by_glob() {
             .is_none()
     );
 }
+
+#[test]
+fn an_agents_own_version_catalogue_and_token_counts_are_volatile_for_every_peer() {
+    // Two builds of one ACP agent: only their own version, model and mode catalogues and the
+    // token counts differ, which no provider acts on. Judged with the committed rules, for a
+    // peer no rule names.
+    let fixtures = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../fakes/peers");
+    let explained = Explained::load_all(&fixtures).unwrap();
+    let leave = explained.leave("some-new-acp-agent");
+    let build = |version: &str, model: &str, mode: &str, tokens: u64| {
+        vec![
+            (
+                "response:initialize".to_owned(),
+                json!({"result": {"protocolVersion": 1, "agentInfo": {"name": "agent", "version": version}}}),
+            ),
+            (
+                "response:session/new".to_owned(),
+                json!({"result": {"sessionId": "<id>",
+                    "models": {"currentModelId": model, "availableModels": [{"modelId": model, "name": model}]},
+                    "modes": {"currentModeId": mode, "availableModes": [{"id": mode, "name": mode}]},
+                    "configOptions": [{"id": "model", "category": "model", "currentValue": model,
+                        "options": [{"value": model, "name": model}]}]}}),
+            ),
+            (
+                "response:session/prompt".to_owned(),
+                json!({"result": {"stopReason": "end_turn", "_meta": {"model_usage": [
+                    {"model": model, "token_count": {"inputTokens": tokens, "outputTokens": tokens}}]}}}),
+            ),
+        ]
+    };
+    let pinned = build("0.101.0", "default", "auto", 2);
+    let candidate = build("0.102.0", "opus", "plan", 7);
+    assert_eq!(compare(Provider::Acp, &candidate, &pinned, &leave), vec![]);
+    // What is the protocol's is still compared.
+    let mut ended = candidate.clone();
+    ended[2].1["result"]["stopReason"] = json!("refusal");
+    assert!(
+        matches!(&compare(Provider::Acp, &ended, &pinned, &leave)[..], [Difference::Values { field, .. }] if field == ".result.stopReason")
+    );
+}
+
+#[test]
+fn a_peer_whose_version_the_fakes_do_not_speak_yet_is_not_compared_and_fails() {
+    // What `conform upgrade … --accept` leaves before the rebuild: peer scenarios whose
+    // analogs' fakes must speak a version this build does not know yet.
+    let dir = tempfile::tempdir().unwrap();
+    let workspace = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+    for name in ["success", "http-500"] {
+        let text = std::fs::read_to_string(
+            workspace.join(format!("scenarios/peers/codex-0.171.0/{name}.toml")),
+        )
+        .unwrap();
+        let to = dir
+            .path()
+            .join(format!("scenarios/peers/codex-9.9.9/{name}.toml"));
+        std::fs::create_dir_all(to.parent().unwrap()).unwrap();
+        std::fs::write(&to, text.replace("0.171.0", "9.9.9")).unwrap();
+    }
+    let cases = wire::peer_cases(&dir.path().join("scenarios")).unwrap();
+    let unbuilt = diff::unspoken(&cases);
+    assert_eq!(
+        unbuilt.into_iter().collect::<Vec<_>>(),
+        vec![(
+            "codex-9.9.9".to_owned(),
+            (Provider::Codex, "9.9.9".to_owned(), 2)
+        )]
+    );
+    assert_eq!(
+        diff::rebuild_first("codex-9.9.9", Provider::Codex, "9.9.9", 2),
+        "`codex-9.9.9`: this build's fakes do not speak codex 9.9.9 yet (accepted into \
+         fakes/profiles/, not built in): rebuild first, then run again; its 2 peer scenario(s) \
+         not compared"
+    );
+    // A version the fakes speak is compared.
+    let known = wire::peer_cases(&workspace.join("scenarios")).unwrap();
+    assert!(diff::unspoken(&known).is_empty());
+    // Nothing of that peer is run or compared (nothing else fails: no explanation to go
+    // stale), and the differential is not green.
+    let opts = DiffOptions {
+        scenarios: dir.path().join("scenarios"),
+        snapshots: dir.path().join("snapshots"),
+        fixtures: dir.path().join("fixtures"),
+        peers: None,
+        update: false,
+        rerun: false,
+        filters: vec![],
+        deadline: None,
+        jobs: None,
+    };
+    let code = tokio::runtime::Runtime::new()
+        .unwrap()
+        .block_on(super::diff(opts))
+        .unwrap();
+    assert_eq!(code, 1);
+}

@@ -5,7 +5,8 @@
 //! 1. **reports** — a peer scenario's verdict changed (the provider now reports otherwise);
 //! 2. **meaning** — a closed value (code, status, enum value, numbering), a count, the order
 //!    of kinds, a kind or field the pinned version sent and the candidate does not, a frame the
-//!    fakes' schema rejects;
+//!    fakes' schema rejects (of the candidate's and not of the pinned version's: only what
+//!    differs between the two is a change);
 //! 3. **additive** — a new kind of frame or a new field.
 //!
 //! For Codex the generated protocol schemas are compared too (every definition's constants:
@@ -91,6 +92,8 @@ pub struct UpgradeReport {
     pub product: Provider,
     pub pinned_version: String,
     pub candidate_version: String,
+    /// The candidate is older than the pinned version ([`version::is_downgrade`]).
+    pub downgrade: bool,
     pub scenarios: Vec<String>,
     /// The product version the analogs' fakes speak (what an accepted candidate would be
     /// dressed as); `None` for a provider whose fake speaks one version only.
@@ -177,9 +180,8 @@ pub async fn upgrade(opts: &UpgradeOptions) -> Result<UpgradeReport, String> {
     let fakes = wire::run_analogs(&opts.diff, &cases).await?;
     let explained = Explained::load_all(&opts.diff.fixtures)?;
     let mut changes = Vec::new();
-    let mut against_fake = Vec::new();
     let mut kept = Kept::default();
-    let mut learned = BTreeSet::new();
+    let mut judged = Vec::new();
     for case in &cases {
         let (Some(p), Some(c)) = (pinned.get(&case.id), candidate.get(&case.id)) else {
             changes.push(Change {
@@ -194,24 +196,44 @@ pub async fn upgrade(opts: &UpgradeOptions) -> Result<UpgradeReport, String> {
             continue;
         }
         kept.fixtures.insert(case.id.clone(), wire::fixture_of(c));
-        let wire = wire(case.provider, c);
         if let Some(fake) = fakes.get(&(case.analog.clone(), case.version.clone())) {
-            against_fake.extend(judge_against_fake(
+            judged.push(Judged::of(
                 case,
-                &wire,
-                &wire_of_fake(case, fake),
+                wire(case.provider, c),
+                wire_of_fake(case, fake),
                 &explained,
-                &mut kept.explanations,
-                &mut learned,
             ));
         }
     }
+    // What a profile learns is judged over every scenario at once: a value one scenario shows
+    // and another contradicts is no constant.
+    let leaves: Vec<_> = judged
+        .iter()
+        .map(|j| explained.leave(&j.case.peer))
+        .collect();
+    let learned = learn::agreed(
+        &judged
+            .iter()
+            .zip(&leaves)
+            .map(|(j, leave)| learn::Seen {
+                open: &j.open,
+                candidate: &j.real,
+                fake: &j.fake,
+                leave,
+            })
+            .collect::<Vec<_>>(),
+    );
+    let against_fake = judged
+        .into_iter()
+        .flat_map(|j| j.against_fake(&explained, &mut kept.explanations, &learned))
+        .collect();
     changes.sort_by(|a, b| (a.rank, &a.scenario).cmp(&(b.rank, &b.scenario)));
     Ok(UpgradeReport {
         peer: opts.peer.clone(),
         product,
         pinned_version: opts.pinned.version.clone(),
         candidate_version: opts.candidate.version.clone(),
+        downgrade: version::is_downgrade(&opts.pinned.version, &opts.candidate.version),
         scenarios: ids,
         fakes_speak: cases.iter().find_map(|c| c.version.clone()).or_else(|| {
             conform_fakes::codec::for_provider(product)
@@ -277,11 +299,7 @@ fn case_changes(
             .is_some_and(|(i, _)| explained.difference[i].sometimes)
     };
     let mut differences = compare(case.provider, &new, &old, &explained.leave(&case.peer));
-    differences.extend(schema_rejections(
-        case.provider,
-        case.version.as_deref(),
-        &new,
-    ));
+    differences.extend(new_rejections(case, &new, &old));
     let differences = differences.into_iter().filter(|d| !sometimes(d)).collect();
     let now = format!("{} (candidate)", opts.candidate.version);
     let was = format!("{} (pinned)", opts.pinned.version);
@@ -291,6 +309,34 @@ fn case_changes(
             .map(|(rank, text)| change(rank, text)),
     );
     out
+}
+
+/// The candidate's frames the fakes' schema rejects, bar what it rejects of the pinned
+/// version's too: a rejection both versions share is no change of the candidate's.
+fn new_rejections(case: &PeerCase, new: &Wire, old: &Wire) -> Vec<Difference> {
+    let was = schema_rejections(case.provider, case.version.as_deref(), old);
+    schema_rejections(case.provider, case.version.as_deref(), new)
+        .into_iter()
+        .filter(|d| !was.iter().any(|w| same_rejection(d, w)))
+        .collect()
+}
+
+/// Whether the schema rejects `now`'s frame of a kind for nothing it did not reject `was`'s
+/// for: every clause of its error (`…; …`) is one of `was`'s.
+fn same_rejection(now: &Difference, was: &Difference) -> bool {
+    match (now, was) {
+        (
+            Difference::Schema { kind, error },
+            Difference::Schema {
+                kind: was_kind,
+                error: was_error,
+            },
+        ) if kind == was_kind => {
+            let before: BTreeSet<&str> = was_error.split("; ").collect();
+            error == was_error || error.split("; ").all(|c| before.contains(c))
+        }
+        _ => false,
+    }
 }
 
 /// Differences in words, `now` for the side the differential calls real and `was` for the
@@ -344,61 +390,83 @@ fn describe(differences: Vec<Difference>, now: &str, was: &str) -> Vec<(Rank, St
     out
 }
 
-/// The candidate's wire against the analog's fake: each difference an explanation keeps (as
-/// for the pinned peer) with its reason, the rest described as [`describe`] does — those a
-/// profile can learn ([`learn::learnable`]) apart, their additions into `learned`.
-fn judge_against_fake(
-    case: &PeerCase,
-    real: &Wire,
-    fake: &Wire,
-    explained: &Explained,
-    used: &mut BTreeSet<usize>,
-    learned: &mut BTreeSet<Addition>,
-) -> Vec<AgainstFake> {
-    let leave = explained.leave(&case.peer);
-    let mut diffs = compare(case.provider, real, fake, &leave);
-    diffs.extend(schema_rejections(
-        case.provider,
-        case.version.as_deref(),
-        real,
-    ));
-    let (kept, open): (Vec<_>, Vec<_>) = diffs
-        .into_iter()
-        .partition(|d| explained.reason(&case.peer, &case.id, d).is_some());
-    let (learnable, open): (Vec<_>, Vec<_>) = open.into_iter().partition(|d| {
-        learn::learnable(d, real, fake, &leave).is_some_and(|a| {
-            learned.insert(a);
-            true
-        })
-    });
-    let against = |text: String, explained: Option<String>| AgainstFake {
-        scenario: case.id.clone(),
-        text,
-        explained,
-        learnable: false,
-    };
-    kept.iter()
-        .map(|d| {
-            let reason = explained.reason(&case.peer, &case.id, d).map(|(i, r)| {
-                used.insert(i);
-                r.to_owned()
-            });
-            against(d.to_string(), reason)
-        })
-        .chain(
-            describe(open, "the candidate", "the fake")
-                .into_iter()
-                .map(|(_, text)| against(text, None)),
-        )
-        .chain(
-            describe(learnable, "the candidate", "the fake")
-                .into_iter()
-                .map(|(_, text)| AgainstFake {
-                    learnable: true,
-                    ..against(text, None)
-                }),
-        )
-        .collect()
+/// One peer scenario's candidate wire against its analog's fake: the differences an
+/// explanation keeps (as for the pinned peer), and the open ones.
+struct Judged<'a> {
+    case: &'a PeerCase,
+    real: Wire,
+    fake: Wire,
+    kept: Vec<Difference>,
+    open: Vec<Difference>,
+}
+
+impl<'a> Judged<'a> {
+    fn of(case: &'a PeerCase, real: Wire, fake: Wire, explained: &Explained) -> Judged<'a> {
+        let mut diffs = compare(case.provider, &real, &fake, &explained.leave(&case.peer));
+        diffs.extend(schema_rejections(
+            case.provider,
+            case.version.as_deref(),
+            &real,
+        ));
+        let (kept, open) = diffs
+            .into_iter()
+            .partition(|d| explained.reason(&case.peer, &case.id, d).is_some());
+        Judged {
+            case,
+            real,
+            fake,
+            kept,
+            open,
+        }
+    }
+
+    /// Each kept difference with its reason (its explanation's index into `used`), the open
+    /// ones described as [`describe`] does — those the profile learns (`learned`) apart.
+    fn against_fake(
+        self,
+        explained: &Explained,
+        used: &mut BTreeSet<usize>,
+        learned: &BTreeSet<Addition>,
+    ) -> Vec<AgainstFake> {
+        let case = self.case;
+        let closes = |d: &Difference| match d {
+            Difference::FieldOnlyReal { kind, field } => {
+                let path = field.rsplit_once(':').map_or(field.as_str(), |(p, _)| p);
+                learned.iter().any(|a| a.kind == *kind && a.field == path)
+            }
+            _ => false,
+        };
+        let (learnable, open): (Vec<_>, Vec<_>) = self.open.into_iter().partition(closes);
+        let against = |text: String, explained: Option<String>| AgainstFake {
+            scenario: case.id.clone(),
+            text,
+            explained,
+            learnable: false,
+        };
+        self.kept
+            .iter()
+            .map(|d| {
+                let reason = explained.reason(&case.peer, &case.id, d).map(|(i, r)| {
+                    used.insert(i);
+                    r.to_owned()
+                });
+                against(d.to_string(), reason)
+            })
+            .chain(
+                describe(open, "the candidate", "the fake")
+                    .into_iter()
+                    .map(|(_, text)| against(text, None)),
+            )
+            .chain(
+                describe(learnable, "the candidate", "the fake")
+                    .into_iter()
+                    .map(|(_, text)| AgainstFake {
+                        learnable: true,
+                        ..against(text, None)
+                    }),
+            )
+            .collect()
+    }
 }
 
 /// Codex's generated protocol schemas, pinned against candidate: each generated by its own
@@ -452,6 +520,7 @@ pub fn binary(dir: &Path, peer: &str) -> Result<PathBuf, String> {
 }
 
 mod markdown;
+pub mod version;
 pub use markdown::markdown;
 
 #[cfg(test)]

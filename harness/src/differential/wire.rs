@@ -124,12 +124,13 @@ pub(super) fn read_fixture(
 }
 
 /// A run's ledger, its scratch folder, when each ledger line arrived (ms), its deadline (ms)
-/// and whether the deadline cut it off.
+/// and how far it was put off, and whether the deadline cut it off.
 pub(super) struct Ledger {
     pub(super) lines: Vec<FakeLine>,
     pub(super) run_dir: String,
     at_ms: Vec<u64>,
     deadline_ms: u64,
+    put_off_ms: u64,
     pub(super) cut_off: bool,
     /// The case's verdict against the reference: `pass`, or `fail: <check>: <message>`.
     pub(super) outcome: String,
@@ -149,6 +150,7 @@ impl From<crate::suite::recording::Recording> for Ledger {
             run_dir: r.run_dir,
             at_ms: r.at_ms,
             deadline_ms: r.deadline_ms,
+            put_off_ms: r.deadline_put_off_ms,
             cut_off: r.cut_off,
             outcome: r.outcome,
         }
@@ -231,6 +233,7 @@ pub(super) async fn ledgers(
                     run_dir: obs.run_dir,
                     at_ms: obs.fake_at_ms,
                     deadline_ms,
+                    put_off_ms: obs.deadline_put_off.as_millis() as u64,
                 },
             );
         }
@@ -254,10 +257,10 @@ pub(super) fn timing(run: &Ledger) -> String {
     let end = at(&|e| matches!(e, FakeEvent::Terminal));
     let show = |ms: Option<u64>| ms.map_or("never".to_owned(), |ms| format!("{ms} ms"));
     let mut out = format!(
-        "timing: initialize answered at {}, turn ended at {} (deadline {} ms)",
+        "timing: initialize answered at {}, turn ended at {} (deadline {})",
         show(init),
         show(end),
-        run.deadline_ms
+        deadline(run)
     );
     if end.is_some_and(|ms| ms * 2 > run.deadline_ms) {
         out.push_str(" — over half the deadline: a loaded machine may miss it");
@@ -265,6 +268,20 @@ pub(super) fn timing(run: &Ledger) -> String {
         out.push_str(" — past the default 20 s deadline: the scenario needs its own");
     }
     out
+}
+
+/// The deadline the run had: as set, and how far a loaded machine put it off (a turn that
+/// ended past the deadline as set and passed had the longer one).
+fn deadline(run: &Ledger) -> String {
+    if run.put_off_ms == 0 {
+        return format!("{} ms", run.deadline_ms);
+    }
+    format!(
+        "{} ms: {} ms put off by {} ms while the run's processes waited for a CPU",
+        run.deadline_ms + run.put_off_ms,
+        run.deadline_ms,
+        run.put_off_ms
+    )
 }
 
 /// The default per-run deadline (ms): a real run past it needs a deadline of its own.
@@ -334,9 +351,37 @@ pub(super) fn unfinished(run: &Ledger, provider: Provider) -> String {
         format!("its last frame `{kind}` at {ms} ms")
     });
     format!(
-        "the real run did not finish (deadline {} ms, {last})",
-        run.deadline_ms
+        "the real run did not finish (deadline {}, {last})",
+        deadline(run)
     )
+}
+
+/// Why a run cannot stand as the real peer's wire, if it cannot: it was cut off, its verdict
+/// did not pass (its check and message), or the mock model answered a model call with 404 —
+/// the runtime called an endpoint the mock does not serve, so what it sent is the wire of a
+/// broken setup, whatever the verdict. A failed run recorded as the real wire would teach the
+/// fakes its failure.
+pub(super) fn refusal(run: &Ledger, provider: Provider) -> Option<String> {
+    if run.cut_off {
+        return Some(unfinished(run, provider));
+    }
+    if run.outcome != "pass" {
+        return Some(format!("the run did not pass ({})", run.outcome));
+    }
+    // The mock model's 404 body (`conform_fakes::model`), as a runtime passes it on.
+    const NOT_SERVED: &str = "no such endpoint";
+    let mut echoed = None;
+    for frame in recorded(&run.lines) {
+        let mut texts = Vec::new();
+        conform_fakes::codec::string_leaves(&frame.frame, &mut texts);
+        echoed = echoed.or(texts.into_iter().find(|t| t.contains(NOT_SERVED)));
+    }
+    echoed.map(|text| {
+        format!(
+            "the mock model answered a model call with 404: {}",
+            conform_protocol::lines::excerpt(&text, 200)
+        )
+    })
 }
 
 /// The analogs' fakes, run once per product version they must speak: each ledger by analog
@@ -360,4 +405,92 @@ pub(super) async fn run_analogs(
         }
     }
     Ok(fakes)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn run(outcome: &str, cut_off: bool, frames: &[Value]) -> Ledger {
+        Ledger {
+            lines: frames
+                .iter()
+                .map(|f| FakeLine {
+                    seq: None,
+                    run: "r1".into(),
+                    pid: 1,
+                    event: FakeEvent::Frame {
+                        dir: Direction::Sent,
+                        frame: f.clone(),
+                        violation: None,
+                        answers: None,
+                    },
+                })
+                .collect(),
+            run_dir: String::new(),
+            at_ms: vec![5; frames.len()],
+            deadline_ms: 20_000,
+            put_off_ms: 0,
+            cut_off,
+            outcome: outcome.into(),
+        }
+    }
+
+    #[test]
+    fn a_failed_run_is_refused_as_a_recording_naming_its_failure() {
+        let answer = json!({"type": "assistant", "message": {"content": [{"type": "text", "text": "Hello, world."}]}});
+        assert_eq!(
+            refusal(
+                &run("pass", false, std::slice::from_ref(&answer)),
+                Provider::ClaudeCode
+            ),
+            None
+        );
+        assert_eq!(
+            refusal(
+                &run(
+                    "fail: stop_reason: expected complete, got error",
+                    false,
+                    std::slice::from_ref(&answer)
+                ),
+                Provider::ClaudeCode
+            )
+            .as_deref(),
+            Some("the run did not pass (fail: stop_reason: expected complete, got error)")
+        );
+        // An agent whose model calls got the mock's 404, whatever its verdict.
+        let not_found = json!({"type": "assistant", "error": "unknown",
+            "message": {"content": [{"type": "text", "text": "API Error: 404 {\"error\":{\"message\":\"no such endpoint: POST /success/v1/v1/messages\"}}"}]}});
+        let why = refusal(&run("pass", false, &[not_found]), Provider::ClaudeCode).unwrap();
+        assert!(
+            why.starts_with("the mock model answered a model call with 404: API Error: 404"),
+            "{why}"
+        );
+        let why = refusal(&run("pass", true, &[answer]), Provider::ClaudeCode).unwrap();
+        assert!(why.starts_with("the real run did not finish"), "{why}");
+    }
+
+    #[test]
+    fn the_timing_line_shows_the_deadline_the_run_had() {
+        let terminal = || FakeLine {
+            seq: None,
+            run: "r1".into(),
+            pid: 1,
+            event: FakeEvent::Terminal,
+        };
+        let mut late = run("pass", false, &[]);
+        late.lines.push(terminal());
+        late.at_ms.push(25_000);
+        late.put_off_ms = 9_000;
+        // The turn ended after the deadline as set, and passed: the deadline had been put off.
+        assert_eq!(
+            timing(&late),
+            "timing: initialize answered at never, turn ended at 25000 ms (deadline 29000 ms: \
+             20000 ms put off by 9000 ms while the run's processes waited for a CPU) — over half \
+             the deadline: a loaded machine may miss it"
+        );
+        late.put_off_ms = 0;
+        assert!(timing(&late).contains("(deadline 20000 ms)"));
+    }
 }

@@ -68,7 +68,8 @@ fn runtime_argv(
             Some(behaviour) => format!("{model}/{behaviour}"),
             None => model.clone(),
         };
-        let (peer_argv, env) = crate::proc::peers::prepare(entry, &peers.dir, dir, &url)?;
+        let (peer_argv, env) =
+            crate::proc::peers::prepare(entry, &peer.name, &peers.dir, dir, &url)?;
         argv.extend([
             "peer-proxy".into(),
             "--side".into(),

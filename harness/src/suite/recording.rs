@@ -40,8 +40,11 @@ pub struct Recording {
     pub at_ms: Vec<u64>,
     /// The run's scratch folder (normalising masks it).
     pub run_dir: String,
-    /// The run's deadline (ms).
+    /// The run's deadline (ms), as set.
     pub deadline_ms: u64,
+    /// How far it was put off (ms): the run's own processes waited that long for a CPU.
+    #[serde(default)]
+    pub deadline_put_off_ms: u64,
     /// Whether the deadline cut the run off.
     pub cut_off: bool,
     /// The case's verdict against the subject, in one line ([`outcome`]).
@@ -89,6 +92,7 @@ pub fn keep(peers: &Path, entry: &PeerEntry, case: &CaseReport) -> std::io::Resu
         at_ms: obs.fake_at_ms.clone(),
         run_dir: obs.run_dir.clone(),
         deadline_ms: obs.deadline.as_millis() as u64,
+        deadline_put_off_ms: obs.deadline_put_off.as_millis() as u64,
         cut_off: obs.timed_out.is_some(),
         outcome: outcome(&case.verdict, &case.findings),
         recorded_at: std::time::SystemTime::now()

@@ -33,7 +33,7 @@ pub async fn run_scenarios(
 ) -> Result<SuiteReport, SuiteError> {
     let started = Instant::now();
     // The scratch folder goes last, after everything that lives in it.
-    let (_work, ctx, cgroup_mode) = shared(opts).await?;
+    let (work, ctx, cgroup_mode) = shared(opts).await?;
     let caps = ctx.pool.get().await.ok().map(|s| s.caps.clone());
     let subject = match &caps {
         Some(c) => format!("{} {} ({})", c.name, c.version, ctx.pool.command()),
@@ -57,8 +57,54 @@ pub async fn run_scenarios(
         .collect();
     report.real_peers = real_peers(&ctx, &scenarios);
     report.cgroup = cgroup_mode;
-    report.elapsed = started.elapsed();
+    seal_unpacked(&ctx, &report.cases);
+    report.elapsed = timed(started, (ctx, work));
     Ok(report)
+}
+
+/// For each real peer whose runs unpack into `{unpacked}` and have no shared folder yet: what
+/// one of its passed runs unpacked becomes the shared folder, for the next suites' runs to
+/// read ([`crate::proc::peers::unpacked`]). Its runs' processes are gone by now.
+fn seal_unpacked(ctx: &Ctx, cases: &[CaseReport]) {
+    use crate::proc::peers::unpacked;
+    let Some((peers, _)) = &ctx.peers else {
+        return;
+    };
+    let mut done = std::collections::BTreeSet::new();
+    for case in cases {
+        let (Some(peer), Some(obs), Verdict::Pass) =
+            (&case.scenario.file.peer, &case.obs, &case.verdict)
+        else {
+            continue;
+        };
+        let Some(entry) = peers.entries.get(&peer.name) else {
+            continue;
+        };
+        if done.contains(&peer.name) || !unpacked::uses(entry) || obs.timed_out.is_some() {
+            continue;
+        }
+        match unpacked::seal(&peers.dir, &peer.name, entry, Path::new(&obs.run_dir)) {
+            Ok(false) => {}
+            Ok(true) => {
+                done.insert(peer.name.clone());
+            }
+            Err(e) => {
+                eprintln!(
+                    "note: `{}`'s unpacked modules could not be shared ({e}); its runs unpack their own",
+                    peer.name
+                );
+                done.insert(peer.name.clone());
+            }
+        }
+    }
+}
+
+/// The time since `started`, taken once `teardown` is done (dropped in order): what a person
+/// reads as the suite's time is all of it, removing every run's files (a real runtime's
+/// unpacked modules among them) too.
+fn timed<T>(started: Instant, teardown: T) -> std::time::Duration {
+    drop(teardown);
+    started.elapsed()
 }
 
 /// The installed real peers the selected scenarios name (`--peers`): what actually ran in
@@ -406,4 +452,27 @@ fn progress_bar(len: usize, enabled: bool) -> indicatif::ProgressBar {
             .expect("template"),
     );
     bar
+}
+
+#[cfg(test)]
+mod timed_tests {
+    use super::*;
+
+    /// A teardown that takes its time, as removing a real peer's unpacked runtime does.
+    struct Slow;
+
+    impl Drop for Slow {
+        fn drop(&mut self) {
+            std::thread::sleep(std::time::Duration::from_millis(200));
+        }
+    }
+
+    #[test]
+    fn the_suites_duration_includes_its_teardown() {
+        let elapsed = timed(Instant::now(), ((), Slow));
+        assert!(
+            elapsed >= std::time::Duration::from_millis(200),
+            "{elapsed:?}"
+        );
+    }
 }

@@ -3,19 +3,29 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
+use conform_protocol::vocab::Provider;
+
 use super::{Change, Rank, UpgradeReport};
 use crate::differential::vocabulary;
 
 /// The report as Markdown (also what the terminal shows).
 pub fn markdown(r: &UpgradeReport) -> String {
-    let mut out = format!(
-        "# Upgrade: `{}` {} → {}\n\n{} peer scenario(s) ran against both versions ({}).\n",
-        r.peer,
-        r.pinned_version,
-        r.candidate_version,
+    let mut out = if r.downgrade {
+        format!(
+            "# Downgrade: `{}` {} → {} (the candidate is older than the pinned version)\n",
+            r.peer, r.pinned_version, r.candidate_version
+        )
+    } else {
+        format!(
+            "# Upgrade: `{}` {} → {}\n",
+            r.peer, r.pinned_version, r.candidate_version
+        )
+    };
+    out.push_str(&format!(
+        "\n{} peer scenario(s) ran against both versions ({}).\n",
         r.scenarios.len(),
         r.scenarios.join(", ")
-    );
+    ));
     let mut ranks: BTreeMap<Rank, Vec<&Change>> = BTreeMap::new();
     for c in &r.changes {
         ranks.entry(c.rank).or_default().push(c);
@@ -59,6 +69,16 @@ pub fn markdown(r: &UpgradeReport) -> String {
         r.against_fake.len() - unexplained,
         unexplained
     ));
+    // Only the Codex fake has version profiles for `--accept` to write.
+    let profiles = r.product == Provider::Codex;
+    let learnable = if profiles {
+        "learnable: `--accept` adds it to the profile".to_owned()
+    } else {
+        format!(
+            "learnable: one constant value, but the {} fake has no version profiles",
+            r.product
+        )
+    };
     let open: Vec<Change> = r
         .against_fake
         .iter()
@@ -67,10 +87,7 @@ pub fn markdown(r: &UpgradeReport) -> String {
             rank: Rank::Meaning,
             scenario: d.scenario.clone(),
             text: if d.learnable {
-                format!(
-                    "✗ {} (learnable: `--accept` adds it to the profile)",
-                    d.text
-                )
+                format!("✗ {} ({learnable})", d.text)
             } else {
                 format!("✗ {}", d.text)
             },
@@ -80,10 +97,17 @@ pub fn markdown(r: &UpgradeReport) -> String {
         out.push_str(&line);
     }
     if !r.learned.is_empty() {
-        out.push_str(&format!(
-            "\n`--accept` would write {} field(s) into the profile for the fake to send:\n\n",
-            r.learned.len()
-        ));
+        out.push_str(&if profiles {
+            format!(
+                "\n`--accept` would write {} field(s) into the profile for the fake to send:\n\n",
+                r.learned.len()
+            )
+        } else {
+            format!(
+                "\n{} field(s) a version profile could learn (`--accept` takes Codex versions only):\n\n",
+                r.learned.len()
+            )
+        });
         for a in &r.learned {
             out.push_str(&format!("- `{}` `{}` = `{}`\n", a.kind, a.field, a.value));
         }

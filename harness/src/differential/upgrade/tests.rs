@@ -6,6 +6,7 @@ fn report(changes: Vec<Change>, against_fake: Vec<AgainstFake>) -> UpgradeReport
         product: Provider::Codex,
         pinned_version: "0.147.0".into(),
         candidate_version: "0.171.0".into(),
+        downgrade: false,
         scenarios: vec!["peers/codex/success".into(), "peers/codex/http-401".into()],
         fakes_speak: Some("0.147.0".into()),
         vocabulary: Ok(vec![vocabulary::Change {
@@ -101,4 +102,52 @@ fn the_report_ranks_changes_groups_their_scenarios_and_fails_on_what_a_provider_
     assert!(markdown(&unexplained).contains(
         "- ✗ the real runtime sends `thread/search/partial`; the fake never does — shown by peers/codex/success\n"
     ));
+}
+
+#[test]
+fn a_downgrade_is_named_as_such() {
+    let mut r = report(vec![], vec![]);
+    (r.pinned_version, r.candidate_version) = ("0.3.220".into(), "0.3.99".into());
+    r.downgrade = version::is_downgrade(&r.pinned_version, &r.candidate_version);
+    assert!(
+        markdown(&r).starts_with(
+            "# Downgrade: `codex-0.147.0` 0.3.220 → 0.3.99 (the candidate is older than the pinned version)\n"
+        ),
+        "{}",
+        markdown(&r)
+    );
+}
+
+#[test]
+fn a_schema_rejection_both_versions_share_is_no_change() {
+    let case = PeerCase {
+        id: "peers/claude-code/success".into(),
+        peer: "claude-code".into(),
+        analog: "a".into(),
+        provider: Provider::ClaudeCode,
+        version: None,
+    };
+    let fixture = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../fakes/peers/claude-code/success.jsonl");
+    let pinned = wire::read_fixture(Provider::ClaudeCode, &fixture).unwrap();
+    let rejected = schema_rejections(Provider::ClaudeCode, None, &pinned);
+    assert!(
+        rejected
+            .iter()
+            .any(|d| matches!(d, Difference::Schema { kind, .. } if kind == "assistant")),
+        "the pinned wire's assistant frames are rejected already: {rejected:?}"
+    );
+    assert_eq!(new_rejections(&case, &pinned, &pinned), vec![]);
+    // A rejection the pinned version does not have is one.
+    let mut candidate = pinned.clone();
+    for (kind, frame) in &mut candidate {
+        if kind == "system:init" {
+            frame["permissionMode"] = serde_json::json!(42);
+        }
+    }
+    let new = new_rejections(&case, &candidate, &pinned);
+    assert!(
+        matches!(&new[..], [Difference::Schema { kind, .. }] if kind == "system:init"),
+        "{new:?}"
+    );
 }

@@ -19,12 +19,14 @@
 //! ```
 //!
 //! `{run_dir}` is the run's scratch folder, `{model}` the model endpoint's base URL with the
-//! scenario's behaviour (`http://127.0.0.1:PORT/mid-stream`), `{peers}` the peers folder; they
-//! are filled in per run ([`prepare`]). An optional `deadline_ms` is the per-run deadline of the
+//! scenario's behaviour (`http://127.0.0.1:PORT/mid-stream`), `{peers}` the peers folder,
+//! `{unpacked}` where the runtime unpacks what it unpacks on first use, shared by its runs once
+//! filled ([`unpacked`]); they are filled in per run ([`prepare`]). An optional `deadline_ms` is the per-run deadline of the
 //! peer's runs whose scenario sets none.
 
 pub mod install;
 pub mod manifest;
+pub mod unpacked;
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -88,16 +90,19 @@ impl Peers {
     }
 }
 
-/// The argv and environment of one run of `entry`, with its files written.
+/// The argv and environment of one run of `entry` (the peer `name`), with its files written.
 pub fn prepare(
     entry: &PeerEntry,
+    name: &str,
     peers_dir: &Path,
     run_dir: &Path,
     model: &str,
 ) -> std::io::Result<(Vec<String>, BTreeMap<String, String>)> {
+    let unpacked = unpacked::for_run(peers_dir, name, entry, run_dir);
     let expand = |s: &str| {
         s.replace("{run_dir}", &run_dir.to_string_lossy())
             .replace("{peers}", &peers_dir.to_string_lossy())
+            .replace(unpacked::PLACEHOLDER, &unpacked.to_string_lossy())
             .replace("{model}", model)
     };
     for (path, text) in &entry.files {
@@ -139,6 +144,7 @@ mod tests {
         .unwrap();
         let (argv, env) = prepare(
             &entry,
+            "p",
             Path::new("/p"),
             dir.path(),
             "http://127.0.0.1:9/success",
