@@ -315,6 +315,14 @@ fn order_patterns_and_endings_the_fakes_do_not_share_are_named() {
             }
         }
     });
+    // A job owned by a session the wire never named, not the prompt's.
+    doctor(&dir.path().join("dsh-sdk/tool-round-trip.jsonl"), |l| {
+        for line in l.iter_mut() {
+            if let Some(owner) = line.pointer_mut("/frame/params/event/data/owner") {
+                *owner = "session-<id:99>".into();
+            }
+        }
+    });
     // codex-acp made to exit at stdin EOF.
     doctor(&dir.path().join("codex-acp/success.jsonl"), |l| {
         *l.last_mut().unwrap() =
@@ -328,6 +336,7 @@ fn order_patterns_and_endings_the_fakes_do_not_share_are_named() {
         "✗ `session.event:llm/retry` `.params.event.data.retryId`: the real runtime sends a fresh value each time; the fake one value throughout",
         "✗ `session.event:llm/retry` `.params.event.data.delayMs`: the real runtime sends whole numbers, growing; the fake fractions, growing",
         "✗ how the runtime ends: the real runtime ends exit-0 (under-1s); the fake outlives stdin-eof, then ends signal-SIGTERM (under-1s)",
+        "✗ `session.event:job/registered` `.params.event.data.owner`: the real runtime sends a value sent nowhere before; the fake the id first sent at session.event:permission/preset .params.sessionId",
     ] {
         assert!(out.contains(line), "missing {line:?} in:\n{out}");
     }

@@ -53,7 +53,7 @@ fn the_reference_passes_the_whole_catalog() {
     );
     // The upgrade scenarios need `--product-version codex=0.169.0` (or 0.171.0), the
     // real-peer ones `--peers` (ci/peers); everything else runs.
-    assert!(out.contains(" 0 failed, 94 skipped"), "{out}");
+    assert!(out.contains(" 0 failed, 100 skipped"), "{out}");
     // A passing catalog fits on one screen: the matrix, why cases were skipped, one line.
     assert!(
         out.lines().count() <= 50,
@@ -79,7 +79,7 @@ fn the_codex_catalog_also_passes_with_the_fake_speaking_0_169_0() {
     assert_eq!(code, Some(0), "{out}\n{err}");
     // The only skips are the real-peer Codex cases (`peers/codex/`, which need `--peers`) and
     // the scenario of a code 0.171.0 adds.
-    assert!(out.contains(" 0 failed, 18 skipped"), "{out}");
+    assert!(out.contains(" 0 failed, 20 skipped"), "{out}");
 }
 
 #[test]
@@ -89,7 +89,7 @@ fn the_codex_catalog_also_passes_with_the_fake_speaking_an_accepted_version() {
     // is reported as the subject maps it.
     let (code, out, err) = run(&["--filter", "codex/", "--product-version", "codex=0.171.0"]);
     assert_eq!(code, Some(0), "{out}\n{err}");
-    assert!(out.contains("290 passed, 0 failed, 32 skipped"), "{out}");
+    assert!(out.contains("292 passed, 0 failed, 34 skipped"), "{out}");
     assert!(
         out.contains("fakes speak: Codex app-server 0.171.0"),
         "{out}"
@@ -1680,6 +1680,21 @@ fn a_host_that_chokes_on_what_every_real_codex_run_sends_is_caught() {
         &[
             "✗ codex/success/final-answer (foreground) [wire.violation]",
             "✗ [expect.start-error] start was rejected unexpectedly: \"CodexRunFailure\"",
+            "0 passed, 2 failed",
+        ],
+    );
+}
+
+#[test]
+fn a_provider_impatient_with_a_slow_initialize_is_caught() {
+    // The real DSH SDK runtime answers initialize in about 0.9 s idle and 2.4 s under load; a
+    // provider that gives up after 1 s fails where a loaded machine would fail it.
+    caught(
+        &["dsh-initialize-patience"],
+        "dsh-sdk/handshake/slow-initialize",
+        &[],
+        &[
+            "✗ [expect.start-error] start was rejected unexpectedly: \"DshSdkRunFailure\"",
             "0 passed, 2 failed",
         ],
     );

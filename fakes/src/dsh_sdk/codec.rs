@@ -62,20 +62,28 @@ impl DshSdkCodec {
 
     /// A `session.event` for `session`; `seq` and `time` are filled in when absent (every event
     /// takes the session's next `seq`, used or not), and so are a session-log receipt's
-    /// `sessionId` and `throughSeq` (the event before it). A non-object event is sent as
-    /// written.
+    /// `sessionId` and `throughSeq` (the event before it) and a job's `owner` (the session). A
+    /// non-object event is sent as written.
     fn event(&mut self, session: &str, mut ev: Value) -> Sugar {
         self.follow_numbering(&ev);
         let seq = self.seq.entry(session.to_owned()).or_insert(0);
         if let Value::Object(m) = &mut ev {
             m.entry("seq").or_insert_with(|| (*seq).into());
             m.entry("time").or_insert_with(|| 0.into());
-            if m.get("type").and_then(Value::as_str) == Some(event::LOG_DELIVERY_ACCEPTED)
-                && let Some(Value::Object(data)) = m.get_mut("data")
-            {
-                data.entry("sessionId").or_insert_with(|| session.into());
-                data.entry("throughSeq")
-                    .or_insert_with(|| seq.saturating_sub(1).into());
+            let ty = m
+                .get("type")
+                .and_then(Value::as_str)
+                .unwrap_or_default()
+                .to_owned();
+            if let Some(Value::Object(data)) = m.get_mut("data") {
+                if ty == event::LOG_DELIVERY_ACCEPTED {
+                    data.entry("sessionId").or_insert_with(|| session.into());
+                    data.entry("throughSeq")
+                        .or_insert_with(|| seq.saturating_sub(1).into());
+                } else if ty.starts_with("job/") {
+                    // A job is owned by the session whose turn started it.
+                    data.entry("owner").or_insert_with(|| session.into());
+                }
             }
         }
         *seq += 1;

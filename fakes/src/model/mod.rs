@@ -55,10 +55,15 @@ pub enum Behaviour {
     MidStream,
     /// Asks for a shell command to be run (a tool call the runtime must get approved).
     Tool,
+    /// As `Tool`, and answers a Codex approval review (its guardian asks the model for a
+    /// verdict as JSON) with `{"outcome":"allow"}`, so the command runs for real.
+    ToolReviewed,
+    /// The answer to an approval review (`ToolReviewed`): the verdict as the text.
+    Review,
 }
 
 impl Behaviour {
-    pub const ALL: [(&'static str, Behaviour); 7] = [
+    pub const ALL: [(&'static str, Behaviour); 8] = [
         ("success", Behaviour::Success),
         ("slow", Behaviour::Slow),
         ("http-401", Behaviour::Unauthorized),
@@ -66,6 +71,7 @@ impl Behaviour {
         ("http-500", Behaviour::ServerError),
         ("mid-stream", Behaviour::MidStream),
         ("tool", Behaviour::Tool),
+        ("tool-reviewed", Behaviour::ToolReviewed),
     ];
 
     pub fn from_name(name: &str) -> Option<Behaviour> {
@@ -121,7 +127,7 @@ impl Format {
     fn whole(self, turn: u64) -> Value {
         match self {
             Format::Anthropic => anthropic::whole(turn),
-            Format::Responses => responses::whole(turn),
+            Format::Responses => responses::whole(turn, Behaviour::Success),
             Format::Chat => chat::whole(turn),
             Format::Gemini => gemini::whole(turn),
         }
@@ -155,6 +161,24 @@ impl Format {
             Format::Gemini => return index == 0,
         };
         events.iter().position(|(n, _)| n == text) == Some(index)
+    }
+}
+
+/// The verdict a `tool-reviewed` model gives an approval review.
+pub const REVIEW_ALLOW: &str = r#"{"outcome":"allow"}"#;
+
+/// Whether a request is Codex's approval review (its guardian's policy prompt), not a turn.
+fn is_review(body: &Value) -> bool {
+    body.to_string()
+        .contains("You are judging one planned coding-agent action")
+}
+
+/// The text an answer streams, in chunks.
+fn text_of(behaviour: Behaviour) -> &'static [&'static str] {
+    if behaviour == Behaviour::Review {
+        &[REVIEW_ALLOW]
+    } else {
+        &TEXT_CHUNKS
     }
 }
 
@@ -222,15 +246,21 @@ async fn handle(stream: TcpStream, turn: u64) -> std::io::Result<()> {
         .unwrap_or_else(|| request.body.get("stream").and_then(Value::as_bool) == Some(true));
     // A tool call is asked for once: once the conversation carries its result, the model
     // answers with text, as a real one would.
-    let behaviour = if behaviour == Behaviour::Tool && format.carries_tool_result(&request.body) {
-        Behaviour::Success
-    } else {
-        behaviour
+    let behaviour = match behaviour {
+        Behaviour::ToolReviewed if is_review(&request.body) => Behaviour::Review,
+        Behaviour::Tool | Behaviour::ToolReviewed if format.carries_tool_result(&request.body) => {
+            Behaviour::Success
+        }
+        Behaviour::ToolReviewed => Behaviour::Tool,
+        other => other,
     };
     match behaviour {
         Behaviour::Unauthorized | Behaviour::RateLimited | Behaviour::ServerError => {
             let (status, body) = format.error(behaviour);
             respond_json(&mut write, status, &body).await
+        }
+        _ if !streamed && format == Format::Responses => {
+            respond_json(&mut write, 200, &responses::whole(turn, behaviour)).await
         }
         _ if !streamed => respond_json(&mut write, 200, &format.whole(turn)).await,
         _ => {

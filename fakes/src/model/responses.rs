@@ -2,7 +2,7 @@
 
 use serde_json::{Value, json};
 
-use super::{Behaviour, SHELL_COMMAND, SHELL_DESCRIPTION, TEXT_CHUNKS, ev};
+use super::{Behaviour, SHELL_COMMAND, SHELL_DESCRIPTION, ev, text_of};
 
 /// Whether the conversation already holds a tool's result (a `function_call_output` item).
 pub(super) fn carries_tool_result(body: &Value) -> bool {
@@ -48,7 +48,7 @@ pub(super) fn events(behaviour: Behaviour, turn: u64) -> Vec<(String, Value)> {
             "response.content_part.added",
             json!({"type": "response.content_part.added", "item_id": item_id, "output_index": 0, "content_index": 0, "part": {"type": "output_text", "text": "", "annotations": []}}),
         ));
-        for chunk in TEXT_CHUNKS {
+        for chunk in text_of(behaviour) {
             out.push(ev(
                 "response.output_text.delta",
                 json!({"type": "response.output_text.delta", "item_id": item_id, "output_index": 0, "content_index": 0, "delta": chunk}),
@@ -56,7 +56,7 @@ pub(super) fn events(behaviour: Behaviour, turn: u64) -> Vec<(String, Value)> {
         }
         out.push(ev(
             "response.output_item.done",
-            json!({"type": "response.output_item.done", "output_index": 0, "item": {"type": "message", "id": item_id, "role": "assistant", "status": "completed", "content": [{"type": "output_text", "text": TEXT_CHUNKS.concat(), "annotations": []}]}}),
+            json!({"type": "response.output_item.done", "output_index": 0, "item": {"type": "message", "id": item_id, "role": "assistant", "status": "completed", "content": [{"type": "output_text", "text": text_of(behaviour).concat(), "annotations": []}]}}),
         ));
     }
     out.push(ev(
@@ -67,6 +67,6 @@ pub(super) fn events(behaviour: Behaviour, turn: u64) -> Vec<(String, Value)> {
 }
 
 /// A non-streamed answer: the whole response at once.
-pub(super) fn whole(turn: u64) -> Value {
-    json!({"id": format!("resp_mock_{turn}"), "object": "response", "status": "completed", "output": [{"type": "message", "id": format!("msg_mock_{turn}"), "role": "assistant", "status": "completed", "content": [{"type": "output_text", "text": TEXT_CHUNKS.concat(), "annotations": []}]}], "usage": {"input_tokens": 1, "output_tokens": 2, "total_tokens": 3}})
+pub(super) fn whole(turn: u64, behaviour: Behaviour) -> Value {
+    json!({"id": format!("resp_mock_{turn}"), "object": "response", "status": "completed", "output": [{"type": "message", "id": format!("msg_mock_{turn}"), "role": "assistant", "status": "completed", "content": [{"type": "output_text", "text": text_of(behaviour).concat(), "annotations": []}]}], "usage": {"input_tokens": 1, "output_tokens": 2, "total_tokens": 3}})
 }

@@ -347,3 +347,27 @@ async fn chat_completions_ask_for_the_shell_call_once() {
     assert!(t.contains("world.") && !t.contains("tool_calls"), "{t}");
     assert!(t.contains(r#""finish_reason":"stop""#), "{t}");
 }
+
+#[tokio::test]
+async fn a_codex_approval_review_is_allowed_only_by_tool_reviewed() {
+    let addr = server().await;
+    let review = r#"{"stream":true,"instructions":"You are judging one planned coding-agent action. Assess ..."}"#;
+    // `tool-reviewed`: the review gets its verdict, a turn still its tool call.
+    let r = post(addr, "/tool-reviewed/v1/responses", review).await;
+    assert!(
+        r.contains(r#""delta":"{\"outcome\":\"allow\"}""#) && !r.contains("function_call"),
+        "{r}"
+    );
+    let t = post(addr, "/tool-reviewed/v1/responses", r#"{"stream":true}"#).await;
+    assert!(t.contains("function_call"), "{t}");
+    let w = post(
+        addr,
+        "/tool-reviewed/v1/responses",
+        &review.replace("true", "false"),
+    )
+    .await;
+    assert!(w.contains(r#"{\"outcome\":\"allow\"}"#), "{w}");
+    // `tool`: the review is asked for the tool call again (no verdict the reviewer can read).
+    let t = post(addr, "/tool/v1/responses", review).await;
+    assert!(t.contains("function_call") && !t.contains("outcome"), "{t}");
+}

@@ -3,11 +3,16 @@
 //! sends in the analogous scripted scenario. It compares *shapes* — which kinds of frame, which
 //! fields with which JSON types, in which order — and *values* where they carry meaning: every
 //! closed value (a number, a boolean, a one-word string such as a code, a status, a stop reason)
-//! at each field of each kind, and how many frames of each kind. Free text, and what normalising
-//! masks (ids, times, paths, the loopback port), is not compared; nor are fields declared
-//! volatile (`[[volatile]]` in `fakes/peers/differences.toml`, each with its reason). Every
-//! difference is either closed in the fakes or listed, with its reason, in
-//! `fakes/peers/differences.toml`; an unexplained one fails.
+//! at each field of each kind, in the order the frames carry them, and how many frames of each
+//! kind. It reads whole sequences too ([`sequence`]): the order of the frames a provider's
+//! verdict rests on, where each id was first sent, and — at fields declared volatile
+//! (`[[volatile]]` in `fakes/peers/differences.toml`, each with its reason), whose values are
+//! not compared — their pattern: whole numbers or fractions, constant or growing, one id or a
+//! fresh one each time. Last, how the runtime ended ([`lifecycle`]). Free text, and what
+//! normalising masks (ids, times, paths, the loopback port), is not compared. Every difference
+//! is either closed in the fakes or listed, with its reason, in `fakes/peers/differences.toml`;
+//! an unexplained one fails. `conform peers coverage` ([`coverage`]) holds the catalog to
+//! sending every kind the fixtures hold.
 
 pub mod accept;
 mod coverage;
@@ -16,6 +21,7 @@ mod drafts;
 mod explained;
 pub mod learn;
 mod lifecycle;
+mod normalise;
 pub mod sdk_flags;
 mod sequence;
 pub mod upgrade;
@@ -26,133 +32,13 @@ pub use coverage::{CoverageOptions, coverage};
 pub use diff::{DiffOptions, diff};
 pub use drafts::record_peer;
 pub use explained::{Explained, ExplainedEntry, FILE, Leave};
+pub use normalise::{Ids, normalise};
 
 use std::collections::{BTreeMap, BTreeSet};
 
 use conform_protocol::side::{Direction, FakeEvent, FakeLine};
 use conform_protocol::vocab::Provider;
-use serde_json::{Map, Value};
-
-/// Replaces what differs from run to run — ids, times, paths, retry delays — with
-/// placeholders, so a fixture changes only when the runtime does. Each id becomes `<id:N>`,
-/// numbered by first appearance in `ids` (one table per run): which frames share an id is
-/// kept, the id is not.
-pub fn normalise(frame: &Value, run_dir: &str, ids: &mut Ids) -> Value {
-    fn walk(v: &Value, key: &str, run_dir: &str, ids: &mut Ids) -> Value {
-        match v {
-            Value::Object(o) => Value::Object(
-                o.iter()
-                    .map(|(k, v)| {
-                        // A map keyed by model name: the configured model, not a field.
-                        let name = if KEYED_BY_MODEL.contains(&key) {
-                            "<model>".to_owned()
-                        } else {
-                            k.clone()
-                        };
-                        (name, walk(v, k, run_dir, ids))
-                    })
-                    .collect::<Map<_, _>>(),
-            ),
-            Value::Array(a) => Value::Array(a.iter().map(|x| walk(x, key, run_dir, ids)).collect()),
-            Value::Number(_) if VOLATILE_NUMBERS.contains(&key) => Value::from(0),
-            Value::Number(n) if BACKOFFS.contains(&key) => backoff_bucket(n),
-            Value::String(s) => Value::String(normalise_text(s, run_dir, ids)),
-            other => other.clone(),
-        }
-    }
-    walk(frame, "", run_dir, ids)
-}
-
-/// The ids a run's frames name, numbered by first appearance.
-#[derive(Debug, Default)]
-pub struct Ids(BTreeMap<String, usize>);
-
-impl Ids {
-    fn mask(&mut self, id: &str) -> String {
-        let next = self.0.len() + 1;
-        format!("<id:{}>", self.0.entry(id.to_owned()).or_insert(next))
-    }
-}
-
-/// Keys of maps whose keys are model names (Claude Code's per-model usage).
-const KEYED_BY_MODEL: &[&str] = &["modelUsage", "model_usage_since_last_result"];
-
-/// Keys whose numbers are clocks: their values say nothing, nor does how they grow.
-const VOLATILE_NUMBERS: &[&str] = &[
-    "time",
-    "time0",
-    "dt",
-    "emittedAtMs",
-    "createdAt",
-    "updatedAt",
-    "recencyAt",
-    "startedAt",
-    "completedAt",
-    "durationMs",
-    "startedAtMs",
-    "completedAtMs",
-    "finishedAt",
-];
-
-/// Keys whose numbers are jittered delays: their values change from run to run, but whether
-/// they are whole milliseconds or fractions, and how they grow (exponential backoff), is the
-/// runtime's.
-const BACKOFFS: &[&str] = &["delayMs"];
-
-/// A delay as its power of two below (jitter rarely crosses one), plus one half when it has a
-/// fraction: `501.18` → `256.5`, `8522` → `8192`.
-fn backoff_bucket(n: &serde_json::Number) -> Value {
-    let x = n.as_f64().unwrap_or(0.0);
-    if x < 1.0 {
-        return Value::from(0);
-    }
-    let bucket = 2f64.powi(x.log2().floor() as i32);
-    if x.fract() == 0.0 {
-        Value::from(bucket as u64)
-    } else {
-        Value::from(bucket + 0.5)
-    }
-}
-
-fn normalise_text(s: &str, run_dir: &str, ids: &mut Ids) -> String {
-    let mut out = if run_dir.is_empty() {
-        s.to_owned()
-    } else {
-        s.replace(run_dir, "<run>")
-    };
-    // The loopback model endpoint's port.
-    while let Some(i) = out.find("127.0.0.1:") {
-        let start = i + "127.0.0.1:".len();
-        let digits = out[start..]
-            .chars()
-            .take_while(char::is_ascii_digit)
-            .count();
-        if digits == 0 {
-            break;
-        }
-        out.replace_range(i..start + digits, "<loopback>");
-    }
-    // UUIDs and long hex ids (session ids, request ids, message ids).
-    let mut result = String::with_capacity(out.len());
-    let chars: Vec<char> = out.chars().collect();
-    let mut i = 0;
-    while i < chars.len() {
-        let run: String = chars[i..]
-            .iter()
-            .take_while(|c| c.is_ascii_hexdigit() || **c == '-')
-            .collect();
-        let hex = run.chars().filter(char::is_ascii_hexdigit).count();
-        let starts_word = i == 0 || !chars[i - 1].is_ascii_alphanumeric();
-        if starts_word && hex >= 16 && run.chars().any(|c| c.is_ascii_digit()) {
-            result.push_str(&ids.mask(&run));
-            i += run.chars().count();
-        } else {
-            result.push(chars[i]);
-            i += 1;
-        }
-    }
-    result
-}
+use serde_json::Value;
 
 /// A frame's kind, as its protocol's codec names it ([`Codec::frame_kind`]).
 pub fn kind(provider: Provider, frame: &Value, answers: Option<&str>) -> String {
@@ -250,6 +136,14 @@ pub enum Difference {
         real: Vec<String>,
         fake: Vec<String>,
     },
+    /// A field's ids come from another place: where each side's values were first sent
+    /// (`kind field`), when not here ([`sequence::references`]).
+    Reference {
+        kind: String,
+        field: String,
+        real: BTreeSet<String>,
+        fake: BTreeSet<String>,
+    },
     /// The runtime ends otherwise: after another thing, by another means, or at another pace
     /// ([`lifecycle::Ending`], each side in words).
     Lifecycle { real: String, fake: String },
@@ -273,6 +167,9 @@ impl Difference {
                 (kind.clone(), Some(format!("{field}@pattern")))
             }
             Difference::VerdictOrder { .. } => ("verdict-order".into(), None),
+            Difference::Reference { kind, field, .. } => {
+                (kind.clone(), Some(format!("{field}@reference")))
+            }
             Difference::Lifecycle { .. } => ("lifecycle".into(), None),
         }
     }
@@ -348,6 +245,29 @@ impl std::fmt::Display for Difference {
                 f,
                 "`{kind}` `{field}`: the real runtime sends {real}; the fake {fake}"
             ),
+            Difference::Reference {
+                kind,
+                field,
+                real,
+                fake,
+            } => {
+                let show = |v: &BTreeSet<String>| {
+                    if v.is_empty() {
+                        "a value sent nowhere before".to_owned()
+                    } else {
+                        format!(
+                            "the id first sent at {}",
+                            v.iter().cloned().collect::<Vec<_>>().join(", ")
+                        )
+                    }
+                };
+                write!(
+                    f,
+                    "`{kind}` `{field}`: the real runtime sends {}; the fake {}",
+                    show(real),
+                    show(fake)
+                )
+            }
             Difference::Lifecycle { real, fake } => write!(
                 f,
                 "how the runtime ends: the real runtime {real}; the fake {fake}"
@@ -501,6 +421,7 @@ pub fn compare(
     if rc != fc {
         out.push(Difference::Order { real: rc, fake: fc });
     }
+    out.extend(reference_differences(real, fake, &r, &f, leave));
     let points = conform_fakes::codec::for_provider(provider).verdict_points();
     let (rv, fv) = (
         sequence::verdict_order(points, real, &leave.unordered),
@@ -508,6 +429,44 @@ pub fn compare(
     );
     if rv != fv {
         out.push(Difference::VerdictOrder { real: rv, fake: fv });
+    }
+    out
+}
+
+/// Fields of the kinds both send whose ids come from other places ([`sequence::references`]):
+/// only where both sides send strings there, and never at a volatile field (its own ids are
+/// judged by their pattern).
+fn reference_differences(
+    real: &[(String, Value)],
+    fake: &[(String, Value)],
+    r: &Profile,
+    f: &Profile,
+    leave: &Leave,
+) -> Vec<Difference> {
+    let (rr, fr) = (sequence::references(real), sequence::references(fake));
+    let strings = |p: &Profile, kind: &str, field: &str| {
+        p.sequences
+            .get(kind)
+            .and_then(|k| k.get(field))
+            .is_some_and(|v| v.iter().all(Value::is_string))
+    };
+    let mut out = Vec::new();
+    for (kind, fields) in &rr {
+        for (field, real_refs) in fields {
+            if leave.volatile(field) || !strings(r, kind, field) || !strings(f, kind, field) {
+                continue;
+            }
+            let empty = BTreeSet::new();
+            let fake_refs = fr.get(kind).and_then(|k| k.get(field)).unwrap_or(&empty);
+            if real_refs != fake_refs {
+                out.push(Difference::Reference {
+                    kind: kind.clone(),
+                    field: field.clone(),
+                    real: real_refs.clone(),
+                    fake: fake_refs.clone(),
+                });
+            }
+        }
     }
     out
 }

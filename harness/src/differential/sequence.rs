@@ -5,6 +5,8 @@
 //! their pattern — whole numbers or fractions, constant or growing (a backoff), one id
 //! repeated or a fresh one each time (retries of one call, or five calls).
 
+use std::collections::{BTreeMap, BTreeSet};
+
 use serde_json::Value;
 
 use crate::input::wildcard;
@@ -47,6 +49,37 @@ pub(super) fn pattern(values: &[Value]) -> Option<String> {
         }
         .to_owned(),
     )
+}
+
+/// Where each id a wire sends was first sent: per kind and field, the `kind field` of the first
+/// frame that carried each id-like value it holds (an id a runtime made up, `<id:3>`, or one
+/// a script wrote, `sess-1`), when that is another place — a job's `owner` that is the
+/// prompt's session id refers to where the session id came first. Free text is no id.
+pub(super) fn references(
+    wire: &[(String, Value)],
+) -> BTreeMap<String, BTreeMap<String, BTreeSet<String>>> {
+    let id_like = |s: &str| {
+        s.len() <= 80
+            && !s.contains(char::is_whitespace)
+            && (s.contains("<id:") || s.chars().any(|c| c.is_ascii_digit()))
+    };
+    let mut first: BTreeMap<String, String> = BTreeMap::new();
+    let mut out: BTreeMap<String, BTreeMap<String, BTreeSet<String>>> = BTreeMap::new();
+    for (kind, frame) in wire {
+        super::each_path(frame, "", &mut |path, leaf| {
+            let Some(s) = leaf.as_str().filter(|s| id_like(s)) else {
+                return;
+            };
+            let here = format!("{kind} {path}");
+            let origin = first.entry(s.to_owned()).or_insert_with(|| here.clone());
+            let refs = out.entry(kind.clone()).or_default();
+            let field = refs.entry(path.to_owned()).or_default();
+            if *origin != here {
+                field.insert(origin.clone());
+            }
+        });
+    }
+    out
 }
 
 /// Whole numbers or fractions, and (over two or more) how they go.

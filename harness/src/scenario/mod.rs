@@ -313,7 +313,7 @@ pub struct PeerSection {
     /// `codex-0.147.0`, `acp-example`, …).
     pub name: String,
     /// The model endpoint's behaviour: `success`, `slow`, `http-401`, `http-429`,
-    /// `http-500`, `mid-stream`, `tool` (absent for a peer that calls no model).
+    /// `http-500`, `mid-stream`, `tool`, `tool-reviewed` (a tool call whose Codex approval review the model allows; absent for a peer that calls no model).
     pub model: Option<String>,
     /// The fake scenario this case's real wire is compared with.
     pub analog: Option<String>,

@@ -268,7 +268,18 @@ impl DshRun {
         if let Some(max) = self.config.max_tokens {
             params["maxTokens"] = json!(max);
         }
-        match race(self.request("initialize", params), cancel).await {
+        let request = self.request("initialize", params);
+        // Seeded defect `dsh-initialize-patience`: a deadline the records do not give.
+        let patience = async {
+            if self.defects.dsh_initialize_patience {
+                tokio::time::timeout(std::time::Duration::from_secs(1), request)
+                    .await
+                    .unwrap_or_else(|_| Err(RpcError::WireLost("initialize timed out".into())))
+            } else {
+                request.await
+            }
+        };
+        match race(patience, cancel).await {
             Step::Cancelled => Err(StartFailure::Cancelled),
             Step::Done(Ok(v)) if valid_server_info(&v) => Ok(()),
             Step::Done(Ok(_)) if self.defects.null_handshake_accepted => Ok(()),
