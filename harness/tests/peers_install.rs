@@ -68,7 +68,7 @@ fn the_manifest_names_every_peer_a_scenario_runs_and_no_other() {
             ("acp-example", 4),
             ("claude-agent-acp", 2),
             ("claude-code", 5),
-            ("codex-0.147.0", 8),
+            ("codex-0.147.0", 9),
             ("codex-0.169.0", 4),
             ("codex-0.171.0", 4),
             ("codex-acp", 2),
