@@ -226,6 +226,9 @@ fn three_shards_merged_equal_the_unpartitioned_run() {
         let (m, a) = (json_of(&merged), json_of(&all));
         assert_eq!(cases(&m), cases(&a), "{kind}: merged cases differ");
         assert_eq!(m["exitCode"], a["exitCode"]);
+        // The shards' failures grouped by cause as the whole run grouped its own.
+        assert!(!a["causes"].as_array().unwrap().is_empty());
+        assert_eq!(m["causes"], a["causes"], "{kind}: the causes");
         assert_eq!(
             m["fakesSpeak"], a["fakesSpeak"],
             "{kind}: what the fakes spoke"

@@ -195,6 +195,24 @@ fn the_catalog_against_seeded_defects_opens_in_chromium_with_its_counts_filters_
         Some("0")
     );
 
+    // The failures grouped by cause come first, as the JSON groups them; a cause's link lists
+    // exactly its runs.
+    let causes = report["causes"].as_array().unwrap();
+    assert!(!causes.is_empty());
+    assert_eq!(
+        attr(&dom, &["id=\"causes\""], "id").as_deref(),
+        Some("causes")
+    );
+    assert!(dom.find("id=\"causes\"").unwrap() < dom.find("id=\"matrix\"").unwrap());
+    assert_eq!(dom.matches("data-cause=\"").count(), causes.len());
+    let first = causes[0]["runs"].as_array().unwrap().len();
+    assert_eq!(
+        attr(&dom, &["data-cause=\"1\""], "data-runs"),
+        Some(first.to_string())
+    );
+    let (dom, _) = open(&browser, &page, "cause=1&status=fail", None);
+    assert_eq!(shown_rows(&dom), first);
+
     // The filter in the address hides every passing case.
     let (dom, _) = open(&browser, &page, "status=fail", None);
     assert_eq!(shown_rows(&dom), fail);

@@ -1750,3 +1750,54 @@ fn an_output_failure_another_known_version_explains_says_so() {
     );
     assert!(!out.contains("passes with the fake speaking"), "{out}");
 }
+
+#[test]
+fn failures_are_grouped_by_cause_before_any_detail_and_the_json_agrees() {
+    // Two defects fail twelve runs of these families: told as a handful of causes, largest
+    // first, before the first failure's detail — and the JSON's causes are the same ones.
+    let dir = tempfile::tempdir().unwrap();
+    let json = dir.path().join("report.json");
+    let subject = defective(&["empty-text-block", "codex-strict-notifications"]);
+    let (code, out, err) = run(&[
+        "--filter",
+        "codex/success/",
+        "--filter",
+        "acp/success/",
+        "--subject",
+        &subject,
+        "--json",
+        json.to_str().unwrap(),
+    ]);
+    assert_eq!(code, Some(1), "{out}\n{err}");
+    let causes_at = out
+        .find("cause(s) of 12 failed run(s), largest first")
+        .expect(&out);
+    let first_detail = out.find("\n━━ ").expect(&out);
+    assert!(causes_at < first_detail, "{out}");
+    assert!(
+        out.contains(
+            "  1. 10 run(s) · codex · success\n     [expect.start-error] start was rejected unexpectedly: \"…\": \"…\"\n     [expect.stop-reason] no result was reported\n"
+        ),
+        "{out}"
+    );
+    let report: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    let causes = report["causes"].as_array().unwrap();
+    let printed = out
+        .lines()
+        .filter(|l| {
+            l.trim_start()
+                .split_once(". ")
+                .is_some_and(|(n, rest)| n.parse::<usize>().is_ok() && rest.contains(" run(s) · "))
+        })
+        .count();
+    assert_eq!(causes.len(), printed, "{out}");
+    assert_eq!(causes[0]["runs"].as_array().unwrap().len(), 10);
+    assert!(
+        causes
+            .iter()
+            .any(|c| c["patterns"][0]["check"] == "contract.output"
+                && c["providers"] == serde_json::json!(["acp"])),
+        "{causes:?}"
+    );
+}

@@ -25,6 +25,7 @@ pub fn human(report: &SuiteReport, verbose: bool) -> String {
     } else {
         out.push_str(&matrix(report));
     }
+    out.push_str(&causes_section(report));
     let fold = (!verbose).then_some(FOLD_BYTES);
     for c in &report.cases {
         if matches!(c.verdict, Verdict::Fail) || (verbose && c.obs.is_some()) {
@@ -49,6 +50,62 @@ pub fn human(report: &SuiteReport, verbose: bool) -> String {
         out.push_str(&skips(report));
     }
     out.push_str(&closing(report));
+    out
+}
+
+/// How many runs of a cause the report names (the rest are counted).
+const CAUSE_RUNS: usize = 5;
+
+/// The failures grouped by cause ([`crate::report::causes`]), largest first: each cause's
+/// count, the providers and families it spans, its findings' patterns, and its runs — the
+/// first one is shown in full below.
+fn causes_section(report: &SuiteReport) -> String {
+    let causes = crate::report::causes::of(&crate::report::causes::failed(report));
+    if causes.is_empty() {
+        return String::new();
+    }
+    let failed = report
+        .cases
+        .iter()
+        .filter(|c| matches!(c.verdict, Verdict::Fail))
+        .count();
+    let mut out = format!(
+        "\n{} cause(s) of {failed} failed run(s), largest first (a run can fail for several):\n",
+        causes.len()
+    );
+    for (n, cause) in causes.iter().enumerate() {
+        let join = |s: &std::collections::BTreeSet<String>| {
+            s.iter().cloned().collect::<Vec<_>>().join(", ")
+        };
+        let _ = writeln!(
+            out,
+            "\n{:>3}. {} run(s) · {} · {}",
+            n + 1,
+            cause.runs.len(),
+            join(&cause.providers),
+            join(&cause.families)
+        );
+        for (check, pattern) in &cause.patterns {
+            let _ = writeln!(out, "     [{check}] {}", bound::cut(pattern, 300));
+        }
+        let shown: Vec<String> = cause
+            .runs
+            .iter()
+            .take(CAUSE_RUNS)
+            .map(|(id, mode)| format!("{id} ({mode})"))
+            .collect();
+        let more = cause.runs.len().saturating_sub(CAUSE_RUNS);
+        let _ = writeln!(
+            out,
+            "     runs: {}{}",
+            shown.join(", "),
+            if more > 0 {
+                format!(" and {more} more (--json lists them all)")
+            } else {
+                String::new()
+            }
+        );
+    }
     out
 }
 

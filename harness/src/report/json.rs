@@ -48,6 +48,8 @@ pub fn json(report: &SuiteReport) -> serde_json::Value {
             crate::suite::CgroupMode::On(dir) => json!({"mode": "on", "dir": dir}),
             crate::suite::CgroupMode::Unavailable(why) => json!({"mode": "unavailable", "why": why}),
         },
+        // The failures grouped by cause, largest first (`crate::report::causes`).
+        "causes": crate::report::causes::to_json(&crate::report::causes::of(&crate::report::causes::failed(report))),
         "cases": report.cases.iter().enumerate().map(|(i, c)| case_json(report, i, c)).collect::<Vec<_>>(),
         // What each check holds a subject to, and where that comes from (`conform list --checks`).
         "checks": crate::checks::Check::ALL.iter().map(|c| json!({
@@ -76,6 +78,13 @@ fn case_json(report: &SuiteReport, i: usize, c: &crate::suite::CaseReport) -> se
         // The human report's block for the case (checks, transcripts, stderr tail).
         "detail": matches!(c.verdict, Verdict::Fail | Verdict::Known(_)).then(|| case_detail(c)),
         "findings": c.findings.iter().map(finding_json).collect::<Vec<_>>(),
+        // Each failing finding as the causes group it (`crate::report::causes`): a merged
+        // report groups its shards' failures from these.
+        "causePatterns": matches!(c.verdict, Verdict::Fail).then(|| {
+            crate::report::causes::patterns(c).into_iter()
+                .map(|(check, pattern)| json!({"check": check, "pattern": pattern}))
+                .collect::<Vec<_>>()
+        }),
         "advisories": c.advisories.iter().map(finding_json).collect::<Vec<_>>(),
         // Run again alone at the end of the suite, and what that showed (`None`: not run again).
         "rerunAlone": c.rerun,

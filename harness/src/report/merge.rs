@@ -166,6 +166,10 @@ pub fn merge(shards: Vec<(PathBuf, Value)>) -> Result<Value, MergeError> {
         })).collect::<Vec<_>>(),
         "cgroup": shards[0].1["cgroup"],
         "baseline": baseline,
+        // The shards' failures grouped by cause, as one run would group them.
+        "causes": crate::report::causes::to_json(&crate::report::causes::of(
+            &crate::report::causes::failed_in_json(&cases),
+        )),
         "cases": cases,
     }))
 }

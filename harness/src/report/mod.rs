@@ -2,6 +2,7 @@
 //! machines (`json`, `junit`), a merged one (`merge`), and the known-failure `baseline`.
 
 pub mod bound;
+pub mod causes;
 pub mod html;
 pub mod human;
 pub mod json;

@@ -54,6 +54,23 @@
     body.append(totals);
   }
 
+  // ---- the failures grouped by cause, largest first: each with its count, providers and
+  // families, its findings' patterns, and a link (`#cause=N`) that lists its cases
+  const causeList = report.causes || [];
+  function causes() {
+    if (!causeList.length) return;
+    body.append(el('h2', { id: 'causes' }, `Causes of failure (${causeList.length})`));
+    const ol = el('ol', { class: 'causes', id: 'cause-list' });
+    causeList.forEach((c, i) => {
+      const li = el('li', { dataset: { cause: i + 1, runs: c.runs.length } },
+        el('strong', {}, `${c.runs.length} run(s)`), ` · ${c.providers.join(', ')} · ${c.families.join(', ')}`);
+      for (const p of c.patterns) li.append(el('div', { class: 'pattern' }, `[${p.check}] ${p.pattern}`));
+      li.append(el('a', { href: `#cause=${i + 1}&status=fail` }, 'show its cases'));
+      ol.append(li);
+    });
+    body.append(ol);
+  }
+
   // ---- the matrix: family × provider (× mode, with the mode picked), each cell its counts; a
   // click lists the cell's cases
   function matrix() {
@@ -137,8 +154,13 @@
   }
 
   // ---- the cases, filterable by provider, family, status and text
-  const state = { provider: '', family: '', mode: '', status: '', q: '' };
-  function setFilters(s) { Object.assign(state, { provider: '', family: '', mode: '', status: '', q: '' }, s); }
+  const state = { provider: '', family: '', mode: '', status: '', q: '', cause: '' };
+  function setFilters(s) { Object.assign(state, { provider: '', family: '', mode: '', status: '', q: '', cause: '' }, s); }
+  // A cause's runs, as `id mode` keys.
+  function causeRuns(n) {
+    const c = causeList[Number(n) - 1];
+    return c ? new Set(c.runs.map((r) => `${r.id} ${r.mode}`)) : new Set();
+  }
   let rows = [];
   function caseList() {
     body.append(el('h2', { id: 'cases' }, 'Cases'));
@@ -162,7 +184,7 @@
       const main = el('td', {}, c.id);
       if (c.verdict === 'fail' || c.verdict === 'known' || (c.advisories || []).length) main.append(opened(c));
       else if (c.skipReason) main.append(el('div', { class: 'source' }, c.skipReason));
-      const tr = el('tr', { class: 'case', dataset: { provider: c.provider, family: family(c.id), mode: c.mode, verdict: c.verdict } },
+      const tr = el('tr', { class: 'case', dataset: { provider: c.provider, family: family(c.id), mode: c.mode, verdict: c.verdict, run: `${c.id} ${c.mode}` } },
         main, el('td', {}, c.mode), el('td', {}, c.provider), el('td', { class: `verdict ${c.verdict}` }, c.verdict),
         el('td', {}, first ? first.check : ''), el('td', {}, c.elapsedMs ?? ''));
       tr.searchText = [c.id, c.title, c.file, c.skipReason, ...(c.findings || []).flatMap((f) => [f.check, f.message])].join('\n').toLowerCase();
@@ -173,10 +195,11 @@
   }
   function applyToRows() {
     let n = 0;
+    const inCause = state.cause ? causeRuns(state.cause) : null;
     for (const tr of rows) {
       const d = tr.dataset;
       const show = (!state.provider || d.provider === state.provider) && (!state.family || d.family === state.family)
-        && (!state.mode || d.mode === state.mode)
+        && (!state.mode || d.mode === state.mode) && (!inCause || inCause.has(d.run))
         && (!state.status || d.verdict === state.status) && (!state.q || tr.searchText.includes(state.q.toLowerCase()));
       tr.hidden = !show;
       if (show) n++;
@@ -252,6 +275,7 @@
   }
 
   header();
+  causes();
   matrix();
   suite();
   baseline();
@@ -259,5 +283,7 @@
   caseList();
   readHash();
   applyFromState();
+  // A link to `#cause=3`, or an address edited by hand, filters the page already open.
+  window.addEventListener('hashchange', () => { readHash(); applyFromState(); });
   document.documentElement.dataset.ready = 'yes';
 })();
