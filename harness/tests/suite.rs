@@ -1801,3 +1801,34 @@ fn failures_are_grouped_by_cause_before_any_detail_and_the_json_agrees() {
         "{causes:?}"
     );
 }
+
+#[test]
+fn hundreds_of_failures_read_as_causes_then_three_lines_each() {
+    // A host that throws on a method it has no handler for fails most of the Codex catalog:
+    // the log opens on the causes, then gives each failed run three lines, not a transcript.
+    let subject = defective(&["codex-strict-notifications"]);
+    let (code, out, err) = run(&["--filter", "codex/", "--subject", &subject]);
+    assert_eq!(code, Some(1), "{out}\n{err}");
+    let failed: usize = out
+        .lines()
+        .last()
+        .and_then(|l| l.split(" passed, ").nth(1)?.split(' ').next()?.parse().ok())
+        .expect(&out);
+    assert!(failed > 200, "{out}");
+    let causes = out.find(" cause(s) of ").expect(&out);
+    let pointer = out
+        .find(" failed runs: each below shows its first failed check")
+        .expect(&out);
+    assert!(causes < pointer, "{out}");
+    assert!(!out.contains("subject transcript (run "), "{out}");
+    // The header and matrix, the causes, three lines a failure, one a name, the counts.
+    assert!(
+        out.lines().count() < 5 * failed,
+        "{} lines",
+        out.lines().count()
+    );
+    assert!(
+        out.contains("━━ codex/success/final-answer (foreground) — a completed turn answers with its final_answer message; commentary is never shown\n  ✗ [wire.violation] the runtime saw a protocol violation: stdin closed while the script expected `turn/start` (and 4 more check(s))\n    requirement ("),
+        "{out}"
+    );
+}

@@ -27,8 +27,23 @@ pub fn human(report: &SuiteReport, verbose: bool) -> String {
     }
     out.push_str(&causes_section(report));
     let fold = (!verbose).then_some(FOLD_BYTES);
+    let failed = report
+        .cases
+        .iter()
+        .filter(|c| matches!(c.verdict, Verdict::Fail))
+        .count();
+    // Hundreds of failures are read by their causes: each then shows what matters of it.
+    let compact = !verbose && failed > COMPACT_OVER;
+    if compact {
+        let _ = writeln!(
+            out,
+            "\n{failed} failed runs: each below shows its first failed check and that check's requirement; -v prints every check, transcript and ledger, and --json / --html keep them whole.\n"
+        );
+    }
     for c in &report.cases {
-        if matches!(c.verdict, Verdict::Fail) || (verbose && c.obs.is_some()) {
+        if compact && matches!(c.verdict, Verdict::Fail) {
+            out.push_str(&compact_detail(c));
+        } else if matches!(c.verdict, Verdict::Fail) || (verbose && c.obs.is_some()) {
             out.push_str(&detail(c, fold));
         } else if !c.advisories.is_empty() {
             out.push_str(&advisories(c));
@@ -447,6 +462,35 @@ fn advisory_lines(c: &CaseReport) -> String {
 
 pub(crate) fn case_detail(c: &CaseReport) -> String {
     detail(c, None)
+}
+
+/// Past this many failed runs the default report shows each by its first failed check only
+/// (a CI log of hundreds of failures stays readable; the causes above say the rest).
+const COMPACT_OVER: usize = 40;
+
+/// A failure in three lines: which run, its first failed check, that check's requirement.
+fn compact_detail(c: &CaseReport) -> String {
+    let mut out = format!(
+        "━━ {} ({}) — {}\n",
+        c.scenario.id, c.mode, c.scenario.file.title
+    );
+    if let Some(f) = c.findings.first() {
+        let first = f.message.lines().next().unwrap_or_default();
+        let more = c.findings.len() - 1;
+        let _ = writeln!(
+            out,
+            "  ✗ [{}] {}{}",
+            f.check,
+            bound::cut(first, 300),
+            if more > 0 {
+                format!(" (and {more} more check(s))")
+            } else {
+                String::new()
+            }
+        );
+        let _ = writeln!(out, "    requirement ({}): {}", f.level.as_str(), f.source);
+    }
+    out
 }
 
 /// A failure's detail; with `fold`, each transcript or ledger line past that many bytes is cut.
