@@ -272,7 +272,7 @@ fn lines_written_on_a_stolen_connection_are_the_subjects_forgery() {
         r.out
     );
     r.fails_with(&["0 passed, 2 failed"]);
-    let forged = "[subject.protocol] a forged side-channel line: a line on the connection of the admitted fake";
+    let forged = "✗ [subject.protocol] a forged side-channel line: a line on the connection of the admitted fake";
     assert_eq!(r.out.matches(forged).count(), 2, "{}", r.out);
     r.has("that it did not write: no seal");
     assert!(!r.out.contains("[harness."), "{}", r.out);

@@ -285,7 +285,7 @@ fn a_forged_result_before_the_real_one_fails() {
     r.fails_with(&["0 passed, 2 failed"]);
     assert_eq!(
         r.out
-            .matches("[subject.protocol] out of order: `result` a second time")
+            .matches("✗ [subject.protocol] out of order: `result` a second time")
             .count(),
         2,
         "{}",
