@@ -230,6 +230,13 @@ fn the_catalog_against_seeded_defects_opens_in_chromium_with_its_counts_filters_
     assert_eq!(shown_rows(&dom), background_failures);
     let (dom, _) = open(&browser, &page, "q=nothing-matches-this", None);
     assert_eq!(shown_rows(&dom), 0);
+    // A filter value no case has says so in its select, rather than "every provider".
+    let (dom, _) = open(&browser, &page, "provider=nonexistent", None);
+    assert_eq!(shown_rows(&dom), 0);
+    assert!(
+        dom.contains("nonexistent (no such provider: matches nothing)"),
+        "{dom}"
+    );
 
     // For a person to look at: under target/, never in the repository.
     let png = Path::new(env!("CARGO_TARGET_TMPDIR")).join("html-report.png");

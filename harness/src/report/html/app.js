@@ -209,7 +209,14 @@
     shown.dataset.count = n;
   }
   function applyFromState() {
-    for (const k of ['provider', 'family', 'mode', 'status']) document.getElementById(`filter-${k}`).value = state[k];
+    for (const k of ['provider', 'family', 'mode', 'status']) {
+      const select = document.getElementById(`filter-${k}`);
+      // A value from the address that no case has is shown as such, not as "every …".
+      if (state[k] && ![...select.options].some((o) => o.value === state[k])) {
+        select.append(el('option', { value: state[k], dataset: { unknown: 'yes' } }, `${state[k]} (no such ${k}: matches nothing)`));
+      }
+      select.value = state[k];
+    }
     document.getElementById('filter-q').value = state.q;
     applyToRows();
     writeHash();
