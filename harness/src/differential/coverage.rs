@@ -7,11 +7,12 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use conform_protocol::side::{Direction, FakeEvent};
 use conform_protocol::vocab::Provider;
 
 use super::explained::{Explained, Unsent};
-use super::wire::{PeerCase, fixture_path, peer_cases, read_fixture};
+use super::wire::{
+    PeerCase, fixture_path, kinds_of, peer_cases, read_fixture, recorded, wire_suite,
+};
 use crate::input::wildcard;
 
 /// What `conform peers coverage` needs.
@@ -55,33 +56,19 @@ fn real_kinds(
 /// Every kind of frame a fake sent in a run of the whole catalog (foreground).
 async fn fake_kinds(opts: &CoverageOptions) -> Result<BTreeSet<Kind>, String> {
     let defaults = crate::settings::Settings::default();
-    let report = crate::suite::run(crate::suite::Options {
-        settings: crate::settings::Settings {
-            allow_skips: true,
-            jobs: opts.jobs.unwrap_or(defaults.jobs),
-            ..defaults
-        },
-        keep_ledgers: true,
-        only_mode: Some(conform_protocol::subject::Mode::Foreground),
-        pending_snapshots: false,
-        ..crate::suite::Options::new(opts.scenarios.clone(), opts.snapshots.clone())
-    })
-    .await
-    .map_err(|e| e.to_string())?;
+    let settings = crate::settings::Settings {
+        jobs: opts.jobs.unwrap_or(defaults.jobs),
+        ..defaults
+    };
+    let report = crate::suite::run(wire_suite(&opts.scenarios, &opts.snapshots, settings))
+        .await
+        .map_err(|e| e.to_string())?;
     let mut out = BTreeSet::new();
     for case in report.cases {
         let provider = case.scenario.file.provider;
-        let codec = conform_fakes::codec::for_provider(provider);
-        for line in case.obs.iter().flat_map(|o| &o.fake) {
-            if let FakeEvent::Frame {
-                dir: Direction::Sent,
-                frame,
-                answers,
-                ..
-            } = &line.event
-            {
-                out.insert((provider, codec.frame_kind(frame, answers.as_deref())));
-            }
+        let ledger = case.obs.map(|o| o.fake).unwrap_or_default();
+        for (kind, _) in kinds_of(provider, recorded(&ledger)) {
+            out.insert((provider, kind));
         }
     }
     Ok(out)

@@ -23,7 +23,7 @@ pub(super) struct Recorded {
 }
 
 /// The frames the runtime (real or fake) sent, in order, from a run's ledger.
-fn recorded(ledger: &[FakeLine]) -> Vec<Recorded> {
+pub(super) fn recorded(ledger: &[FakeLine]) -> Vec<Recorded> {
     ledger
         .iter()
         .filter_map(|l| match &l.event {
@@ -189,6 +189,26 @@ pub(super) fn kept(opts: &DiffOptions, cases: &[PeerCase], dir: &Path) -> BTreeM
     out
 }
 
+/// A suite run for its wires: every selected case in foreground, its ledger kept parsed,
+/// skips allowed. A text that differs is in the case's verdict, and no `.snap.new` is left in
+/// the repository (a candidate version must write nothing there).
+pub(super) fn wire_suite(
+    scenarios: &Path,
+    snapshots: &Path,
+    settings: crate::settings::Settings,
+) -> crate::suite::Options {
+    crate::suite::Options {
+        settings: crate::settings::Settings {
+            allow_skips: true,
+            ..settings
+        },
+        keep_ledgers: true,
+        only_mode: Some(conform_protocol::subject::Mode::Foreground),
+        pending_snapshots: false,
+        ..crate::suite::Options::new(scenarios.to_owned(), snapshots.to_owned())
+    }
+}
+
 /// Runs the scenarios with these exact ids in foreground and returns each one's ledger.
 pub(super) async fn ledgers(
     opts: &DiffOptions,
@@ -197,22 +217,16 @@ pub(super) async fn ledgers(
     product_versions: BTreeMap<Provider, String>,
 ) -> Result<BTreeMap<String, Ledger>, String> {
     let defaults = crate::settings::Settings::default();
+    let settings = crate::settings::Settings {
+        product_versions: product_versions.into_iter().collect(),
+        peers,
+        deadline: opts.deadline.unwrap_or(defaults.deadline),
+        jobs: opts.jobs.unwrap_or(defaults.jobs),
+        ..defaults
+    };
     let report = crate::suite::run(crate::suite::Options {
         filters: ids.to_vec(),
-        settings: crate::settings::Settings {
-            product_versions: product_versions.into_iter().collect(),
-            allow_skips: true,
-            peers,
-            deadline: opts.deadline.unwrap_or(defaults.deadline),
-            jobs: opts.jobs.unwrap_or(defaults.jobs),
-            ..defaults
-        },
-        keep_ledgers: true,
-        only_mode: Some(conform_protocol::subject::Mode::Foreground),
-        // The differential reads wires: a text that differs is in the case's verdict, and no
-        // `.snap.new` is left in the repository (a candidate version must write nothing there).
-        pending_snapshots: false,
-        ..crate::suite::Options::new(opts.scenarios.clone(), opts.snapshots.clone())
+        ..wire_suite(&opts.scenarios, &opts.snapshots, settings)
     })
     .await
     .map_err(|e| e.to_string())?;
