@@ -164,6 +164,11 @@ impl Format {
     }
 }
 
+/// How the 404 body of a request no behaviour and format serves begins: a runtime that passes
+/// it on (into its wire) shows its model call was never answered (`conform peers record`
+/// refuses such a run).
+pub const NOT_SERVED: &str = "no such endpoint";
+
 /// The verdict a `tool-reviewed` model gives an approval review.
 pub const REVIEW_ALLOW: &str = r#"{"outcome":"allow"}"#;
 
@@ -235,7 +240,7 @@ async fn handle(stream: TcpStream, turn: u64) -> std::io::Result<()> {
     else {
         let names: Vec<&str> = Behaviour::ALL.iter().map(|(n, _)| *n).collect();
         let text = format!(
-            "no such endpoint: {} {} (use POST /<{}>/v1/messages, /<…>/responses, /<…>/chat/completions or /<…>/v1beta/models/<model>:streamGenerateContent)",
+            "{NOT_SERVED}: {} {} (use POST /<{}>/v1/messages, /<…>/responses, /<…>/chat/completions or /<…>/v1beta/models/<model>:streamGenerateContent)",
             request.method,
             request.path,
             names.join("|")

@@ -382,8 +382,8 @@ pub(super) fn refusal(run: &Ledger, provider: Provider) -> Option<String> {
     if run.outcome != "pass" {
         return Some(format!("the run did not pass ({})", run.outcome));
     }
-    // The mock model's 404 body (`conform_fakes::model`), as a runtime passes it on.
-    const NOT_SERVED: &str = "no such endpoint";
+    // The mock model's 404 body, as a runtime passes it on.
+    use conform_fakes::model::NOT_SERVED;
     let mut echoed = None;
     for frame in recorded(&run.lines) {
         let mut texts = Vec::new();
