@@ -33,8 +33,6 @@ pub(super) fn pattern(values: &[Value]) -> Option<String> {
     }
     let ids: Option<Vec<&str>> = values.iter().map(Value::as_str).collect();
     let ids = ids?;
-    // Ids carry a number (`<id:3>`, `msg_mock_1`, `item-2`); words in a catalogue do not.
-    let id_like = |s: &&str| s.contains("<id:") || s.chars().any(|c| c.is_ascii_digit());
     if ids.len() < 2 || ids.iter().any(|s| s.contains("<id>") || !id_like(s)) {
         return None;
     }
@@ -58,11 +56,6 @@ pub(super) fn pattern(values: &[Value]) -> Option<String> {
 pub(super) fn references(
     wire: &[(String, Value)],
 ) -> BTreeMap<String, BTreeMap<String, BTreeSet<String>>> {
-    let id_like = |s: &str| {
-        s.len() <= 80
-            && !s.contains(char::is_whitespace)
-            && (s.contains("<id:") || s.chars().any(|c| c.is_ascii_digit()))
-    };
     let mut first: BTreeMap<String, String> = BTreeMap::new();
     let mut out: BTreeMap<String, BTreeMap<String, BTreeSet<String>>> = BTreeMap::new();
     for (kind, frame) in wire {
@@ -80,6 +73,15 @@ pub(super) fn references(
         });
     }
     out
+}
+
+/// Whether a string reads as an id: one word carrying a number (`<id:3>` as fixtures mask one,
+/// `msg_mock_1`, `item-2`, `sess-1`). Words of a catalogue (`low`, `medium`) and free text are
+/// not.
+fn id_like(s: &str) -> bool {
+    s.len() <= 80
+        && !s.contains(char::is_whitespace)
+        && (s.contains("<id:") || s.chars().any(|c| c.is_ascii_digit()))
 }
 
 /// Whole numbers or fractions, and (over two or more) how they go.
