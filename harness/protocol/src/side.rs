@@ -24,6 +24,18 @@ pub struct FakeLine {
     pub seq: Option<u64>,
 }
 
+/// A run's runtime in its ledger: the first process that registered as one (a helper it
+/// spawned registers as a grandchild on the same ledger).
+pub fn runtime_pid(lines: &[FakeLine]) -> Option<i32> {
+    lines.iter().find_map(|l| match l.event {
+        FakeEvent::Register {
+            role: Role::Runtime,
+            ..
+        } => Some(l.pid),
+        _ => None,
+    })
+}
+
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Role {

@@ -1,7 +1,7 @@
 //! `expect.*`: what the scenario says this run must end in — start rejection, stop reason,
 //! diagnostic (or upstream code), output, job status, teardown rung.
 
-use conform_protocol::side::{FakeEvent, Role};
+use conform_protocol::side::FakeEvent;
 use conform_protocol::subject::Mode;
 use conform_protocol::vocab::TeardownRung;
 
@@ -107,13 +107,7 @@ pub fn judge(scenario: &Scenario, mode: Mode, obs: &Observed, f: &mut Vec<Findin
 
 /// Which rung of the teardown ladder ended the runtime process, from its own ledger.
 pub fn teardown_rung(obs: &Observed) -> Option<TeardownRung> {
-    let runtime_pid = obs.fake.iter().find_map(|l| match &l.event {
-        FakeEvent::Register {
-            role: Role::Runtime,
-            ..
-        } => Some(l.pid),
-        _ => None,
-    })?;
+    let runtime_pid = conform_protocol::side::runtime_pid(&obs.fake)?;
     let mine = || obs.fake.iter().filter(move |l| l.pid == runtime_pid);
     let term = mine().find_map(|l| match &l.event {
         FakeEvent::Signal { signal, action } if signal == "SIGTERM" => Some(action.clone()),

@@ -7,7 +7,7 @@
 //! its scenario says the provider may cut off (`may_cut`, with the reason).
 
 use conform_protocol::script::Step;
-use conform_protocol::side::{FakeEvent, Role};
+use conform_protocol::side::FakeEvent;
 
 use super::{Check, Finding};
 use crate::run::Observed;
@@ -105,13 +105,7 @@ pub fn recorded_wire(scenario: &Scenario, obs: &Observed, f: &mut Vec<Finding>) 
 
 /// The run's runtime: the first process that registered as one.
 fn runtime_pid(obs: &Observed) -> Option<i32> {
-    obs.fake.iter().find_map(|l| match l.event {
-        FakeEvent::Register {
-            role: Role::Runtime,
-            ..
-        } => Some(l.pid),
-        _ => None,
-    })
+    conform_protocol::side::runtime_pid(&obs.fake)
 }
 
 /// The script ended: its last step was played, or one that ends the process itself, or every
@@ -180,6 +174,7 @@ fn how_it_ended(obs: &Observed, pid: i32) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use conform_protocol::side::Role;
     use conform_protocol::side::{Direction, FakeLine};
 
     fn line(pid: i32, event: FakeEvent) -> FakeLine {

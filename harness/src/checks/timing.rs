@@ -12,7 +12,7 @@
 //! subject's own threads spent waiting for a CPU (their run-queue delay) is the machine's: a
 //! finding it explains is load-suspect, an advisory.
 
-use conform_protocol::side::{Direction, FakeEvent, Role};
+use conform_protocol::side::{Direction, FakeEvent};
 use conform_protocol::vocab::Provider;
 use serde_json::Value;
 
@@ -79,13 +79,7 @@ struct Wait {
 /// EOF (`shutdownTimeoutMs`).
 fn ladder_waits(scenario: &Scenario, obs: &Observed) -> Vec<Wait> {
     let lines = || obs.fake.iter().zip(&obs.fake_at_ms);
-    let Some(pid) = lines().find_map(|(l, _)| match l.event {
-        FakeEvent::Register {
-            role: Role::Runtime,
-            ..
-        } => Some(l.pid),
-        _ => None,
-    }) else {
+    let Some(pid) = conform_protocol::side::runtime_pid(&obs.fake) else {
         return Vec::new();
     };
     let first = |is: &dyn Fn(&FakeEvent) -> bool| {
@@ -244,6 +238,7 @@ mod tests {
     use serde_json::json;
 
     use super::*;
+    use conform_protocol::side::Role;
 
     const PID: i32 = 7;
 

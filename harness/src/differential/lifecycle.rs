@@ -36,11 +36,14 @@ impl Ending {
     /// Read from a run's ledger and when each line arrived (ms); `None` when the ledger holds
     /// no sign of an end at all (a run cut off by its deadline).
     pub fn of(lines: &[FakeLine], at_ms: &[u64]) -> Option<Ending> {
+        // The runtime's own lines: a helper it spawned registers and exits on the same ledger.
+        let runtime = conform_protocol::side::runtime_pid(lines);
+        let own = |l: &FakeLine| runtime.is_none_or(|pid| l.pid == pid);
         // The provider's steps, each by its first arrival (a group's SIGTERM reaches a proxy
         // twice: directly and forwarded).
         let mut steps: Vec<(String, u64)> = Vec::new();
         let mut exit = None;
-        for (line, &ms) in lines.iter().zip(at_ms) {
+        for (line, &ms) in lines.iter().zip(at_ms).filter(|(l, _)| own(l)) {
             let step = match &line.event {
                 FakeEvent::Eof => "stdin-eof".to_owned(),
                 FakeEvent::Signal { signal, .. } => signal.clone(),
@@ -131,6 +134,7 @@ fn bucket(ms: u64) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use conform_protocol::side::Role;
 
     fn line(event: FakeEvent) -> FakeLine {
         FakeLine {
@@ -177,6 +181,37 @@ mod tests {
             Ending::describe(&e.frame()),
             "outlives stdin-eof, then ends signal-SIGTERM (under-1s)"
         );
+    }
+
+    #[test]
+    fn a_helper_the_runtime_spawned_is_not_the_runtime() {
+        let register = |pid, role| FakeLine {
+            pid,
+            ..line(FakeEvent::Register {
+                role,
+                ppid: 1,
+                pgid: 1,
+                sid: 1,
+                start_time: 0,
+                stdio: Vec::new(),
+                args: Vec::new(),
+                cwd: String::new(),
+            })
+        };
+        let helper_exit = FakeLine {
+            pid: 8,
+            ..exit(Some(3), None)
+        };
+        let runtime = |l: FakeLine| FakeLine { pid: 7, ..l };
+        let lines = [
+            register(7, Role::Runtime),
+            register(8, Role::Grandchild),
+            helper_exit,
+            runtime(line(FakeEvent::Eof)),
+            runtime(exit(Some(0), None)),
+        ];
+        let e = Ending::of(&lines, &[0, 1, 2, 10, 20]).unwrap();
+        assert_eq!((e.how.as_str(), e.within.as_str()), ("exit-0", "under-1s"));
     }
 
     #[test]
