@@ -167,6 +167,8 @@ pub struct ReportArgs {
     /// Write the merged JUnit XML report here.
     #[arg(long)]
     pub junit: Option<PathBuf>,
+    #[command(flatten)]
+    pub output: OutputArgs,
 }
 
 #[derive(Debug, Subcommand)]
@@ -471,4 +473,29 @@ pub struct RunArgs {
     /// server, no network).
     #[arg(long, value_name = "DIR")]
     pub html: Option<PathBuf>,
+    /// Which cases get a line on stderr as they end (`FAIL [ 1.2s] id (mode) [check] …`):
+    /// `none`, `fail`, `pass` (passes too) or `all` (skips too).
+    #[arg(long, value_enum, default_value_t, value_name = "LEVEL")]
+    pub status_level: crate::report::style::StatusLevel,
+    #[command(flatten)]
+    pub output: OutputArgs,
+}
+
+/// How the terminal shows a report, in nextest's spirit: the causes of failure first, then
+/// each failure's detail (when `--failure-output` says), the closing list and the counts.
+#[derive(Debug, Clone, Args)]
+pub struct OutputArgs {
+    /// Colour: `auto` (on a terminal, unless NO_COLOR is set to something or TERM is dumb),
+    /// `always` or `never`.
+    #[arg(long, value_enum, default_value_t, value_name = "WHEN")]
+    pub color: crate::report::style::ColorChoice,
+    /// When a failure's detail is printed: `final` (in the report at the end), `immediate`
+    /// (`conform run`: on stderr under its status line), `immediate-final` or `never` (the
+    /// causes and the names say what failed; --json and --html keep every detail).
+    #[arg(long, value_enum, default_value_t, value_name = "WHEN")]
+    pub failure_output: crate::report::style::FailureOutput,
+    /// What the report's closing list names: `none`, `fail` (the failed and known cases),
+    /// `skip` (and why cases were skipped) or `all` (every case, one row each).
+    #[arg(long, value_enum, default_value_t, value_name = "LEVEL")]
+    pub final_status_level: crate::report::style::FinalStatusLevel,
 }

@@ -170,6 +170,48 @@ fn cases(report: &serde_json::Value) -> Vec<(String, String, String, String, Vec
         .collect()
 }
 
+/// What must be equal between a merged report's terminal output and the unpartitioned run's:
+/// the causes, the matrix, the failures by name, the skip reasons and the counts (each run's
+/// own ids, pids, paths and times aside).
+fn terminal_sections(out: &str) -> Vec<String> {
+    let causes = out
+        .split("\nsubject: ")
+        .next()
+        .unwrap_or_default()
+        .to_owned();
+    let matrix: String = out
+        .lines()
+        .filter(|l| l.starts_with('│') || l.starts_with('┌') || l.starts_with('└'))
+        .collect::<Vec<_>>()
+        .join("\n");
+    let block = |head: &str| {
+        out.find(head)
+            .map(|at| {
+                out[at..]
+                    .split("\n\n")
+                    .next()
+                    .unwrap_or_default()
+                    .to_owned()
+            })
+            .unwrap_or_default()
+    };
+    let counts = out
+        .lines()
+        .last()
+        .unwrap_or_default()
+        .split(" in ")
+        .next()
+        .unwrap_or_default()
+        .to_owned();
+    vec![
+        causes,
+        matrix,
+        block(" case(s) failed"),
+        block("\nskipped:\n"),
+        counts,
+    ]
+}
+
 fn json_of(path: &std::path::Path) -> serde_json::Value {
     serde_json::from_slice(&std::fs::read(path).unwrap()).unwrap()
 }
@@ -192,8 +234,9 @@ fn three_shards_merged_equal_the_unpartitioned_run() {
     let mut whole = select.to_vec();
     let all = at("all.json");
     whole.extend(["--json", all.to_str().unwrap()]);
-    let (code, out, _) = run(&whole);
-    assert_eq!(code, Some(1), "{out}");
+    let (code, whole_out, _) = run(&whole);
+    assert_eq!(code, Some(1), "{whole_out}");
+    assert!(whole_out.contains(" cause(s) of "), "{whole_out}");
     let mut shards = Vec::new();
     for kind in ["count", "hash"] {
         shards.clear();
@@ -223,6 +266,14 @@ fn three_shards_merged_equal_the_unpartitioned_run() {
                 .unwrap()
         };
         assert_eq!(out.status.code(), Some(1), "{}", stdout(&out));
+        // `report merge` prints what `run` printed.
+        let printed = stdout(&out);
+        assert_eq!(
+            terminal_sections(&printed),
+            terminal_sections(&whole_out),
+            "{kind}: the merged terminal report\n{printed}\n---\n{whole_out}"
+        );
+        assert!(printed.contains("(merged from 3 shards)"), "{printed}");
         let (m, a) = (json_of(&merged), json_of(&all));
         assert_eq!(cases(&m), cases(&a), "{kind}: merged cases differ");
         assert_eq!(m["exitCode"], a["exitCode"]);

@@ -1776,7 +1776,13 @@ fn failures_are_grouped_by_cause_before_any_detail_and_the_json_agrees() {
     assert!(causes_at < first_detail, "{out}");
     assert!(
         out.contains(
-            "  1. 10 run(s) · codex · success\n     [expect.start-error] start was rejected unexpectedly: \"…\": \"…\"\n     [expect.stop-reason] no result was reported\n"
+            "  1. 10 run(s) · codex · success\n     [expect.start-error] start was rejected unexpectedly: \"…\": \"…\"\n       requirement (record): seed 000 and seed 001: start publishes only after the handshake"
+        ),
+        "{out}"
+    );
+    assert!(
+        out.contains(
+            "\n     [expect.stop-reason] no result was reported\n       requirement (record): seed 000 (ACP stop reasons"
         ),
         "{out}"
     );
@@ -1803,9 +1809,11 @@ fn failures_are_grouped_by_cause_before_any_detail_and_the_json_agrees() {
 }
 
 #[test]
-fn hundreds_of_failures_read_as_causes_then_three_lines_each() {
+fn hundreds_of_failures_read_as_causes_then_a_line_each() {
     // A host that throws on a method it has no handler for fails most of the Codex catalog:
-    // the log opens on the causes, then gives each failed run three lines, not a transcript.
+    // the report opens on the causes, each with its requirement and its first run in full,
+    // then names every failed run in one line; each failure's own line came on stderr as it
+    // happened.
     let subject = defective(&["codex-strict-notifications"]);
     let (code, out, err) = run(&["--filter", "codex/", "--subject", &subject]);
     assert_eq!(code, Some(1), "{out}\n{err}");
@@ -1815,20 +1823,42 @@ fn hundreds_of_failures_read_as_causes_then_three_lines_each() {
         .and_then(|l| l.split(" passed, ").nth(1)?.split(' ').next()?.parse().ok())
         .expect(&out);
     assert!(failed > 200, "{out}");
-    let causes = out.find(" cause(s) of ").expect(&out);
-    let pointer = out
-        .find(" failed runs: each below shows its first failed check")
-        .expect(&out);
-    assert!(causes < pointer, "{out}");
-    assert!(!out.contains("subject transcript (run "), "{out}");
-    // The header and matrix, the causes, three lines a failure, one a name, the counts.
-    assert!(
-        out.lines().count() < 5 * failed,
-        "{} lines",
-        out.lines().count()
+    let opening = out.lines().next().unwrap_or_default();
+    let (causes, rest) = opening.split_once(' ').expect(&out);
+    assert!(causes.parse::<usize>().is_ok(), "{out}");
+    assert_eq!(
+        rest,
+        format!("cause(s) of {failed} failed run(s), largest first (a run can fail for several):")
     );
+    assert_eq!(
+        err.lines().filter(|l| l.starts_with("FAIL [")).count(),
+        failed,
+        "{err}"
+    );
+    // The largest cause's first run, in full, under it; no other run's transcript.
+    let first_run = out
+        .find("     its first run:\n       ━━ codex/")
+        .expect(&out);
+    assert!(first_run < out.find("subject: ").expect(&out), "{out}");
+    assert!(out.contains("       requirement ("), "{out}");
+    let pointer = out
+        .find(" failed run(s): each cause above shows its first run in full")
+        .expect(&out);
+    let named = out
+        .find(&format!("\n{failed} case(s) failed:\n"))
+        .expect(&out);
+    assert!(pointer < named, "{out}");
     assert!(
-        out.contains("━━ codex/success/final-answer (foreground) — a completed turn answers with its final_answer message; commentary is never shown\n  ✗ [wire.violation] the runtime saw a protocol violation: stdin closed while the script expected `turn/start` (and 4 more check(s))\n    requirement ("),
+        out.contains("\n  ✗ codex/success/final-answer (foreground) [wire.violation]\n"),
         "{out}"
+    );
+    // On both streams together: two lines a failure (its status line, its name), at most 50 a
+    // cause (patterns, requirements, runs, its first run cut at 40 lines), and the header,
+    // matrix and counts.
+    let causes: usize = causes.parse().unwrap();
+    let lines = out.lines().count() + err.lines().count();
+    assert!(
+        lines < 2 * failed + 50 * causes + 100,
+        "{lines} lines for {failed} failures of {causes} causes"
     );
 }

@@ -23,9 +23,16 @@ pub fn exec(args: ReportArgs) -> Result<ExitCode, Error> {
         let xml = report::junit_from_json(&merged)?;
         ReportFile::open(path)?.write(xml.as_bytes())?;
     }
-    out(&terminal::escape_controls(&report::summary_from_json(
-        &merged,
-    )))?;
+    let shape = report::human::Shape {
+        verbose: false,
+        failure_output: args.output.failure_output,
+        final_status_level: args.output.final_status_level,
+    };
+    let paint = report::style::Paint {
+        on: report::style::colour_for(args.output.color, &std::io::stdout()),
+    };
+    // What `conform run` prints of one run, of the shards' merged.
+    out(&paint.report(&terminal::escape_controls(&report::human(&merged, shape))))?;
     Ok(code(
         merged["exitCode"].as_i64().unwrap_or(exit::ERROR as i64) as i32,
     ))

@@ -7,6 +7,7 @@ use std::process::ExitCode;
 use crate::cli::RunArgs;
 use crate::cmd::output::{ReportFile, out};
 use crate::cmd::{Error, code};
+use crate::report::style::{self, Paint};
 use crate::report::{self, terminal};
 use crate::suite::{self, SuiteReport, baseline};
 
@@ -48,13 +49,28 @@ pub fn exec(args: RunArgs) -> Result<ExitCode, Error> {
         args.junit.as_deref(),
         args.write_baseline.as_deref(),
     ])?;
-    let verbose = args.settings.verbose;
+    let shape = report::human::Shape {
+        verbose: args.settings.verbose,
+        failure_output: args.output.failure_output,
+        final_status_level: args.output.final_status_level,
+    };
+    let live = report::live::LiveOptions {
+        status_level: args.status_level,
+        failure_output: args.output.failure_output,
+        paint: Paint {
+            on: style::colour_for(args.output.color, &std::io::stderr()),
+        },
+    };
+    let stdout_paint = Paint {
+        on: style::colour_for(args.output.color, &std::io::stdout()),
+    };
     let opts = suite::Options {
         added: args.select.added,
         filters: args.select.filter,
         partition: args.partition,
         settings: args.settings,
         progress: std::io::stderr().is_terminal(),
+        observer: Some(std::sync::Arc::new(report::live::Live::new(live))),
         interrupt,
         ..suite::Options::new(
             crate::catalog::or_default(args.select.scenarios, "scenarios")?,
@@ -68,15 +84,22 @@ pub fn exec(args: RunArgs) -> Result<ExitCode, Error> {
     if let Some(file) = baseline_file {
         file.write(baseline::write(&report).as_bytes())?;
     }
-    // Subject text is shown on a terminal: escaped. The JSON and JUnit reports are exact.
-    let shown = out(&terminal::escape_controls(&report::human(&report, verbose)));
-    write_reports(&report, json_file, junit_file)?;
+    // Every report is read from the JSON one (`conform report merge` prints the same).
+    let json = report::json(&report);
+    let read = if shape.verbose {
+        report::json::with_passing_details(json.clone(), &report)
+    } else {
+        json.clone()
+    };
+    // Subject text is shown on a terminal: escaped (then coloured, by us alone). The JSON and
+    // JUnit reports are exact.
+    let shown = out(&stdout_paint.report(&terminal::escape_controls(&report::human(&read, shape))));
+    write_reports(&report, &json, json_file, junit_file)?;
     if let Some(dir) = &args.html {
-        let page =
-            report::html::write(dir, &report::json(&report)).map_err(|source| Error::Write {
-                path: dir.clone(),
-                source,
-            })?;
+        let page = report::html::write(dir, &json).map_err(|source| Error::Write {
+            path: dir.clone(),
+            source,
+        })?;
         eprintln!("html report: {}", page.display());
     }
     shown.map(|()| code(report.exit_code()))
@@ -85,11 +108,12 @@ pub fn exec(args: RunArgs) -> Result<ExitCode, Error> {
 /// The machine-readable reports, where asked for.
 fn write_reports(
     report: &SuiteReport,
+    json_report: &serde_json::Value,
     json: Option<ReportFile>,
     junit: Option<ReportFile>,
 ) -> Result<(), Error> {
     if let Some(file) = json {
-        let text = serde_json::to_string_pretty(&report::json(report)).expect("json");
+        let text = serde_json::to_string_pretty(json_report).expect("json");
         file.write(text.as_bytes())?;
     }
     if let Some(file) = junit {

@@ -24,7 +24,13 @@ pub struct Failed {
 /// the run ([`mask`]).
 pub fn patterns(c: &crate::suite::CaseReport) -> Vec<(String, String)> {
     let e = &c.scenario.file.expect;
-    let mut own = vec![c.scenario.id.as_str(), c.scenario.label()];
+    // The id also names the case's snapshot files (`acp__stop__refusal@background.snap`).
+    let file_stem = c.scenario.id.replace('/', "__");
+    let mut own = vec![
+        file_stem.as_str(),
+        c.scenario.id.as_str(),
+        c.scenario.label(),
+    ];
     own.extend(
         [&e.start_error, &e.diagnostic, &e.output]
             .into_iter()

@@ -1,12 +1,10 @@
-//! The JSON report (exact: subject texts are not escaped) and the human summary of a merged
-//! one.
-
-use std::fmt::Write as _;
+//! The JSON report (exact: subject texts are not escaped): what every other report is read
+//! from.
 
 use serde_json::json;
 
 use crate::report::bound;
-use crate::report::human::{case_detail, indent};
+use crate::report::detail::case_detail;
 use crate::run::Observed;
 use crate::suite::{SuiteReport, Verdict};
 
@@ -88,6 +86,9 @@ fn case_json(report: &SuiteReport, i: usize, c: &crate::suite::CaseReport) -> se
         "advisories": c.advisories.iter().map(finding_json).collect::<Vec<_>>(),
         // Run again alone at the end of the suite, and what that showed (`None`: not run again).
         "rerunAlone": c.rerun,
+        // What became of a differing or missing snapshot (written, pending, or why not).
+        "snapshotNote": c.snapshot,
+        "upstream": upstream_json(c),
         "elapsedMs": c.obs.as_ref().map(|o| o.elapsed.as_millis() as u64),
         // What the snapshot holds (job ids masked): runs compare across reports.
         "modelVisible": c.obs.as_ref().map(|o| bound::cut(&crate::snapshot::render(o), bound::DETAIL_BYTES)),
@@ -127,108 +128,31 @@ fn finding_json(f: &crate::checks::Finding) -> serde_json::Value {
         "level": f.level.as_str(), "source": f.source})
 }
 
-/// The header's `catalog:` line: the catalog that judged the run, or that a merge's shards
-/// disagree (`None`: shards written before reports named their catalog name none).
-fn catalog_line(report: &serde_json::Value) -> Option<String> {
-    if let Some(digest) = report["catalog"].as_str() {
-        return Some(format!("catalog: {digest}"));
-    }
-    let shards_name_one = report["shards"]
-        .as_array()
-        .into_iter()
-        .flatten()
-        .any(|s| s["catalog"].is_string());
-    shards_name_one.then(|| "catalog: the shards ran different ones".to_owned())
+/// An upstream code newer than the subject's pin, and the category the subject showed for it.
+fn upstream_json(c: &crate::suite::CaseReport) -> Option<serde_json::Value> {
+    let code = c.scenario.file.expect.upstream_code.as_ref()?;
+    let obs = c.obs.as_ref()?;
+    let diag = obs.result.as_ref().and_then(|r| r.diagnostic.as_deref());
+    let shown = crate::checks::upstream_mapping(diag).unwrap_or_else(|| "(none)".into());
+    let note = match shown.as_str() {
+        s if s == code => "known",
+        "unknown" => "mapped to unknown",
+        _ => "mapped to another category",
+    };
+    Some(json!({"code": code, "shown": shown, "note": note}))
 }
 
-/// The human form of a merged report (`conform report merge`): each failed case's block, the
-/// suite's own findings, stale baseline entries, and the counts.
-pub fn summary_from_json(report: &serde_json::Value) -> String {
-    let text = |v: &serde_json::Value| v.as_str().unwrap_or_default().to_owned();
-    let mut out = String::new();
-    let _ = writeln!(out, "subject: {}", text(&report["subject"]));
-    if let Some(line) = catalog_line(report) {
-        let _ = writeln!(out, "{line}");
-    }
-    for s in report["shards"].as_array().into_iter().flatten() {
-        let _ = writeln!(
-            out,
-            "  shard {} ({}): exit {}, {:.1} s",
-            text(&s["partition"]),
-            text(&s["file"]),
-            s["exitCode"],
-            s["elapsedMs"].as_u64().unwrap_or_default() as f64 / 1000.0
-        );
-    }
-    let cases = report["cases"].as_array().cloned().unwrap_or_default();
-    for c in cases.iter().filter(|c| c["verdict"] == "fail") {
-        out.push_str(&text(&c["detail"]));
-    }
-    let stragglers: Vec<String> = report["stragglers"]
-        .as_array()
-        .into_iter()
-        .flatten()
-        .map(text)
-        .collect();
-    if !stragglers.is_empty() {
-        let _ = writeln!(
-            out,
-            "\nprocesses left behind after the suite (killed): {}",
-            stragglers.join(", ")
-        );
-    }
-    let findings = report["findings"].as_array().cloned().unwrap_or_default();
-    if !findings.is_empty() {
-        let _ = writeln!(out, "\n━━ the suite");
-        for f in &findings {
-            let _ = writeln!(
-                out,
-                "  ✗ [{}] {}",
-                text(&f["check"]),
-                indent(&text(&f["message"]), "    ")
-            );
+/// A verbose run's report also holds each passing observed case's block (`-v` prints it).
+pub fn with_passing_details(
+    mut report: serde_json::Value,
+    suite: &SuiteReport,
+) -> serde_json::Value {
+    if let Some(cases) = report["cases"].as_array_mut() {
+        for (v, c) in cases.iter_mut().zip(&suite.cases) {
+            if v["detail"].is_null() && c.obs.is_some() {
+                v["detail"] = case_detail(c).into();
+            }
         }
     }
-    let baseline = &report["baseline"];
-    if !baseline.is_null() {
-        let entries = baseline["entries"].as_array().cloned().unwrap_or_default();
-        let count = |s: &str| entries.iter().filter(|e| e["status"] == s).count();
-        let _ = writeln!(
-            out,
-            "\nbaseline {}: {} entr(ies) matched a failure, {} stale, {} not run",
-            text(&baseline["file"]),
-            count("matched"),
-            count("stale"),
-            count("not-run")
-        );
-        for e in entries.iter().filter(|e| e["status"] == "stale") {
-            let _ = writeln!(
-                out,
-                "  ✗ stale: {}:{}: `{}` — {} (delete the entry)",
-                text(&baseline["file"]),
-                e["line"],
-                text(&e["id"]),
-                text(&e["why"])
-            );
-        }
-        if let Some(warning) = baseline["catalogWarning"].as_str() {
-            let _ = writeln!(out, "{warning}");
-        }
-    }
-    let count = |v: &str| cases.iter().filter(|c| c["verdict"] == v).count();
-    let _ = writeln!(
-        out,
-        "\n{} passed, {} failed, {}{} skipped in {:.1} s (merged from {} shards)",
-        count("pass"),
-        count("fail"),
-        if baseline.is_null() {
-            String::new()
-        } else {
-            format!("{} known, ", count("known"))
-        },
-        count("skip") + count("interrupted"),
-        report["elapsedMs"].as_u64().unwrap_or_default() as f64 / 1000.0,
-        report["shards"].as_array().map_or(0, Vec::len),
-    );
-    out
+    report
 }

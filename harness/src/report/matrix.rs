@@ -4,10 +4,6 @@
 
 use std::collections::BTreeMap;
 
-use conform_protocol::vocab::Provider;
-
-use crate::suite::{CaseReport, Verdict};
-
 /// The counts of one cell.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct Counts {
@@ -19,13 +15,14 @@ pub struct Counts {
 }
 
 impl Counts {
-    fn add(&mut self, verdict: &Verdict) {
+    /// A case of this verdict, as the JSON report names it.
+    fn add(&mut self, verdict: &str) {
         match verdict {
-            Verdict::Pass => self.passed += 1,
-            Verdict::Fail => self.failed += 1,
-            Verdict::Known(_) => self.known += 1,
-            Verdict::Skip(_) => self.skipped += 1,
-            Verdict::Interrupted(_) => self.interrupted += 1,
+            "pass" => self.passed += 1,
+            "fail" => self.failed += 1,
+            "known" => self.known += 1,
+            "skip" => self.skipped += 1,
+            _ => self.interrupted += 1,
         }
     }
 
@@ -62,20 +59,21 @@ pub fn family(id: &str) -> &str {
 
 /// Every case counted by family and provider; families in the order of their first case.
 pub struct Matrix {
-    pub providers: Vec<Provider>,
-    pub rows: Vec<(String, BTreeMap<Provider, Counts>)>,
+    pub providers: Vec<String>,
+    pub rows: Vec<(String, BTreeMap<String, Counts>)>,
 }
 
 impl Matrix {
-    pub fn of(cases: &[CaseReport]) -> Matrix {
-        let mut providers: Vec<Provider> = Vec::new();
-        let mut rows: Vec<(String, BTreeMap<Provider, Counts>)> = Vec::new();
+    /// The matrix of a JSON report's cases (one run's, or shards' merged).
+    pub fn of_json(cases: &[serde_json::Value]) -> Matrix {
+        let mut providers: Vec<String> = Vec::new();
+        let mut rows: Vec<(String, BTreeMap<String, Counts>)> = Vec::new();
         for c in cases {
-            let provider = c.scenario.file.provider;
+            let provider = c["provider"].as_str().unwrap_or_default().to_owned();
             if !providers.contains(&provider) {
-                providers.push(provider);
+                providers.push(provider.clone());
             }
-            let family = family(&c.scenario.id);
+            let family = family(c["id"].as_str().unwrap_or_default());
             let at = match rows.iter().position(|(f, _)| f == family) {
                 Some(i) => i,
                 None => {
@@ -83,7 +81,11 @@ impl Matrix {
                     rows.len() - 1
                 }
             };
-            rows[at].1.entry(provider).or_default().add(&c.verdict);
+            rows[at]
+                .1
+                .entry(provider)
+                .or_default()
+                .add(c["verdict"].as_str().unwrap_or_default());
         }
         // Special families last, as the catalog lists them.
         rows.sort_by_key(|(f, _)| matches!(f.as_str(), "isolation" | "peers"));

@@ -3,14 +3,17 @@
 
 pub mod bound;
 pub mod causes;
+pub mod detail;
 pub mod html;
 pub mod human;
 pub mod json;
 pub mod junit;
+pub mod live;
 pub mod matrix;
 pub mod merge;
+pub mod style;
 pub mod terminal;
 
 pub use human::human;
-pub use json::{json, summary_from_json};
+pub use json::json;
 pub use junit::{junit, junit_from_json};

@@ -33,6 +33,9 @@ pub struct Options {
     pub partition: Option<partition::Partition>,
     pub settings: Settings,
     pub progress: bool,
+    /// Told of each case as it ends, with the progress bar to print above (`conform run`'s
+    /// status lines); none for the harness's other commands.
+    pub observer: Option<Arc<dyn CaseObserver>>,
     /// A differing snapshot may leave a pending `.snap.new` (insta's rules decide); off for
     /// generated variants of a scenario, which must match its stored snapshot as they are.
     pub pending_snapshots: bool,
@@ -59,12 +62,20 @@ impl Options {
             partition: None,
             settings: Settings::default(),
             progress: false,
+            observer: None,
             pending_snapshots: true,
             interrupt: crate::proc::interrupt::never(),
             keep_ledgers: false,
             only_mode: None,
         }
     }
+}
+
+/// What hears of each case as it ends: the suite runs and judges, a reporter says so (the
+/// executor reports, the dispatcher owns state).
+pub trait CaseObserver: Send + Sync {
+    /// `case` has its verdict; `bar` is the suite's progress bar (hidden off a terminal).
+    fn ended(&self, case: &CaseReport, bar: &indicatif::ProgressBar);
 }
 
 #[derive(Debug, thiserror::Error)]

@@ -43,7 +43,7 @@ pub async fn alone(
     );
     let one = Arc::new(Semaphore::new(1));
     for unit in again {
-        let hidden = indicatif::ProgressBar::hidden();
+        let hidden = super::schedule::Progress::hidden();
         let alone = run_unit(ctx.clone(), one.clone(), hidden, unit.clone(), judging()).await;
         for (index, second) in alone {
             let Some((_, first)) = reports.iter_mut().find(|(i, _)| *i == index) else {

@@ -258,7 +258,10 @@ async fn run_units(
     units: Vec<Vec<Case>>,
     cases: usize,
 ) -> Vec<(usize, CaseReport)> {
-    let bar = progress_bar(cases, opts.progress);
+    let live = Arc::new(Progress {
+        bar: progress_bar(cases, opts.progress),
+        observer: opts.observer.clone(),
+    });
     let limit = Arc::new(Semaphore::new(opts.settings.jobs.max(1)));
     let mut set = JoinSet::new();
     let mut reports = Vec::new();
@@ -269,15 +272,17 @@ async fn run_units(
             .find_map(|(_, s, mode)| skip_reason(ctx, caps, s, *mode));
         if let Some(reason) = skip {
             for (index, s, mode) in unit {
-                bar.inc(1);
-                reports.push((index, skipped(s, mode, reason.clone())));
+                live.bar.inc(1);
+                let report = skipped(s, mode, reason.clone());
+                live.ended(&report);
+                reports.push((index, report));
             }
             continue;
         }
         set.spawn(run_unit(
             ctx.clone(),
             limit.clone(),
-            bar.clone(),
+            live.clone(),
             unit,
             judging(opts),
         ));
@@ -288,9 +293,31 @@ async fn run_units(
             Err(e) => std::panic::resume_unwind(e.into_panic()),
         }
     }
-    bar.finish_and_clear();
+    live.bar.finish_and_clear();
     reports.sort_by_key(|(i, _)| *i);
     reports
+}
+
+/// The suite's progress bar, and who hears of each case as it ends.
+pub(super) struct Progress {
+    pub bar: indicatif::ProgressBar,
+    pub observer: Option<Arc<dyn super::CaseObserver>>,
+}
+
+impl Progress {
+    /// For runs the user does not watch (a case run again alone).
+    pub fn hidden() -> Arc<Progress> {
+        Arc::new(Progress {
+            bar: indicatif::ProgressBar::hidden(),
+            observer: None,
+        })
+    }
+
+    fn ended(&self, case: &CaseReport) {
+        if let Some(o) = &self.observer {
+            o.ended(case, &self.bar);
+        }
+    }
 }
 
 /// How the suite's options judge and keep each case.
@@ -309,7 +336,7 @@ fn judging(opts: &Options) -> Judging {
 pub(super) async fn run_unit(
     ctx: Arc<Ctx>,
     limit: Arc<Semaphore>,
-    bar: indicatif::ProgressBar,
+    live: Arc<Progress>,
     unit: Vec<Case>,
     judging: Judging,
 ) -> Vec<(usize, CaseReport)> {
@@ -321,8 +348,10 @@ pub(super) async fn run_unit(
             return unit
                 .into_iter()
                 .map(|(index, s, mode)| {
-                    bar.inc(1);
-                    (index, interrupted(s, mode, signo))
+                    live.bar.inc(1);
+                    let report = interrupted(s, mode, signo);
+                    live.ended(&report);
+                    (index, report)
                 })
                 .collect();
         }
@@ -330,7 +359,7 @@ pub(super) async fn run_unit(
     let grouped = unit.len() > 1 || group_of(&unit[0].1).is_some();
     let board = Board::new();
     let runs = unit.iter().map(|(_, s, mode)| {
-        let (ctx, bar) = (&ctx, &bar);
+        let (ctx, bar) = (&ctx, &live.bar);
         let membership = grouped.then(|| Membership {
             board: board.clone(),
             member: member_name(s).to_owned(),
@@ -350,13 +379,16 @@ pub(super) async fn run_unit(
             .into_iter()
             .zip(observed)
             .map(|((index, s, mode), obs)| {
-                bar.inc(1);
+                live.bar.inc(1);
                 let report = judge(&s, mode, obs, j);
                 (index, report)
             })
             .collect();
         if grouped {
             isolation(&mut done, j.strictness);
+        }
+        for (_, r) in &done {
+            live.ended(r);
         }
         if let Some((peers, _)) = &ctx.peers {
             for (_, r) in &done {
@@ -448,8 +480,10 @@ fn progress_bar(len: usize, enabled: bool) -> indicatif::ProgressBar {
     }
     let bar = indicatif::ProgressBar::new(len as u64);
     bar.set_style(
-        indicatif::ProgressStyle::with_template("{bar:30} {pos}/{len} {elapsed} {wide_msg}")
-            .expect("template"),
+        indicatif::ProgressStyle::with_template(
+            "{bar:30} {pos}/{len} {elapsed} {prefix} {wide_msg}",
+        )
+        .expect("template"),
     );
     bar
 }

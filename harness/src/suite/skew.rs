@@ -54,7 +54,7 @@ pub async fn hint(
             let mut speaking = (*scenario).clone();
             speaking.script.product_version = Some(version.to_owned());
             let case = (i, Arc::new(speaking), mode);
-            let hidden = indicatif::ProgressBar::hidden();
+            let hidden = super::schedule::Progress::hidden();
             let again = run_unit(ctx.clone(), one.clone(), hidden, vec![case], judging()).await;
             if !again
                 .iter()
