@@ -1,5 +1,6 @@
 //! `conform run`: the suite against a subject, the baseline applied to what it found, and the
-//! reports written (the human one on stdout; JSON, JUnit and a new baseline where asked).
+//! reports written (the human one on stdout; JSON, JUnit and a new baseline where asked), each
+//! compared with a previous run's where asked (`--compare`).
 
 use std::io::IsTerminal;
 use std::process::ExitCode;
@@ -23,6 +24,11 @@ pub fn exec(args: RunArgs) -> Result<ExitCode, Error> {
         .map(baseline::Baseline::load)
         .transpose()
         .map_err(|e| Error::Usage(e.to_string()))?;
+    let previous = args
+        .compare
+        .as_deref()
+        .map(crate::report::compare::load)
+        .transpose()?;
     // The embedded catalog's folders are a cache named by its digest: never written into.
     if args.settings.accept && args.snapshots.is_none() && crate::catalog::defaults_are_embedded() {
         return Err(Error::Usage(
@@ -68,28 +74,36 @@ pub fn exec(args: RunArgs) -> Result<ExitCode, Error> {
     if let Some(file) = baseline_file {
         file.write(baseline::write(&report).as_bytes())?;
     }
+    let mut json = report::json(&report);
+    let mut human = report::human(&report, verbose);
+    if let Some(previous) = &previous {
+        let comparison = previous
+            .attach_to(&mut json)
+            .map_err(|e| Error::Usage(e.to_string()))?;
+        human.push_str(&comparison.render());
+    }
     // Subject text is shown on a terminal: escaped. The JSON and JUnit reports are exact.
-    let shown = out(&terminal::escape_controls(&report::human(&report, verbose)));
-    write_reports(&report, json_file, junit_file)?;
+    let shown = out(&terminal::escape_controls(&human));
+    write_reports(&report, &json, json_file, junit_file)?;
     if let Some(dir) = &args.html {
-        let page =
-            report::html::write(dir, &report::json(&report)).map_err(|source| Error::Write {
-                path: dir.clone(),
-                source,
-            })?;
+        let page = report::html::write(dir, &json).map_err(|source| Error::Write {
+            path: dir.clone(),
+            source,
+        })?;
         eprintln!("html report: {}", page.display());
     }
     shown.map(|()| code(report.exit_code()))
 }
 
-/// The machine-readable reports, where asked for.
+/// The machine-readable reports, where asked for (`json`: the JSON report's value).
 fn write_reports(
     report: &SuiteReport,
-    json: Option<ReportFile>,
+    json: &serde_json::Value,
+    json_file: Option<ReportFile>,
     junit: Option<ReportFile>,
 ) -> Result<(), Error> {
-    if let Some(file) = json {
-        let text = serde_json::to_string_pretty(&report::json(report)).expect("json");
+    if let Some(file) = json_file {
+        let text = serde_json::to_string_pretty(json).expect("json");
         file.write(text.as_bytes())?;
     }
     if let Some(file) = junit {

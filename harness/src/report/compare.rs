@@ -58,6 +58,15 @@ impl Previous {
         c.file = Some(self.file.clone());
         Ok(c)
     }
+
+    /// Compares `current` with this report and keeps the comparison in it (`comparedWith`:
+    /// the JSON report's, which the page draws).
+    pub fn attach_to(&self, current: &mut Value) -> Result<Comparison, Malformed> {
+        let c = self.compare(current)?;
+        // `compare` found `current` an object: indexing inserts the key.
+        current["comparedWith"] = c.to_json();
+        Ok(c)
+    }
 }
 
 /// One run, `(id, mode)`.
