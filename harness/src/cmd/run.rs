@@ -74,19 +74,22 @@ pub fn exec(args: RunArgs) -> Result<ExitCode, Error> {
     if let Some(file) = baseline_file {
         file.write(baseline::write(&report).as_bytes())?;
     }
-    let mut json = report::json(&report);
+    // The JSON report's value, made once and only where a report or the comparison needs it
+    // (as before `--compare`: a run asking for none makes none).
+    let wanted = json_file.is_some() || args.html.is_some() || previous.is_some();
+    let mut json = wanted.then(|| report::json(&report));
     let mut human = report::human(&report, verbose);
-    if let Some(previous) = &previous {
+    if let (Some(previous), Some(json)) = (&previous, &mut json) {
         let comparison = previous
-            .attach_to(&mut json)
+            .attach_to(json)
             .map_err(|e| Error::Usage(e.to_string()))?;
         human.push_str(&comparison.render());
     }
     // Subject text is shown on a terminal: escaped. The JSON and JUnit reports are exact.
     let shown = out(&terminal::escape_controls(&human));
-    write_reports(&report, &json, json_file, junit_file)?;
-    if let Some(dir) = &args.html {
-        let page = report::html::write(dir, &json).map_err(|source| Error::Write {
+    write_reports(&report, json.as_ref(), json_file, junit_file)?;
+    if let (Some(dir), Some(json)) = (&args.html, &json) {
+        let page = report::html::write(dir, json).map_err(|source| Error::Write {
             path: dir.clone(),
             source,
         })?;
@@ -98,11 +101,11 @@ pub fn exec(args: RunArgs) -> Result<ExitCode, Error> {
 /// The machine-readable reports, where asked for (`json`: the JSON report's value).
 fn write_reports(
     report: &SuiteReport,
-    json: &serde_json::Value,
+    json: Option<&serde_json::Value>,
     json_file: Option<ReportFile>,
     junit: Option<ReportFile>,
 ) -> Result<(), Error> {
-    if let Some(file) = json_file {
+    if let (Some(file), Some(json)) = (json_file, json) {
         let text = serde_json::to_string_pretty(json).expect("json");
         file.write(text.as_bytes())?;
     }
