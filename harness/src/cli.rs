@@ -56,7 +56,9 @@ pub enum Command {
     /// run.
     Upgrade(UpgradeArgs),
     /// Reports: `conform report merge SHARD.json…` joins the JSON reports of the shards of one
-    /// catalog (`--partition k/n`) into one report, one JUnit file and one exit code.
+    /// catalog (`--partition k/n`) into one report, one JUnit file and one exit code; `conform
+    /// report html REPORT.json… -o DIR` draws the page. `--compare PREV.json` compares either
+    /// with a previous report.
     Report(ReportArgs),
     /// Start conform in a host's repository: copy an example host (Node.js or Python) into a
     /// folder as the host's adapter, with `scenarios/` and `snapshots/` for its own cases, and
@@ -169,6 +171,11 @@ pub struct ReportArgs {
     pub junit: Option<PathBuf>,
     #[command(flatten)]
     pub output: OutputArgs,
+    /// Compare with a previous JSON report, as `conform run --compare` does. `merge`: once;
+    /// `html`: repeatable, oldest first — the page then also shows a small history, one row
+    /// per report.
+    #[arg(long, value_name = "PREV.json")]
+    pub compare: Vec<PathBuf>,
 }
 
 #[derive(Debug, Subcommand)]
@@ -479,6 +486,11 @@ pub struct RunArgs {
     pub status_level: crate::report::style::StatusLevel,
     #[command(flatten)]
     pub output: OutputArgs,
+    /// Compare with a previous run's JSON report (`--json`): the terminal adds what failed
+    /// since, what was fixed and the causes that are new, gone, grew or shrank, and the JSON
+    /// and HTML reports carry it (`comparedWith`). Read before anything runs.
+    #[arg(long, value_name = "PREV.json")]
+    pub compare: Option<PathBuf>,
 }
 
 /// How the terminal shows a report, in nextest's spirit: the causes of failure first, then

@@ -337,3 +337,70 @@ fn a_merged_partitioned_run_opens_with_every_shards_cases() {
         "{dom}"
     );
 }
+
+#[test]
+fn the_page_tells_what_changed_since_the_previous_run_with_a_history_and_as_text() {
+    // Hand-made reports (no suite runs): a case fixed, one newly failing with a cause whose
+    // pattern holds markup, and a history of three reports.
+    let Some(browser) = chromium() else { return };
+    let dir = tempfile::tempdir().unwrap();
+    let hostile = "<img src=x onerror=\"document.documentElement.dataset.pwned='img'\">";
+    let report = |when: &str, a: &str, b: &str| {
+        let case = |id: &str, verdict: &str| {
+            serde_json::json!({"id": id, "mode": "foreground", "provider": "acp", "verdict": verdict,
+                // Each case fails for a cause of its own: b's is new, a's gone.
+                "causePatterns": (verdict == "fail").then(|| serde_json::json!([{"check": "contract.output", "pattern": format!("{id} {hostile}")}]))})
+        };
+        serde_json::json!({"subject": "ref", "generatedAt": when,
+            "cases": [case("acp/stop/a", a), case("acp/output/b", b)]})
+    };
+    let files: Vec<PathBuf> = [
+        ("2026-01-01", "fail", "pass"),
+        ("2026-01-02", "fail", "pass"),
+        ("2026-01-03", "pass", "fail"),
+    ]
+    .iter()
+    .enumerate()
+    .map(|(i, (when, a, b))| {
+        let f = dir.path().join(format!("r{i}.json"));
+        std::fs::write(&f, report(when, a, b).to_string()).unwrap();
+        f
+    })
+    .collect();
+    let html = dir.path().join("html");
+    let out = conform()
+        .args(["report", "html", "--compare"])
+        .arg(&files[0])
+        .arg("--compare")
+        .arg(&files[1])
+        .arg(&files[2])
+        .arg("-o")
+        .arg(&html)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", common::stderr(&out));
+    let (dom, log) = open(&browser, &html.join("index.html"), "", None);
+    assert!(dom.contains("data-ready=\"yes\""), "the script ran: {log}");
+    assert!(console_errors(&log).is_empty(), "{log}");
+    let since = &dom[dom.find("id=\"since-previous\"").expect(&dom)..];
+    let since = &since[..since.find("</section>").unwrap()];
+    let history = &since[since.find("id=\"history\"").expect(since)..];
+    assert_eq!(
+        history[..history.find("</table>").unwrap()]
+            .matches("<tr data-failed=\"1\">")
+            .count(),
+        3,
+        "{since}"
+    );
+    assert!(
+        since.contains("<a href=\"#case=acp/stop/a@foreground\">acp/stop/a (foreground)</a>"),
+        "{since}"
+    );
+    assert!(since.contains("id=\"since-new\""), "{since}");
+    assert!(!dom.contains("data-pwned"), "markup ran: {dom}");
+    assert!(
+        since.contains("[contract.output] acp/output/b &lt;img src=x onerror="),
+        "{since}"
+    );
+    assert!(since.contains("data-change=\"gone\""), "{since}");
+}

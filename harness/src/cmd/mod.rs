@@ -42,6 +42,8 @@ pub enum Error {
     Input(#[from] crate::input::InputError),
     #[error(transparent)]
     Catalog(#[from] crate::catalog::ExtractError),
+    #[error(transparent)]
+    Compare(#[from] crate::report::compare::CompareError),
     /// Bad input or a failure that already says all there is to say.
     #[error("{0}")]
     Usage(String),

@@ -1,5 +1,6 @@
 //! `conform run`: the suite against a subject, the baseline applied to what it found, and the
-//! reports written (the human one on stdout; JSON, JUnit and a new baseline where asked).
+//! reports written (the human one on stdout; JSON, JUnit and a new baseline where asked), each
+//! compared with a previous run's where asked (`--compare`).
 
 use std::io::IsTerminal;
 use std::process::ExitCode;
@@ -24,6 +25,11 @@ pub fn exec(args: RunArgs) -> Result<ExitCode, Error> {
         .map(baseline::Baseline::load)
         .transpose()
         .map_err(|e| Error::Usage(e.to_string()))?;
+    let previous = args
+        .compare
+        .as_deref()
+        .map(crate::report::compare::load)
+        .transpose()?;
     // The embedded catalog's folders are a cache named by its digest: never written into.
     if args.settings.accept && args.snapshots.is_none() && crate::catalog::defaults_are_embedded() {
         return Err(Error::Usage(
@@ -84,16 +90,27 @@ pub fn exec(args: RunArgs) -> Result<ExitCode, Error> {
     if let Some(file) = baseline_file {
         file.write(baseline::write(&report).as_bytes())?;
     }
-    // Every report is read from the JSON one (`conform report merge` prints the same).
-    let json = report::json(&report);
-    let read = if shape.verbose {
-        report::json::with_passing_details(json.clone(), &report)
-    } else {
-        json.clone()
+    // Every report is read from the JSON one (`conform report merge` prints the same), with
+    // the comparison in it when one was asked for.
+    let mut json = report::json(&report);
+    let comparison = match &previous {
+        Some(previous) => Some(
+            previous
+                .attach_to(&mut json)
+                .map_err(|e| Error::Usage(e.to_string()))?,
+        ),
+        None => None,
     };
+    let verbose = shape
+        .verbose
+        .then(|| report::json::with_passing_details(json.clone(), &report));
+    let mut human = report::human(verbose.as_ref().unwrap_or(&json), shape);
+    if let Some(comparison) = &comparison {
+        human.push_str(&comparison.render());
+    }
     // Subject text is shown on a terminal: escaped (then coloured, by us alone). The JSON and
     // JUnit reports are exact.
-    let shown = out(&stdout_paint.report(&terminal::escape_controls(&report::human(&read, shape))));
+    let shown = out(&stdout_paint.report(&terminal::escape_controls(&human)));
     write_reports(&report, &json, json_file, junit_file)?;
     if let Some(dir) = &args.html {
         let page = report::html::write(dir, &json).map_err(|source| Error::Write {
@@ -105,15 +122,15 @@ pub fn exec(args: RunArgs) -> Result<ExitCode, Error> {
     shown.map(|()| code(report.exit_code()))
 }
 
-/// The machine-readable reports, where asked for.
+/// The machine-readable reports, where asked for (`json`: the JSON report's value).
 fn write_reports(
     report: &SuiteReport,
-    json_report: &serde_json::Value,
-    json: Option<ReportFile>,
+    json: &serde_json::Value,
+    json_file: Option<ReportFile>,
     junit: Option<ReportFile>,
 ) -> Result<(), Error> {
-    if let Some(file) = json {
-        let text = serde_json::to_string_pretty(json_report).expect("json");
+    if let Some(file) = json_file {
+        let text = serde_json::to_string_pretty(json).expect("json");
         file.write(text.as_bytes())?;
     }
     if let Some(file) = junit {

@@ -1,8 +1,10 @@
 //! The reports of a suite: for people (`human`, escaped by `terminal` on the way out), for
-//! machines (`json`, `junit`), a merged one (`merge`), and the known-failure `baseline`.
+//! machines (`json`, `junit`), a merged one (`merge`), the known-failure `baseline`, and a run
+//! against the previous one (`compare`).
 
 pub mod bound;
 pub mod causes;
+pub mod compare;
 pub mod detail;
 pub mod html;
 pub mod human;

@@ -54,6 +54,56 @@
     body.append(totals);
   }
 
+  // ---- since the previous run (`--compare`): new failures, fixed runs, causes new, grown,
+  // shrunk or gone, each run linking to its case (`#case=<id>@<mode>`); with several reports a
+  // small history, one row per report, oldest first
+  function sincePrevious() {
+    const cmp = report.comparedWith;
+    const past = report.history || [];
+    if (!cmp && !past.length) return;
+    const section = el('section', { id: 'since-previous', class: 'since' });
+    section.append(el('h2', {}, cmp ? `Since the previous run (${cmp.file || 'a previous report'})` : 'History'));
+    if (past.length) {
+      const table = el('table', { id: 'history' }, el('tr', {}, ...['report', 'written', 'passed', 'failed', 'known', 'skipped'].map((h) => el('th', {}, h))));
+      for (const r of past) {
+        const n = r.counts || {};
+        table.append(el('tr', { dataset: { failed: n.failed } }, el('td', {}, r.file), el('td', {}, r.generatedAt || ''),
+          el('td', { class: 'pass' }, n.passed), el('td', { class: 'fail' }, n.failed), el('td', { class: 'known' }, n.known), el('td', { class: 'skip' }, n.skipped)));
+      }
+      section.append(table);
+    }
+    if (cmp) {
+      for (const note of cmp.notes || []) section.append(el('p', { class: 'known note' }, `note: ${note}`));
+      const said = { pass: 'passed before', fail: 'failed before', known: 'known before', skip: 'skipped before', interrupted: 'interrupted before', absent: 'not in the previous report' };
+      const part = (s) => encodeURIComponent(s).replace(/%2F/g, '/');
+      const link = (r) => el('a', { href: `#case=${part(r.id)}@${part(r.mode)}` }, `${r.id} (${r.mode})`);
+      const runs = (id, title, list, why) => {
+        if (!list || !list.length) return;
+        const ul = el('ul', { id, class: 'since-runs' });
+        for (const r of list) ul.append(el('li', {}, link(r), ` — ${why(r)}`));
+        section.append(el('h3', {}, `${title} (${list.length})`), ul);
+      };
+      section.append(el('p', { id: 'since-counts' }, `${(cmp.newFailures || []).length} new failure(s), ${(cmp.fixed || []).length} fixed, ${(cmp.stillFailing || []).length} still failing, ${(cmp.notRunNow || []).length} no longer run`));
+      runs('since-new', 'New failures', cmp.newFailures, (r) => said[r.before] || r.before);
+      runs('since-fixed', 'Fixed', cmp.fixed, (r) => said[r.before] || r.before);
+      const moved = [];
+      for (const kind of ['new', 'grew', 'shrank', 'gone']) for (const c of (cmp.causes || {})[kind] || []) moved.push([kind, c]);
+      moved.sort((a, b) => Math.abs(b[1].after - b[1].before) - Math.abs(a[1].after - a[1].before));
+      if (moved.length) {
+        const ol = el('ul', { id: 'since-causes', class: 'causes' });
+        for (const [kind, c] of moved) {
+          const li = el('li', { dataset: { change: kind } }, el('strong', { class: kind === 'new' || kind === 'grew' ? 'fail' : 'pass' }, `${kind} ${c.before} → ${c.after} run(s)`));
+          for (const p of c.patterns) li.append(el('div', { class: 'pattern' }, `[${p.check}] ${p.pattern}`));
+          li.append(el('div', {}, ...c.runs.slice(0, 10).flatMap((r, i) => [i ? ', ' : '', link(r)]), c.runs.length > 10 ? ` and ${c.runs.length - 10} more` : ''));
+          ol.append(li);
+        }
+        section.append(el('h3', {}, `Causes that changed (${moved.length})`), ol);
+      }
+      runs('since-not-run', 'No longer run', cmp.notRunNow, (r) => `${said[r.before] || r.before}; ${r.now === 'absent' ? 'not in this report' : `${r.now} now`}`);
+    }
+    body.append(section);
+  }
+
   // ---- the failures grouped by cause, largest first: each with its count, providers and
   // families, its findings' patterns, and a link (`#cause=N`) that lists its cases
   const causeList = report.causes || [];
@@ -282,6 +332,7 @@
   }
 
   header();
+  sincePrevious();
   causes();
   matrix();
   suite();
