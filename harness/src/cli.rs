@@ -442,9 +442,12 @@ pub struct RunArgs {
     #[command(flatten)]
     pub select: SelectArgs,
     /// Folder of snapshot files [default: `snapshots/` of this workspace]. It must exist,
-    /// except with `--accept`, which creates it.
+    /// except with `--accept`, which creates it. Only `--accept` (or `INSTA_UPDATE=always`)
+    /// writes into it.
     #[arg(long)]
     pub snapshots: Option<PathBuf>,
+    #[command(flatten)]
+    pub pending: PendingArgs,
     #[command(flatten)]
     pub settings: crate::settings::Settings,
     /// Known failures (TOML: `[[known]]` entries with `id` and `reason`): a listed failure is
@@ -471,4 +474,25 @@ pub struct RunArgs {
     /// server, no network).
     #[arg(long, value_name = "DIR")]
     pub html: Option<PathBuf>,
+}
+
+/// Where pending snapshots are kept (`conform run` writes them, `conform review` reads them).
+#[derive(Debug, Args)]
+pub struct PendingArgs {
+    /// The folder of pending snapshots: a run leaves each differing or missing snapshot there
+    /// as `.snap.new` (unless `CI` is set or `INSTA_UPDATE` says otherwise), never in the
+    /// snapshots folder; a folder conform creates ignores itself in git [default:
+    /// `$CARGO_TARGET_DIR/conform/pending` if that is set, else `target/conform/pending`].
+    #[arg(long, value_name = "DIR")]
+    pub pending: Option<PathBuf>,
+}
+
+impl PendingArgs {
+    /// The folder, resolved once for both commands.
+    pub fn dir(&self) -> crate::snapshot::PendingDir {
+        let root = self.pending.clone().unwrap_or_else(|| {
+            crate::snapshot::pending::default_dir(std::env::var_os("CARGO_TARGET_DIR").as_deref())
+        });
+        crate::snapshot::PendingDir::new(root)
+    }
 }

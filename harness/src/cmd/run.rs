@@ -1,5 +1,6 @@
 //! `conform run`: the suite against a subject, the baseline applied to what it found, and the
-//! reports written (the human one on stdout; JSON, JUnit and a new baseline where asked).
+//! reports written (the human one on stdout; JSON, JUnit and a new baseline where asked), with
+//! what differs from its snapshots left pending for `conform review`.
 
 use std::io::IsTerminal;
 use std::process::ExitCode;
@@ -30,7 +31,13 @@ pub fn exec(args: RunArgs) -> Result<ExitCode, Error> {
                 .to_owned(),
         ));
     }
+    let embedded = args.snapshots.is_none() && crate::catalog::defaults_are_embedded();
     let snapshots = crate::catalog::or_default(args.snapshots, "snapshots")?;
+    // Nothing may be accepted into the embedded catalog: nothing is left pending for it.
+    let pending = match args.pending.dir() {
+        dir if embedded => dir.never_for(&snapshots),
+        dir => dir,
+    };
     // `--accept` creates the folder when it records the first snapshot.
     if !args.settings.accept && !snapshots.is_dir() {
         let why = if snapshots.exists() {
@@ -56,6 +63,7 @@ pub fn exec(args: RunArgs) -> Result<ExitCode, Error> {
         settings: args.settings,
         progress: std::io::stderr().is_terminal(),
         interrupt,
+        pending: Some(pending.clone()),
         ..suite::Options::new(
             crate::catalog::or_default(args.select.scenarios, "scenarios")?,
             snapshots,
@@ -78,6 +86,14 @@ pub fn exec(args: RunArgs) -> Result<ExitCode, Error> {
                 source,
             })?;
         eprintln!("html report: {}", page.display());
+    }
+    if pending.written() > 0 {
+        eprintln!(
+            "pending snapshots: {} written under {} (`{}` shows them)",
+            pending.written(),
+            pending.root().display(),
+            pending.review_command()
+        );
     }
     shown.map(|()| code(report.exit_code()))
 }
