@@ -55,6 +55,12 @@ pub enum Command {
     /// no verdict changed and every difference of the fakes is explained; 1: not; 2: could not
     /// run.
     Upgrade(UpgradeArgs),
+    /// Review the snapshots `conform run` left pending: print each one's diff from its stored
+    /// snapshot; `--accept` writes them into their snapshots folder, `--reject` drops them.
+    /// Exit 0: done (also when nothing is pending); 2: a pending file could not be read,
+    /// accepted or removed (one whose stored snapshot changed since its run is not accepted),
+    /// or usage error.
+    Review(ReviewArgs),
     /// Reports: `conform report merge SHARD.json…` joins the JSON reports of the shards of one
     /// catalog (`--partition k/n`) into one report, one JUnit file and one exit code.
     Report(ReportArgs),
@@ -495,4 +501,25 @@ impl PendingArgs {
         });
         crate::snapshot::PendingDir::new(root)
     }
+}
+
+#[derive(Debug, Args)]
+pub struct ReviewArgs {
+    #[command(flatten)]
+    pub pending: PendingArgs,
+    /// Only the pending snapshots of this snapshots folder [default: every folder a pending
+    /// snapshot names].
+    #[arg(long, value_name = "DIR")]
+    pub snapshots: Option<PathBuf>,
+    /// Only the pending snapshots whose scenario id contains this text (repeatable: any match),
+    /// as `conform run --filter` selects.
+    #[arg(long, short = 'f', value_name = "TEXT")]
+    pub filter: Vec<String>,
+    /// Write each as the stored snapshot (by rename, never through a link) and remove it from
+    /// the pending folder; one whose stored snapshot changed since its run is refused.
+    #[arg(long, conflicts_with = "reject")]
+    pub accept: bool,
+    /// Remove each from the pending folder.
+    #[arg(long)]
+    pub reject: bool,
 }
