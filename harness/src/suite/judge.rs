@@ -272,7 +272,10 @@ fn compare_snapshot(
             Check::Snapshot,
             format!(
                 "no stored snapshot ({}):\n{}{}",
-                pending_note(new.as_deref(), pending, "read them"),
+                new.as_deref().zip(pending).map_or_else(
+                    || "read them, then accept with `conform run --accept`".to_owned(),
+                    |(file, dir)| pending_note(file, dir, "read them")
+                ),
                 snapshot::visible(&actual),
                 why.map(|n| format!("\n{n}")).unwrap_or_default()
             ),
@@ -280,8 +283,11 @@ fn compare_snapshot(
         Ok(Outcome::Differs { diff, new }) => Some(Finding::new(
             Check::Snapshot,
             format!(
-                "the model-visible texts differ from the snapshot ({}):\n{diff}",
-                pending_note(new.as_deref(), pending, "read the diff")
+                "the model-visible texts differ from the snapshot{}:\n{diff}",
+                new.as_deref()
+                    .zip(pending)
+                    .map(|(file, dir)| format!(" ({})", pending_note(file, dir, "read the diff")))
+                    .unwrap_or_default()
             ),
         )),
         Err(e) => Some(Finding::new(
@@ -292,24 +298,14 @@ fn compare_snapshot(
     (finding, note)
 }
 
-/// Where this run's texts were left, and how to accept them after `read`ing them: from the
-/// pending folder with `conform review`, else by running again with `--accept`.
-fn pending_note(
-    new: Option<&std::path::Path>,
-    pending: Option<&snapshot::PendingDir>,
-    read: &str,
-) -> String {
-    match new.zip(pending) {
-        Some((file, dir)) => {
-            let review = dir.review_command();
-            format!(
-                "this run's texts are pending in {}: {read} with `{review}`, then accept with \
-                 `{review} --accept` or `conform run --accept`",
-                file.display()
-            )
-        }
-        None => format!("{read}, then accept with `conform run --accept`"),
-    }
+/// Where this run's texts were left pending, and how to accept them after `read`ing them.
+fn pending_note(file: &std::path::Path, dir: &snapshot::PendingDir, read: &str) -> String {
+    let review = dir.review_command();
+    format!(
+        "this run's texts are pending in {}: {read} with `{review}`, then accept with \
+         `{review} --accept` or `conform run --accept`",
+        file.display()
+    )
 }
 
 #[cfg(test)]
