@@ -55,6 +55,12 @@ pub enum Command {
     /// no verdict changed and every difference of the fakes is explained; 1: not; 2: could not
     /// run.
     Upgrade(UpgradeArgs),
+    /// Review the snapshots `conform run` left pending: print each one's diff from its stored
+    /// snapshot; `--accept` writes them into their snapshots folder, `--reject` drops them.
+    /// Exit 0: done (also when nothing is pending); 2: a pending file could not be read,
+    /// accepted or removed (one whose stored snapshot changed since its run is not accepted),
+    /// or usage error.
+    Review(ReviewArgs),
     /// Reports: `conform report merge SHARD.json…` joins the JSON reports of the shards of one
     /// catalog (`--partition k/n`) into one report, one JUnit file and one exit code; `conform
     /// report html REPORT.json… -o DIR` draws the page. `--compare PREV.json` compares either
@@ -451,9 +457,12 @@ pub struct RunArgs {
     #[command(flatten)]
     pub select: SelectArgs,
     /// Folder of snapshot files [default: `snapshots/` of this workspace]. It must exist,
-    /// except with `--accept`, which creates it.
+    /// except with `--accept`, which creates it. Only `--accept` (or `INSTA_UPDATE=always`)
+    /// writes into it.
     #[arg(long)]
     pub snapshots: Option<PathBuf>,
+    #[command(flatten)]
+    pub pending: PendingArgs,
     #[command(flatten)]
     pub settings: crate::settings::Settings,
     /// Known failures (TOML: `[[known]]` entries with `id` and `reason`): a listed failure is
@@ -510,4 +519,46 @@ pub struct OutputArgs {
     /// `skip` (and why cases were skipped) or `all` (every case, one row each).
     #[arg(long, value_enum, default_value_t, value_name = "LEVEL")]
     pub final_status_level: crate::report::style::FinalStatusLevel,
+}
+
+/// Where pending snapshots are kept (`conform run` writes them, `conform review` reads them).
+#[derive(Debug, Args)]
+pub struct PendingArgs {
+    /// The folder of pending snapshots: a run leaves each differing or missing snapshot there
+    /// as `.snap.new` (unless `CI` is set or `INSTA_UPDATE` says otherwise), never in the
+    /// snapshots folder; a folder conform creates ignores itself in git [default:
+    /// `$CARGO_TARGET_DIR/conform/pending` if that is set, else `target/conform/pending`].
+    #[arg(long, value_name = "DIR")]
+    pub pending: Option<PathBuf>,
+}
+
+impl PendingArgs {
+    /// The folder, resolved once for both commands.
+    pub fn dir(&self) -> crate::snapshot::PendingDir {
+        let root = self.pending.clone().unwrap_or_else(|| {
+            crate::snapshot::pending::default_dir(std::env::var_os("CARGO_TARGET_DIR").as_deref())
+        });
+        crate::snapshot::PendingDir::new(root)
+    }
+}
+
+#[derive(Debug, Args)]
+pub struct ReviewArgs {
+    #[command(flatten)]
+    pub pending: PendingArgs,
+    /// Only the pending snapshots of this snapshots folder [default: every folder a pending
+    /// snapshot names].
+    #[arg(long, value_name = "DIR")]
+    pub snapshots: Option<PathBuf>,
+    /// Only the pending snapshots whose scenario id contains this text (repeatable: any match),
+    /// as `conform run --filter` selects.
+    #[arg(long, short = 'f', value_name = "TEXT")]
+    pub filter: Vec<String>,
+    /// Write each as the stored snapshot (by rename, never through a link) and remove it from
+    /// the pending folder; one whose stored snapshot changed since its run is refused.
+    #[arg(long, conflicts_with = "reject")]
+    pub accept: bool,
+    /// Remove each from the pending folder.
+    #[arg(long)]
+    pub reject: bool,
 }

@@ -1,9 +1,10 @@
 //! Exact model-visible texts pinned as insta snapshots in `snapshots/`, one per scenario × mode.
 //! Files are insta's own format (its header, judged by insta), their body the texts in a visible
 //! form that keeps every byte ([`visible`]); the comparison is exact, not insta's normalised one.
-//! A mismatch writes `<name>.snap.new` beside the old one, so `cargo insta review` (or `conform
-//! run --accept`) updates them after a human read the diff. Files are untrusted input
-//! ([`file`]): links, FIFOs, devices and oversized files are refused, never followed or read.
+//! A mismatch leaves `<name>.snap.new` in a pending folder of its own ([`pending`]; never in the
+//! snapshots folder, a checkout), so `conform review --accept` (or `conform run --accept`)
+//! updates them after a human read the diff. Files are untrusted input ([`file`]): links,
+//! FIFOs, devices and oversized files are refused, never followed or read.
 
 use std::path::{Path, PathBuf};
 
@@ -15,9 +16,11 @@ use crate::run::Observed;
 use crate::scenario::Scenario;
 
 mod file;
+pub mod pending;
 mod visible;
 
 pub use file::MAX_SNAPSHOT_BYTES;
+pub use pending::PendingDir;
 
 /// Job ids depend on how many jobs the subject ran before; they are masked (their agreement
 /// between texts is checked separately).
@@ -84,15 +87,15 @@ pub fn file_name(scenario: &Scenario, mode: Mode) -> String {
 
 pub enum Outcome {
     Matches,
-    /// No snapshot yet; `.snap.new` written (unless pending snapshots are off, or the write
+    /// No snapshot yet; a pending `.snap.new` written (unless pending snapshots are off, or the write
     /// failed or was refused — a link or non-file there, a text over the size bound: then `note`
     /// names the file and why).
     Missing {
         new: Option<PathBuf>,
         note: Option<String>,
     },
-    /// Differs; unified diff from the stored to the actual text, `.snap.new` written (unless
-    /// pending snapshots are off: `INSTA_UPDATE=no`, or CI). If writing the `.snap.new`
+    /// Differs; unified diff from the stored to the actual text, a pending `.snap.new` written
+    /// (unless pending snapshots are off: `INSTA_UPDATE=no`, or CI). If writing the `.snap.new`
     /// failed or was refused, the diff ends with a note naming the file and why, and `new` is
     /// `None`. Both sides are in their visible form ([`visible`]).
     Differs {
@@ -107,7 +110,7 @@ pub enum Outcome {
 enum Update {
     /// Written as the stored snapshot (accepted).
     InPlace,
-    /// Left beside it as a pending `.snap.new`, for `cargo insta review`.
+    /// Left as a pending `.snap.new` in the pending folder, for `conform review`.
     Pending,
     /// Nothing is written.
     Nothing,
@@ -157,12 +160,20 @@ fn update_from_env(missing: bool) -> std::io::Result<Update> {
     .map_err(|e| std::io::Error::new(std::io::ErrorKind::InvalidInput, e))
 }
 
-/// Reads a stored snapshot's exact text: `Ok(None)` when there is none, an error naming the
-/// file and why when a file is there but is not one conform reads — a link, a FIFO or anything
-/// but a regular file, a file over [`file::MAX_SNAPSHOT_BYTES`], or not a text snapshot in the
-/// form conform writes (the harness's input is broken; that is never the subject's failure,
-/// and `--accept` must not paper over it).
-fn read_stored(path: &Path) -> std::io::Result<Option<String>> {
+/// A stored snapshot: its texts, and the SHA-256 (hex) of its file (what a pending snapshot
+/// records it was compared with).
+#[derive(Debug)]
+struct Stored {
+    text: String,
+    sha256: String,
+}
+
+/// Reads a stored snapshot: `Ok(None)` when there is none, an error naming the file and why
+/// when a file is there but is not one conform reads — a link, a FIFO or anything but a regular
+/// file, a file over [`file::MAX_SNAPSHOT_BYTES`], or not a text snapshot in the form conform
+/// writes (the harness's input is broken; that is never the subject's failure, and `--accept`
+/// must not paper over it).
+fn read_stored(path: &Path) -> std::io::Result<Option<Stored>> {
     let corrupt = |why: String| {
         std::io::Error::new(
             std::io::ErrorKind::InvalidData,
@@ -176,17 +187,29 @@ fn read_stored(path: &Path) -> std::io::Result<Option<String>> {
     let Some(bytes) = file::read(path).map_err(corrupt)? else {
         return Ok(None);
     };
+    let sha256 = {
+        use sha2::Digest as _;
+        let sum = sha2::Sha256::digest(&bytes);
+        sum.iter().map(|b| format!("{b:02x}")).collect()
+    };
     let text = std::str::from_utf8(&bytes)
         .map_err(|e| corrupt(format!("not an insta snapshot (not UTF-8: {e})")))?;
+    let text = parse(text).map_err(corrupt)?;
+    Ok(Some(Stored { text, sha256 }))
+}
+
+/// The exact texts a snapshot file holds, or why it is not one conform reads (the reason
+/// alone).
+fn parse(text: &str) -> Result<String, String> {
     // insta reads a file without a `---` header as its legacy format and a header without
     // its closing `---` as an empty snapshot; conform writes neither, so both are corruption.
     let mut lines = text.split_inclusive('\n');
     let mut header_len = match lines.next() {
         Some(first) if first.trim_end() == "---" => first.len(),
         _ => {
-            return Err(corrupt(
+            return Err(
                 "not an insta snapshot (it does not start with a `---` header line)".into(),
-            ));
+            );
         }
     };
     let mut closed = false;
@@ -198,15 +221,13 @@ fn read_stored(path: &Path) -> std::io::Result<Option<String>> {
         }
     }
     if !closed {
-        return Err(corrupt(
-            "its header is not closed (no second `---` line; truncated?)".into(),
-        ));
+        return Err("its header is not closed (no second `---` line; truncated?)".into());
     }
     let (header, body) = text.split_at(header_len);
-    text_header(header).map_err(corrupt)?;
+    text_header(header)?;
     // The file's last newline ends the body's last line (an editor may have dropped it).
     let body = body.strip_suffix('\n').unwrap_or(body);
-    visible::decode(body).map(Some).map_err(corrupt)
+    visible::decode(body)
 }
 
 /// Checks that `header` (both `---` lines included) is an insta header of a text snapshot.
@@ -254,7 +275,7 @@ pub fn visible(text: &str) -> String {
 }
 
 /// Compares `actual` with the stored snapshot, exactly; with `accept`, writes it as the new
-/// snapshot.
+/// snapshot. A difference is left in `pending` where insta's rules say so (never in `dir`).
 ///
 /// An error is the harness's: a stored file that cannot be read (never overwritten, even with
 /// `accept`), or an accepted snapshot that cannot be written. Failing to write a pending
@@ -266,46 +287,62 @@ pub fn check(
     mode: Mode,
     actual: &str,
     accept: bool,
-    pending: bool,
+    pending: Option<&PendingDir>,
 ) -> std::io::Result<Outcome> {
-    let header = format!(
-        "---\nsource: {}\nexpression: {} ({mode})\n---\n",
-        scenario.path.display(),
-        scenario.id,
-    );
+    let case = Case {
+        snapshots: dir,
+        name: file_name(scenario, mode),
+        scenario: &scenario.id,
+        header: format!(
+            "---\nsource: {}\nexpression: {} ({mode})\n---\n",
+            scenario.path.display(),
+            scenario.id,
+        ),
+    };
+    let pending = pending.filter(|p| p.keeps(dir));
     let update = |missing| {
         if accept {
             return Ok(Update::InPlace);
         }
         Ok(match update_from_env(missing)? {
-            Update::Pending if !pending => Update::Nothing,
+            Update::Pending if pending.is_none() => Update::Nothing,
             rule => rule,
         })
     };
-    check_file(
-        &dir.join(file_name(scenario, mode)),
-        &header,
-        actual,
-        update,
-    )
+    check_file(&case, actual, update, pending)
 }
 
-/// [`check`] against the snapshot file `path`: `header` heads a written file, and `update`
-/// says, given whether the snapshot is missing, what becomes of a difference.
+/// One snapshot: its folder and file name, its scenario, and the header a written file has.
+struct Case<'a> {
+    snapshots: &'a Path,
+    name: String,
+    scenario: &'a str,
+    /// Both `---` lines included.
+    header: String,
+}
+
+/// [`check`] against the snapshot `case`: `update` says, given whether the snapshot is
+/// missing, what becomes of a difference; a pending one goes into `pending`.
 fn check_file(
-    path: &Path,
-    header: &str,
+    case: &Case,
     actual: &str,
     update: impl FnOnce(bool) -> std::io::Result<Update>,
+    pending: Option<&PendingDir>,
 ) -> std::io::Result<Outcome> {
-    let new_path = path.with_extension("snap.new");
-    let stored_text = read_stored(path)?;
-    if stored_text.as_deref() == Some(actual) {
-        file::remove_stale(&new_path);
+    let path = case.snapshots.join(&case.name);
+    let stored = read_stored(&path)?;
+    let remove_stale = || {
+        if let Some(p) = pending {
+            p.remove_stale(case.snapshots, &case.name);
+        }
+    };
+    if stored.as_ref().is_some_and(|s| s.text == actual) {
+        remove_stale();
         return Ok(Outcome::Matches);
     }
-    let body = format!("{header}{}\n", visible::encode(actual));
-    let update = update(stored_text.is_none())?;
+    let visible = format!("{}\n", visible::encode(actual));
+    let body = format!("{}{visible}", case.header);
+    let update = update(stored.is_none())?;
     // A text too big to pin is not written: the difference stays the subject's.
     let (update, mut note) = if body.len() as u64 > MAX_SNAPSHOT_BYTES && update != Update::Nothing
     {
@@ -319,31 +356,34 @@ fn check_file(
         (update, None)
     };
     if update == Update::InPlace {
-        if let Some(dir) = path.parent() {
-            std::fs::create_dir_all(dir)?;
-        }
-        file::write(path, body.as_bytes()).map_err(|why| {
+        std::fs::create_dir_all(case.snapshots)?;
+        file::write(&path, body.as_bytes()).map_err(|why| {
             std::io::Error::other(format!("cannot write {}: {why}", path.display()))
         })?;
-        file::remove_stale(&new_path);
+        remove_stale();
         return Ok(Outcome::Accepted);
     }
     let mut new = None;
-    if update == Update::Pending {
-        match file::write(&new_path, body.as_bytes()) {
-            Ok(()) => new = Some(new_path.clone()),
-            Err(why) => {
+    if let (Update::Pending, Some(pending)) = (update, pending) {
+        let manifest = pending::Manifest {
+            snapshots: pending::identity(case.snapshots),
+            scenario: case.scenario.to_owned(),
+            stored: stored.as_ref().map(|s| s.sha256.clone()),
+        };
+        match pending.write(&case.name, &case.header, &visible, &manifest) {
+            Ok(path) => new = Some(path),
+            Err((path, why)) => {
                 note = Some(format!(
                     "note: could not write the pending snapshot {}: {why}",
-                    new_path.display()
+                    path.display()
                 ));
             }
         }
     }
-    Ok(match stored_text {
+    Ok(match stored {
         None => Outcome::Missing { new, note },
         Some(old) => Outcome::Differs {
-            diff: diff(&old, actual, note),
+            diff: diff(&old.text, actual, note),
             new,
         },
     })
@@ -351,7 +391,7 @@ fn check_file(
 
 /// A unified diff from the stored to the actual text, both in their visible form (so a carriage
 /// return or a trailing space shows), with `note` at its end.
-fn diff(old: &str, actual: &str, note: Option<String>) -> String {
+pub fn diff(old: &str, actual: &str, note: Option<String>) -> String {
     let (old, actual) = (visible::encode(old) + "\n", visible::encode(actual) + "\n");
     let mut diff = similar::TextDiff::from_lines(&old, &actual)
         .unified_diff()

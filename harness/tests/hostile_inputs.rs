@@ -40,13 +40,16 @@ fn a_snapshot_difference_is_reported_even_when_its_pending_file_cannot_be_writte
     std::fs::write(&path, wrong).unwrap();
     // A directory where the pending `.snap.new` goes: the write fails even as root (a
     // read-only folder does not stop root).
-    let pending = dir.path().join(format!("{name}.new"));
-    std::fs::create_dir(&pending).unwrap();
+    let folder = tempfile::tempdir().unwrap();
+    let pending =
+        conform::snapshot::PendingDir::new(folder.path().to_owned()).file_for(dir.path(), name);
+    std::fs::create_dir_all(&pending).unwrap();
     let out = conform()
         .env("INSTA_UPDATE", "new")
         .env_remove("CI")
         .args(["run", "--filter", "acp/stop/max-turn-requests"])
         .args(["--snapshots", path_str(dir.path())])
+        .args(["--pending", path_str(folder.path())])
         .output()
         .unwrap();
     let (code, text) = (out.status.code(), stdout(&out));

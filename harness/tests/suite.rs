@@ -255,6 +255,7 @@ fn a_wrong_snapshot_fails_with_a_readable_diff() {
     assert_ne!(stored, wrong, "the seeded defect must change the snapshot");
     std::fs::write(dir.path().join(name), wrong).unwrap();
     let snapshots = dir.path().to_str().unwrap();
+    let pending = tempfile::tempdir().unwrap();
     let out = conform()
         .env("INSTA_UPDATE", "new")
         .args([
@@ -263,6 +264,8 @@ fn a_wrong_snapshot_fails_with_a_readable_diff() {
             "acp/stop/max-turn-requests",
             "--snapshots",
             snapshots,
+            "--pending",
+            pending.path().to_str().unwrap(),
         ])
         .output()
         .unwrap();
@@ -284,18 +287,25 @@ fn a_wrong_snapshot_fails_with_a_readable_diff() {
         ),
         "{out}"
     );
-    assert!(dir.path().join(name.replace(".snap", ".snap.new")).exists());
+    // Left pending in the pending folder, never beside the snapshot.
+    let new =
+        conform::snapshot::PendingDir::new(pending.path().to_owned()).file_for(dir.path(), name);
+    assert!(new.exists(), "{}", new.display());
+    assert!(!dir.path().join(name.replace(".snap", ".snap.new")).exists());
 }
 
 #[test]
 fn accept_records_what_the_run_showed_and_insta_update_always_does_the_same() {
     let dir = tempfile::tempdir().unwrap();
     let snapshots = dir.path().to_str().unwrap();
+    let pending = tempfile::tempdir().unwrap();
     let case = [
         "--filter",
         "acp/stop/max-turn-requests",
         "--snapshots",
         snapshots,
+        "--pending",
+        pending.path().to_str().unwrap(),
     ];
     let name = "acp__stop__max-turn-requests@foreground.snap";
     let committed = std::fs::read_to_string(workspace().join("snapshots").join(name)).unwrap();
@@ -313,7 +323,8 @@ fn accept_records_what_the_run_showed_and_insta_update_always_does_the_same() {
     // Then a plain run matches what was recorded.
     let (code, out, _) = run(&case);
     assert_eq!(code, Some(0), "{out}");
-    // INSTA_UPDATE=always overwrites a wrong stored snapshot as insta does, leaving no .snap.new.
+    // INSTA_UPDATE=always overwrites a wrong stored snapshot as insta does, leaving nothing
+    // pending.
     std::fs::write(
         dir.path().join(name),
         committed.replace("remote-limit", "remote-limits"),
@@ -330,6 +341,7 @@ fn accept_records_what_the_run_showed_and_insta_update_always_does_the_same() {
         std::fs::read_to_string(dir.path().join(name)).unwrap(),
         committed
     );
+    assert_eq!(std::fs::read_dir(pending.path()).unwrap().count(), 0);
     assert!(!dir.path().join(name.replace(".snap", ".snap.new")).exists());
 }
 

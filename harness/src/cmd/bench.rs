@@ -226,7 +226,6 @@ async fn the_simplest_run(
             jobs: 1,
             ..Default::default()
         },
-        pending_snapshots: false,
         ..crate::suite::Options::new(plan.scenarios.clone(), plan.snapshots.clone())
     };
     let report =

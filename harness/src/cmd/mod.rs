@@ -10,6 +10,7 @@ pub mod output;
 pub mod peers;
 pub mod redaction;
 pub mod report;
+pub mod review;
 pub mod run;
 pub mod self_test;
 pub mod upgrade;
@@ -44,6 +45,8 @@ pub enum Error {
     Catalog(#[from] crate::catalog::ExtractError),
     #[error(transparent)]
     Compare(#[from] crate::report::compare::CompareError),
+    #[error(transparent)]
+    Pending(#[from] crate::snapshot::pending::PendingError),
     /// Bad input or a failure that already says all there is to say.
     #[error("{0}")]
     Usage(String),
@@ -62,6 +65,7 @@ pub fn exec(cli: Cli) -> Result<ExitCode, Error> {
         Command::Drift(args) => drift::exec(args),
         Command::Peers(args) => peers::exec(args),
         Command::Report(args) => report::exec(args),
+        Command::Review(args) => review::exec(args),
         Command::Upgrade(args) => upgrade::exec(args),
         Command::Fake { provider, args } => internal::fake(provider, args),
         Command::PeerProxy { args } => Ok(conform_fakes::peer::main_with_args(args)),

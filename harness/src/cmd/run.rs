@@ -1,6 +1,7 @@
 //! `conform run`: the suite against a subject, the baseline applied to what it found, and the
 //! reports written (the human one on stdout; JSON, JUnit and a new baseline where asked), each
-//! compared with a previous run's where asked (`--compare`).
+//! compared with a previous run's where asked (`--compare`), with what differs from its
+//! snapshots left pending for `conform review`.
 
 use std::io::IsTerminal;
 use std::process::ExitCode;
@@ -37,7 +38,13 @@ pub fn exec(args: RunArgs) -> Result<ExitCode, Error> {
                 .to_owned(),
         ));
     }
+    let embedded = args.snapshots.is_none() && crate::catalog::defaults_are_embedded();
     let snapshots = crate::catalog::or_default(args.snapshots, "snapshots")?;
+    // Nothing may be accepted into the embedded catalog: nothing is left pending for it.
+    let pending = match args.pending.dir() {
+        dir if embedded => dir.never_for(&snapshots),
+        dir => dir,
+    };
     // `--accept` creates the folder when it records the first snapshot.
     if !args.settings.accept && !snapshots.is_dir() {
         let why = if snapshots.exists() {
@@ -78,6 +85,7 @@ pub fn exec(args: RunArgs) -> Result<ExitCode, Error> {
         progress: std::io::stderr().is_terminal(),
         observer: Some(std::sync::Arc::new(report::live::Live::new(live))),
         interrupt,
+        pending: Some(pending.clone()),
         ..suite::Options::new(
             crate::catalog::or_default(args.select.scenarios, "scenarios")?,
             snapshots,
@@ -118,6 +126,14 @@ pub fn exec(args: RunArgs) -> Result<ExitCode, Error> {
             source,
         })?;
         eprintln!("html report: {}", page.display());
+    }
+    if pending.written() > 0 {
+        eprintln!(
+            "pending snapshots: {} written under {} (`{}` shows them)",
+            pending.written(),
+            pending.root().display(),
+            pending.review_command()
+        );
     }
     shown.map(|()| code(report.exit_code()))
 }

@@ -265,7 +265,6 @@ impl<'a> Catalog<'a> {
                 allow_skips: true,
                 ..Settings::default()
             },
-            pending_snapshots: false,
             ..suite::Options::new(self.plan.scenarios.clone(), self.plan.snapshots.clone())
         }
     }

@@ -190,8 +190,8 @@ pub(super) fn kept(opts: &DiffOptions, cases: &[PeerCase], dir: &Path) -> BTreeM
 }
 
 /// A suite run for its wires: every selected case in foreground, its ledger kept parsed,
-/// skips allowed. A text that differs is in the case's verdict, and no `.snap.new` is left in
-/// the repository (a candidate version must write nothing there).
+/// skips allowed. A text that differs is in the case's verdict, and nothing is left pending (a
+/// candidate version must write nothing).
 pub(super) fn wire_suite(
     scenarios: &Path,
     snapshots: &Path,
@@ -204,7 +204,6 @@ pub(super) fn wire_suite(
         },
         keep_ledgers: true,
         only_mode: Some(conform_protocol::subject::Mode::Foreground),
-        pending_snapshots: false,
         ..crate::suite::Options::new(scenarios.to_owned(), snapshots.to_owned())
     }
 }

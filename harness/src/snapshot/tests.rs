@@ -34,7 +34,7 @@ fn stored(contents: Option<&[u8]>) -> std::io::Result<Option<String>> {
     if let Some(c) = contents {
         std::fs::write(&path, c).unwrap();
     }
-    read_stored(&path).map(|t| t.map(|t| t.to_string()))
+    read_stored(&path).map(|t| t.map(|t| t.text))
 }
 
 #[test]
@@ -134,7 +134,23 @@ fn folder(stored: Option<&str>) -> (tempfile::TempDir, PathBuf) {
 const HEADER: &str = "---\nsource: case.toml\nexpression: case (foreground)\n---\n";
 
 fn check_with(path: &Path, actual: &str, update: Update) -> std::io::Result<Outcome> {
-    check_file(path, HEADER, actual, |_| Ok(update))
+    check_pending(path, actual, update, None)
+}
+
+/// [`check_file`] on the snapshot `path`, its difference left in `pending`.
+fn check_pending(
+    path: &Path,
+    actual: &str,
+    update: Update,
+    pending: Option<&PendingDir>,
+) -> std::io::Result<Outcome> {
+    let case = Case {
+        snapshots: path.parent().unwrap(),
+        name: path.file_name().unwrap().to_str().unwrap().to_owned(),
+        scenario: "case",
+        header: HEADER.to_owned(),
+    };
+    check_file(&case, actual, |_| Ok(update), pending)
 }
 
 fn differs(outcome: Outcome) -> (String, Option<PathBuf>) {
@@ -172,7 +188,7 @@ fn an_accepted_text_reads_back_exactly() {
     let text = "── tool result ──\r\nA  \\ ␍ ·\t\n\u{1b}[0m\n\n";
     let accepted = check_with(&path, text, Update::InPlace).unwrap();
     assert!(matches!(accepted, Outcome::Accepted));
-    assert_eq!(read_stored(&path).unwrap().unwrap(), text);
+    assert_eq!(read_stored(&path).unwrap().unwrap().text, text);
     let again = check_with(&path, text, Update::Nothing).unwrap();
     assert!(matches!(again, Outcome::Matches));
 }
@@ -180,11 +196,14 @@ fn an_accepted_text_reads_back_exactly() {
 #[test]
 fn a_planted_pending_link_is_not_written_through() {
     let (dir, path) = folder(Some("old\n"));
+    let pending = PendingDir::new(dir.path().join("pending"));
     let target = dir.path().join("victim");
     std::fs::write(&target, "keep me").unwrap();
-    let new_path = path.with_extension("snap.new");
+    let new_path = pending.file_for(dir.path(), "case@foreground.snap");
+    std::fs::create_dir_all(new_path.parent().unwrap()).unwrap();
     std::os::unix::fs::symlink(&target, &new_path).unwrap();
-    let (diff, new) = differs(check_with(&path, "new\n", Update::Pending).unwrap());
+    let check = |actual| check_pending(&path, actual, Update::Pending, Some(&pending));
+    let (diff, new) = differs(check("new\n").unwrap());
     assert_eq!(new, None);
     let note = format!(
         "could not write the pending snapshot {}: it is a symbolic link",
@@ -194,11 +213,16 @@ fn a_planted_pending_link_is_not_written_through() {
     assert_eq!(std::fs::read_to_string(&target).unwrap(), "keep me");
     assert!(new_path.is_symlink());
     // A match leaves someone else's link alone too.
-    assert!(matches!(
-        check_with(&path, "old\n", Update::Pending).unwrap(),
-        Outcome::Matches
-    ));
+    assert!(matches!(check("old\n").unwrap(), Outcome::Matches));
     assert!(new_path.is_symlink());
+    // So is a link planted where the folder of that snapshots folder's pending files goes.
+    let folder = new_path.parent().unwrap();
+    std::fs::remove_dir_all(folder).unwrap();
+    std::os::unix::fs::symlink(dir.path(), folder).unwrap();
+    let (diff, new) = differs(check("new\n").unwrap());
+    assert_eq!(new, None);
+    assert!(diff.contains("is not a folder conform made"), "{diff}");
+    assert!(!dir.path().join("case@foreground.snap.new").exists());
 }
 
 #[test]
@@ -269,4 +293,40 @@ fn a_text_too_big_to_pin_is_still_the_subjects_difference() {
         _ => panic!("expected a missing snapshot, not written"),
     }
     assert!(!path.exists());
+}
+
+#[test]
+fn a_difference_is_left_pending_outside_the_snapshots_folder_and_accepts_as_accept_writes() {
+    let (dir, path) = folder(Some("old\n"));
+    let root = tempfile::tempdir().unwrap();
+    let pending = PendingDir::new(root.path().join("pending"));
+    let (_, new) = differs(check_pending(&path, "new\n", Update::Pending, Some(&pending)).unwrap());
+    let new = new.expect("written");
+    assert!(new.starts_with(pending.root()), "{}", new.display());
+    let beside: Vec<_> = std::fs::read_dir(dir.path())
+        .unwrap()
+        .map(|e| e.unwrap().file_name())
+        .collect();
+    assert_eq!(
+        beside,
+        ["case@foreground.snap"],
+        "nothing beside the snapshot"
+    );
+    // Nothing pending without a pending folder, or where insta's rules say nothing.
+    for (update, folder) in [(Update::Pending, None), (Update::Nothing, Some(&pending))] {
+        let (_, none) = differs(check_pending(&path, "other\n", update, folder).unwrap());
+        assert_eq!(none, None);
+    }
+    // What review accepts is what `--accept` writes.
+    let accepted = pending::read(&new).unwrap().accept().unwrap();
+    let by_review = std::fs::read(&accepted).unwrap();
+    std::fs::write(&path, format!("{HEADER}old\n")).unwrap();
+    check_pending(&path, "new\n", Update::InPlace, Some(&pending)).unwrap();
+    assert_eq!(std::fs::read(&path).unwrap(), by_review);
+    // A match (or an accept) removes what is pending for that snapshot.
+    std::fs::write(&path, format!("{HEADER}old\n")).unwrap();
+    check_pending(&path, "new\n", Update::Pending, Some(&pending)).unwrap();
+    assert!(new.exists());
+    check_pending(&path, "old\n", Update::Pending, Some(&pending)).unwrap();
+    assert!(!new.exists());
 }

@@ -92,8 +92,8 @@ pub fn unique_job_ids(reports: &mut [(usize, CaseReport)], strictness: Strictnes
 pub struct Judging {
     pub snapshots: std::path::PathBuf,
     pub accept: bool,
-    /// A differing snapshot may leave a pending `.snap.new`.
-    pub pending: bool,
+    /// Where a differing snapshot may be left pending (insta's rules decide); `None`: nowhere.
+    pub pending: Option<snapshot::PendingDir>,
     /// Which requirements fail a case; the rest are advisories.
     pub strictness: Strictness,
     /// Keep each run's ledger parsed (the differential reads it).
@@ -245,12 +245,12 @@ fn compare_snapshot(
     how: &Judging,
 ) -> (Option<Finding>, Option<String>) {
     let snapshots = s.snapshots.as_deref().unwrap_or(how.snapshots.as_path());
-    let (accept, pending) = (how.accept, how.pending);
+    let (accept, pending) = (how.accept, how.pending.as_ref());
     let actual = snapshot::render(obs);
     // Nor a secret in any form it takes: the render holds more than the redaction check reads
     // (the start rejection's error name). A refused text is compared, never written. Asked
     // only when something may be written (`--accept`, or a pending `.snap.new`).
-    let refused = (accept || pending)
+    let refused = (accept || pending.is_some())
         .then(|| checks::secret_in_snapshot(s, &actual))
         .flatten();
     let mut note = refused
@@ -258,7 +258,7 @@ fn compare_snapshot(
         .filter(|_| accept)
         .map(|why| format!("not recorded: --accept refused: {why}"));
     let (accept, pending) = match refused {
-        Some(_) => (false, false),
+        Some(_) => (false, None),
         None => (accept, pending),
     };
     let finding = match snapshot::check(snapshots, s, mode, &actual, accept, pending) {
@@ -271,8 +271,11 @@ fn compare_snapshot(
         Ok(Outcome::Missing { new, note: why }) => Some(Finding::new(
             Check::Snapshot,
             format!(
-                "no stored snapshot{} (read them, then `cargo insta review` or `conform run --accept`):\n{}{}",
-                pending_note(new.as_deref()),
+                "no stored snapshot ({}):\n{}{}",
+                new.as_deref().zip(pending).map_or_else(
+                    || "read them, then accept with `conform run --accept`".to_owned(),
+                    |(file, dir)| pending_note(file, dir, "read them")
+                ),
                 snapshot::visible(&actual),
                 why.map(|n| format!("\n{n}")).unwrap_or_default()
             ),
@@ -281,7 +284,10 @@ fn compare_snapshot(
             Check::Snapshot,
             format!(
                 "the model-visible texts differ from the snapshot{}:\n{diff}",
-                pending_note(new.as_deref())
+                new.as_deref()
+                    .zip(pending)
+                    .map(|(file, dir)| format!(" ({})", pending_note(file, dir, "read the diff")))
+                    .unwrap_or_default()
             ),
         )),
         Err(e) => Some(Finding::new(
@@ -292,10 +298,14 @@ fn compare_snapshot(
     (finding, note)
 }
 
-fn pending_note(new: Option<&std::path::Path>) -> String {
-    new.map_or_else(String::new, |p| {
-        format!(" (this run's texts are in {})", p.display())
-    })
+/// Where this run's texts were left pending, and how to accept them after `read`ing them.
+fn pending_note(file: &std::path::Path, dir: &snapshot::PendingDir, read: &str) -> String {
+    let review = dir.review_command();
+    format!(
+        "this run's texts are pending in {}: {read} with `{review}`, then accept with \
+         `{review} --accept` or `conform run --accept`",
+        file.display()
+    )
 }
 
 #[cfg(test)]

@@ -36,9 +36,10 @@ pub struct Options {
     /// Told of each case as it ends, with the progress bar to print above (`conform run`'s
     /// status lines); none for the harness's other commands.
     pub observer: Option<Arc<dyn CaseObserver>>,
-    /// A differing snapshot may leave a pending `.snap.new` (insta's rules decide); off for
-    /// generated variants of a scenario, which must match its stored snapshot as they are.
-    pub pending_snapshots: bool,
+    /// Where a differing snapshot may be left pending (insta's rules decide): `conform run`'s
+    /// `--pending`. `None` for the harness's own suites (generated variants of a scenario must
+    /// match its stored snapshot as they are; a candidate version writes nothing).
+    pub pending: Option<crate::snapshot::PendingDir>,
     /// Stops the suite in order when it says a signal came (`conform run` listens; others
     /// never are).
     pub interrupt: crate::proc::interrupt::Interrupted,
@@ -51,8 +52,8 @@ pub struct Options {
 }
 
 impl Options {
-    /// A suite over these folders with the settings of `conform run` without flags, pending
-    /// snapshots by insta's rules.
+    /// A suite over these folders with the settings of `conform run` without flags, leaving no
+    /// pending snapshot.
     pub fn new(scenarios: PathBuf, snapshots: PathBuf) -> Options {
         Options {
             scenarios,
@@ -63,7 +64,7 @@ impl Options {
             settings: Settings::default(),
             progress: false,
             observer: None,
-            pending_snapshots: true,
+            pending: None,
             interrupt: crate::proc::interrupt::never(),
             keep_ledgers: false,
             only_mode: None,

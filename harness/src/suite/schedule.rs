@@ -325,7 +325,7 @@ fn judging(opts: &Options) -> Judging {
     Judging {
         snapshots: opts.snapshots.clone(),
         accept: opts.settings.accept,
-        pending: opts.pending_snapshots,
+        pending: opts.pending.clone(),
         strictness: opts.settings.strictness,
         keep_ledgers: opts.keep_ledgers,
         keep_passing: opts.settings.verbose,

@@ -230,7 +230,7 @@ pub fn exec(args: crate::cli::RedactionArgs) -> Result<ExitCode, CmdError> {
         // The search says how far it got after each batch instead.
         progress: false,
         // Generated variants must match the stored snapshots as they are.
-        pending_snapshots: false,
+        pending: None,
         interrupt,
         ..Options::new(
             crate::catalog::or_default(args.select.scenarios, "scenarios")?,
