@@ -39,12 +39,14 @@
     row('conform', report.conformVersion);
     row('catalog', report.catalog);
     row('generated', report.generatedAt);
-    row('duration', report.elapsedMs !== undefined ? `${(report.elapsedMs / 1000).toFixed(1)} s` : undefined);
+    row('duration', seconds(report.elapsedMs));
     row('jobs', report.jobs);
     row('strictness', report.strictness);
     row('partition', report.partition);
-    row('shards', (report.shards || []).map((s) => `${s.partition} (${s.file})`).join(', '));
+    row('shards', (report.shards || []).map(shard).join('; '));
     row('exit code', report.exitCode);
+    row('interrupted by', report.interruptedBy);
+    row('nothing tested', report.nothingTested);
     body.append(dl);
     const totals = el('p', { class: 'totals', id: 'totals' });
     for (const v of VERDICTS) {
@@ -52,6 +54,11 @@
       if (n || v === 'pass' || v === 'fail') totals.append(el('span', { class: v, dataset: { verdict: v, count: n } }, `${n} ${v}`));
     }
     body.append(totals);
+  }
+  function seconds(ms) { return ms !== undefined && ms !== null ? `${(ms / 1000).toFixed(1)} s` : undefined; }
+  function shard(s) {
+    const facts = [`exit ${s.exitCode}`, seconds(s.elapsedMs), s.catalog && `catalog ${s.catalog}`].filter(Boolean);
+    return `${s.partition} (${s.file}): ${facts.join(', ')}`;
   }
 
   // ---- the failures grouped by cause, largest first: each with its count, providers and
@@ -145,7 +152,8 @@
     for (const f of c.findings || []) d.append(finding(f, false));
     for (const f of c.advisories || []) d.append(finding(f, true));
     if (c.baselineReason) d.append(el('p', { class: 'known' }, `known: ${c.baselineReason}`));
-    if (c.detail) { d.append(el('h4', {}, 'checks, subject transcript, runtime ledger, stderr')); d.append(folded(c.detail, 80)); }
+    // The page's data keeps of the human block what the checks above do not tell.
+    if (c.detail) { d.append(el('h4', {}, 'runtime, subject transcript, runtime ledger, stderr')); d.append(folded(c.detail, 80)); }
     else if (c.ledger && c.ledger.length) { d.append(el('h4', {}, 'runtime ledger')); d.append(folded(c.ledger.join('\n'), 60)); }
     if (c.modelVisible) { d.append(el('h4', {}, 'model-visible texts')); d.append(folded(c.modelVisible, 40)); }
     if (c.settle) { d.append(el('h4', {}, 'settling')); d.append(folded(JSON.stringify(c.settle, null, 2), 30)); }
@@ -184,6 +192,7 @@
       const main = el('td', {}, c.id);
       if (c.verdict === 'fail' || c.verdict === 'known' || (c.advisories || []).length) main.append(opened(c));
       else if (c.skipReason) main.append(el('div', { class: 'source' }, c.skipReason));
+      if (c.rerunAlone) main.append(el('div', { class: 'source' }, `run again alone: ${c.rerunAlone}`));
       const tr = el('tr', { class: 'case', dataset: { provider: c.provider, family: family(c.id), mode: c.mode, verdict: c.verdict, run: `${c.id} ${c.mode}` } },
         main, el('td', {}, c.mode), el('td', {}, c.provider), el('td', { class: `verdict ${c.verdict}` }, c.verdict),
         el('td', {}, first ? first.check : ''), el('td', {}, c.elapsedMs ?? ''));
@@ -267,6 +276,7 @@
     body.append(el('h2', { id: 'baseline' }, `Against the baseline ${b.file}`));
     const fresh = cases.filter((c) => c.verdict === 'fail').length;
     body.append(el('p', {}, `${fresh} new failure(s); ${b.entries.filter((e) => e.status === 'matched').length} known; ${b.entries.filter((e) => e.status === 'stale').length} stale (fixed since, or failing otherwise); ${b.entries.filter((e) => e.status === 'not-run').length} not run here.`));
+    if (b.catalogWarning) body.append(el('p', { class: 'known' }, b.catalogWarning));
     const table = el('table', {}, el('tr', {}, ...['entry', 'status', 'why'].map((h) => el('th', {}, h))));
     for (const e of b.entries) table.append(el('tr', {}, el('td', {}, `${e.id} (line ${e.line})`), el('td', {}, e.status), el('td', {}, e.why || e.reason || '')));
     body.append(table);
