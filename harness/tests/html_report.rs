@@ -2,13 +2,18 @@
 //! a run with failures, and of a merged partitioned run, offline, and runs its script without a
 //! console error; the matrix counts what the JSON report says, a filter in the address hides
 //! what it should, a failure opens with its requirement and its diff, and a subject's markup
-//! stays text. Skipped, saying why, where Chromium is not installed (`ci/check` installs it).
-//! A screenshot for review goes under `target/`, never into the repository.
+//! stays text. Driven over the DevTools protocol (`common::cdp`), the page opens on what
+//! failed: its causes as the JSON counts them, a case opened by its address and by a changed
+//! one, a matrix cell reached by Tab and opened by Enter, controls with names, and no sideways
+//! scroll at 400 px wide, even from a megabyte-long line. Skipped, saying why, where Chromium is
+//! not installed (`ci/check` installs it). A screenshot for review goes under `target/`, never
+//! into the repository.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
 mod common;
+use common::cdp::{Key, Page};
 use common::{Slot, conform, defective, stdout};
 
 fn chromium() -> Option<PathBuf> {
@@ -108,8 +113,13 @@ fn the_catalog_against_seeded_defects_opens_in_chromium_with_its_counts_filters_
     let Some(browser) = chromium() else { return };
     let dir = tempfile::tempdir().unwrap();
     let (json, html) = (dir.path().join("r.json"), dir.path().join("html"));
-    // The whole catalog, against a reference with two seeded defects.
-    let subject = defective(&["partial-from-chunks-only", "no-sigkill-rung"]);
+    // The whole catalog, against a reference with three seeded defects (the last fails most of
+    // Codex's catalog: hundreds of failures).
+    let subject = defective(&[
+        "partial-from-chunks-only",
+        "no-sigkill-rung",
+        "codex-strict-notifications",
+    ]);
     let (code, out) = run(&[
         "-j",
         "8",
@@ -238,12 +248,256 @@ fn the_catalog_against_seeded_defects_opens_in_chromium_with_its_counts_filters_
         "{dom}"
     );
 
+    opens_on_what_failed(&browser, &page, &report);
+
     // For a person to look at: under target/, never in the repository.
     let png = Path::new(env!("CARGO_TARGET_TMPDIR")).join("html-report.png");
     let _ = std::fs::remove_file(&png);
     open(&browser, &page, "status=fail", Some(&png));
     assert!(png.is_file(), "a screenshot at {}", png.display());
     eprintln!("screenshot of the HTML report: {}", png.display());
+}
+
+/// The page's address with `hash`.
+fn address(page: &Path, hash: &str) -> String {
+    format!("file://{}#{hash}", page.display())
+}
+
+/// A run's address on the page, `<id>@<mode>`.
+fn run_key(case: &serde_json::Value) -> String {
+    format!(
+        "{}@{}",
+        case["id"].as_str().unwrap(),
+        case["mode"].as_str().unwrap()
+    )
+}
+
+/// A JavaScript expression for the opened failure of run `key`.
+fn failure_of(key: &str) -> String {
+    format!(
+        "[...document.querySelectorAll('details.failure')].find((d) => d.dataset.run === {})",
+        serde_json::to_string(key).unwrap()
+    )
+}
+
+/// Whether the failure of run `key` is open and its summary in the window, uncovered (what
+/// the page shows at the summary's corner is the summary).
+fn opened_in_view(page: &mut Page, key: &str) -> bool {
+    page.eval(&format!(
+        "(() => {{ const d = {}; if (!d || !d.open) return false; const s = d.querySelector('summary'); const r = s.getBoundingClientRect(); return s.contains(document.elementFromPoint(r.left + 4, r.top + 4)); }})()",
+        failure_of(key)
+    )) == true
+}
+
+/// Whether the page scrolls sideways.
+fn scrolls_sideways(page: &mut Page) -> bool {
+    page.eval("document.documentElement.scrollWidth > document.documentElement.clientWidth") == true
+}
+
+/// The first failed case of `report` for which `pick` holds.
+fn failed_case(
+    report: &serde_json::Value,
+    pick: impl Fn(&serde_json::Value) -> bool,
+) -> &serde_json::Value {
+    report["cases"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["verdict"] == "fail" && pick(c))
+        .expect("such a failed case")
+}
+
+/// The page of a failing run, driven as a person would: what failed comes first, a case opens
+/// by its address, a matrix cell from the keyboard, and nothing scrolls sideways at 400 px.
+fn opens_on_what_failed(browser: &Path, html: &Path, report: &serde_json::Value) {
+    let mut page = Page::launch(browser);
+    page.open(&address(html, ""));
+    assert_eq!(page.eval("document.documentElement.dataset.ready"), "yes");
+    causes_first_then_the_matrix_then_the_failures(&mut page, report);
+    a_case_opens_by_its_address(&mut page, html, report);
+    a_matrix_cell_opens_from_the_keyboard(&mut page, html);
+    nothing_scrolls_sideways_at_400_px(&mut page, html, report);
+    assert_eq!(page.errors(), Vec::<String>::new());
+}
+
+fn causes_first_then_the_matrix_then_the_failures(page: &mut Page, report: &serde_json::Value) {
+    let tops = page.eval(
+        "['causes', 'matrix', 'cases'].map((id) => document.getElementById(id).getBoundingClientRect().top)",
+    );
+    let tops: Vec<f64> = tops
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t.as_f64().unwrap())
+        .collect();
+    assert!(tops.is_sorted(), "causes, matrix, cases: {tops:?}");
+    // Failures lead the cases.
+    assert_eq!(
+        page.eval("document.querySelector('tr.case').dataset.verdict"),
+        "fail"
+    );
+    // The requirements are folded away: closed, their table not drawn.
+    assert_eq!(
+        page.eval(
+            "(() => { const r = document.getElementById('requirements'); return [r.tagName, r.open, document.getElementById('requirement-table').checkVisibility()]; })()"
+        ),
+        serde_json::json!(["DETAILS", false, false])
+    );
+    // Each cause as the JSON counts it: its runs, each a link to its failure.
+    let causes = report["causes"].as_array().unwrap();
+    let drawn = page.eval(
+        "[...document.querySelectorAll('#cause-list > li')].map((li) => [Number(li.dataset.runs), li.querySelectorAll('a[href^=\"#case=\"]').length, li.querySelector('summary').textContent])",
+    );
+    let drawn = drawn.as_array().unwrap();
+    assert_eq!(drawn.len(), causes.len());
+    for (cause, drawn) in causes.iter().zip(drawn) {
+        let runs = cause["runs"].as_array().unwrap().len();
+        assert_eq!(drawn[0], runs, "{drawn}");
+        assert_eq!(drawn[1], runs, "{drawn}");
+        assert!(
+            drawn[2]
+                .as_str()
+                .unwrap()
+                .starts_with(&format!("{runs} run(s) · ")),
+            "{drawn}"
+        );
+    }
+}
+
+fn a_case_opens_by_its_address(page: &mut Page, html: &Path, report: &serde_json::Value) {
+    // A snapshot failure: its diff drawn once, as a diff.
+    let diffed =
+        failed_case(report, |c| {
+            c["findings"].as_array().unwrap().iter().any(|f| {
+                f["check"] == "snapshot" && f["message"].as_str().unwrap().contains("\n+++ ")
+            })
+        });
+    let key = run_key(diffed);
+    page.open(&address(html, &format!("case={key}")));
+    assert!(opened_in_view(page, &key), "{key} opened by its address");
+    let diff = page.eval(&format!(
+        "(() => {{ const d = {}; return [d.textContent.split('+++ this run').length - 1, d.querySelectorAll('pre.diff span.add, pre.diff span.del').length]; }})()",
+        failure_of(&key)
+    ));
+    assert_eq!(diff[0], 1, "the diff once: {diff}");
+    assert!(diff[1].as_u64().unwrap() > 0, "+/- lines styled: {diff}");
+
+    // A background failure by a changed address: settling and delivery drawn as timelines.
+    let timed = failed_case(report, |c| {
+        c["mode"] == "background"
+            && c["delivery"]["timeline"]
+                .as_array()
+                .is_some_and(|t| !t.is_empty())
+            && c["settle"]["exits"]
+                .as_array()
+                .is_some_and(|e| !e.is_empty())
+    });
+    let key = run_key(timed);
+    page.change_hash(&format!("case={key}"));
+    assert!(opened_in_view(page, &key), "{key} opened by hashchange");
+    let drawn = page.eval(&format!(
+        "(() => {{ const d = {}; return [d.textContent, [...d.querySelectorAll('ol.timeline')].map((ol) => [...ol.children].map((li) => [li.querySelector('.at').textContent, Number(li.dataset.at)]))]; }})()",
+        failure_of(&key)
+    ));
+    let text = drawn[0].as_str().unwrap();
+    assert!(
+        !text.contains("\"goneAtMs\"") && !text.contains("\"atMs\""),
+        "no JSON: {text}"
+    );
+    // Settling, then delivery: each at least its events, in order, each with its time.
+    let timelines = drawn[1].as_array().unwrap();
+    assert_eq!(timelines.len(), 2, "{timelines:?}");
+    let least = [
+        timed["settle"]["exits"].as_array().unwrap().len(),
+        timed["delivery"]["timeline"].as_array().unwrap().len(),
+    ];
+    for (events, least) in timelines.iter().zip(least) {
+        let events = events.as_array().unwrap();
+        assert!(events.len() >= least, "{events:?}");
+        let times: Vec<f64> = events.iter().map(|e| e[1].as_f64().unwrap()).collect();
+        assert!(times.is_sorted(), "in order: {events:?}");
+        assert!(
+            events
+                .iter()
+                .all(|e| e[0].as_str().unwrap().ends_with(" ms"))
+        );
+    }
+
+    // A cause's run, followed as a link.
+    let first_run = &report["causes"][0]["runs"][0];
+    let key = run_key(first_run);
+    page.eval(
+        "new Promise((done) => { addEventListener('hashchange', () => done(), { once: true }); document.querySelector('#cause-list a[href^=\"#case=\"]').click(); })",
+    );
+    assert!(opened_in_view(page, &key), "{key} from its cause");
+
+    // A case the report does not have says so.
+    page.change_hash("case=no/such/case@foreground");
+    assert_eq!(
+        page.eval("document.getElementById('case-missing').hidden"),
+        false
+    );
+    assert!(
+        page.eval("document.getElementById('case-missing').textContent")
+            .as_str()
+            .unwrap()
+            .contains("No case no/such/case@foreground")
+    );
+}
+
+fn a_matrix_cell_opens_from_the_keyboard(page: &mut Page, html: &Path) {
+    page.open(&address(html, ""));
+    let in_matrix = "!!document.activeElement.closest('#matrix')";
+    let mut tabs = 0;
+    while page.eval(in_matrix) != true {
+        assert!(tabs < 200, "no matrix cell is reached by Tab");
+        page.press(Key::Tab);
+        tabs += 1;
+    }
+    let cell = page.eval("Object.assign({}, document.activeElement.closest('td').dataset)");
+    let name = page.accessible_name("document.activeElement");
+    assert!(
+        name.starts_with(&format!(
+            "{} on {}: ",
+            cell["family"].as_str().unwrap(),
+            cell["provider"].as_str().unwrap()
+        )),
+        "{name}"
+    );
+    page.press(Key::Enter);
+    let hash = page.eval("Object.fromEntries(new URLSearchParams(location.hash.slice(1)))");
+    assert_eq!(hash["provider"], cell["provider"]);
+    assert_eq!(hash["family"], cell["family"]);
+    assert_eq!(
+        page.eval("document.getElementById('shown').dataset.count"),
+        cell["total"]
+    );
+    // The search box and the filters say what they are.
+    assert_eq!(
+        page.accessible_name("document.getElementById('filter-q')"),
+        "Search cases"
+    );
+    assert_eq!(
+        page.accessible_name("document.getElementById('filter-status')"),
+        "filter by status"
+    );
+}
+
+fn nothing_scrolls_sideways_at_400_px(page: &mut Page, html: &Path, report: &serde_json::Value) {
+    page.resize(400, 800);
+    page.open(&address(html, ""));
+    assert!(!scrolls_sideways(page), "the page at 400 px");
+    // Every failure and the requirements opened.
+    page.eval("document.querySelectorAll('details').forEach((d) => { d.open = true; }); true");
+    assert!(!scrolls_sideways(page), "opened at 400 px");
+    let key = run_key(failed_case(report, |_| true));
+    page.change_hash(&format!("case={key}"));
+    assert!(opened_in_view(page, &key));
+    assert!(!scrolls_sideways(page));
+    // For a person to look at: a failure at a phone's width, under target/.
+    let png = Path::new(env!("CARGO_TARGET_TMPDIR")).join("html-report-400px.png");
+    page.screenshot(&png);
+    eprintln!("screenshot of a failure at 400 px: {}", png.display());
 }
 
 #[test]
@@ -288,6 +542,63 @@ fn a_subjects_markup_in_the_report_stays_text() {
         dom.contains("&lt;img src=x onerror="),
         "shown as text: {dom}"
     );
+}
+
+#[test]
+fn a_megabyte_long_line_scrolls_nothing_sideways_at_400_px() {
+    let Some(browser) = chromium() else { return };
+    let dir = tempfile::tempdir().unwrap();
+    let json = dir.path().join("r.json");
+    let subject = defective(&["partial-from-chunks-only"]);
+    run(&[
+        "--filter",
+        "dsh-sdk/output/",
+        "--subject",
+        &subject,
+        "--json",
+        json.to_str().unwrap(),
+    ]);
+    // One unbroken line of a megabyte wherever a subject's text can stand.
+    let line = "x".repeat(1 << 20);
+    let mut report: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    report["subject"] = line.clone().into();
+    report["causes"][0]["patterns"][0]["pattern"] = line.clone().into();
+    let failed = report["cases"]
+        .as_array_mut()
+        .unwrap()
+        .iter_mut()
+        .find(|c| c["verdict"] == "fail")
+        .unwrap();
+    failed["title"] = line.clone().into();
+    failed["findings"][0]["message"] = format!("{line}\n--- a\n+++ b\n-{line}\n+{line}").into();
+    failed["detail"] =
+        format!("\n━━ x\n   runtime: {line}\n  subject transcript (run r1):\n    {line}\n").into();
+    failed["modelVisible"] = line.clone().into();
+    failed["settle"]["leftovers"] = serde_json::json!([line]);
+    let key = run_key(failed);
+    std::fs::write(&json, report.to_string()).unwrap();
+    let html = dir.path().join("html");
+    let out = conform()
+        .args(["report", "html"])
+        .arg(&json)
+        .arg("-o")
+        .arg(&html)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", stdout(&out));
+
+    let mut page = Page::launch(&browser);
+    page.resize(400, 800);
+    page.open(&address(&html.join("index.html"), &format!("case={key}")));
+    assert!(opened_in_view(&mut page, &key), "{key}");
+    assert!(
+        !scrolls_sideways(&mut page),
+        "the megabyte line's case at 400 px"
+    );
+    page.eval("document.querySelectorAll('details').forEach((d) => { d.open = true; }); true");
+    assert!(!scrolls_sideways(&mut page), "everything opened at 400 px");
+    assert_eq!(page.errors(), Vec::<String>::new());
 }
 
 #[test]

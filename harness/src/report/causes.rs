@@ -24,10 +24,11 @@ pub struct Failed {
 /// the run ([`mask`]).
 pub fn patterns(c: &crate::suite::CaseReport) -> Vec<(String, String)> {
     let e = &c.scenario.file.expect;
-    // The id also names the case's snapshot files (`acp__stop__refusal@background.snap`).
-    let file_stem = c.scenario.id.replace('/', "__");
+    // The run's own snapshot file, which a snapshot finding names (`… texts are in <it>.new`);
+    // first, before the id or label inside it are masked on their own.
+    let snapshot = crate::snapshot::file_name(&c.scenario, c.mode);
     let mut own = vec![
-        file_stem.as_str(),
+        snapshot.as_str(),
         c.scenario.id.as_str(),
         c.scenario.label(),
     ];
@@ -217,6 +218,56 @@ mod tests {
         assert_eq!(
             mask("steps[12] of 23 (pid 4242)", &[]),
             "steps[N] of N (pid N)"
+        );
+    }
+
+    /// A failed run of a scenario `id` (written under a temporary catalog) in `mode`.
+    fn failed_run(
+        id: &str,
+        mode: &str,
+        findings: Vec<crate::checks::Finding>,
+    ) -> Vec<(String, String)> {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join(format!("{id}.toml"));
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        std::fs::write(
+            &path,
+            "title = \"t\"\nprovider = \"acp\"\n[expect]\nstop_reason = \"completed\"\n",
+        )
+        .unwrap();
+        let scenario = std::sync::Arc::new(crate::scenario::load(dir.path(), &path).unwrap());
+        let mode = match mode {
+            "background" => conform_protocol::subject::Mode::Background,
+            _ => conform_protocol::subject::Mode::Foreground,
+        };
+        // Named as a run from the workspace names it: relative, not masked as a path.
+        let snapshot =
+            std::path::Path::new("snapshots").join(crate::snapshot::file_name(&scenario, mode));
+        let mut findings = findings;
+        findings.push(crate::checks::Finding::new(
+            crate::checks::Check::Snapshot,
+            format!("the model-visible texts differ from the snapshot (this run's texts are in {}.new):\n-a\n+b", snapshot.display()),
+        ));
+        patterns(&crate::suite::CaseReport {
+            scenario,
+            mode,
+            verdict: Verdict::Fail,
+            findings,
+            advisories: vec![],
+            snapshot: None,
+            rerun: None,
+            obs: None,
+        })
+    }
+
+    #[test]
+    fn a_runs_own_snapshot_file_is_masked_so_snapshot_failures_read_as_one_cause() {
+        let one = failed_run("acp/teardown/one-2", "foreground", vec![]);
+        let other = failed_run("acp/stop/other", "background", vec![]);
+        assert_eq!(one, other);
+        assert_eq!(
+            one[0].1,
+            "the model-visible texts differ from the snapshot (this run's texts are in snapshots/<case>.new):"
         );
     }
 

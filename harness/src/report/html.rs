@@ -2,9 +2,11 @@
 //! and style inside it) made from the JSON report — a run's, or shards' merged. The report's
 //! data rides in the page as JSON that cannot close its `<script>` element, and the page's
 //! script builds every element with `textContent`: nothing a subject wrote is ever parsed as
-//! markup.
+//! markup. The page carries only what it draws ([`shown`]).
 
 use serde_json::Value;
+
+mod shown;
 
 const STYLE: &str = include_str!("html/style.css");
 const SCRIPT: &str = include_str!("html/app.js");
@@ -13,7 +15,7 @@ const SCRIPT: &str = include_str!("html/app.js");
 pub fn page(report: &Value) -> String {
     let title = format!(
         "conform — {}",
-        report["subject"].as_str().unwrap_or("a subject")
+        title_part(report["subject"].as_str().unwrap_or("a subject"))
     );
     let script = format!("\n{SCRIPT}");
     format!(
@@ -26,8 +28,17 @@ pub fn page(report: &Value) -> String {
          <script>{script}</script>\n</body>\n</html>\n",
         script_hash(&script),
         text(&title),
-        inert_json(report)
+        inert_json(&shown::shown(report))
     )
+}
+
+/// A subject's name as a window's title holds it: its first line, cut at 200 characters.
+fn title_part(subject: &str) -> String {
+    let line = subject.lines().next().unwrap_or_default();
+    match line.char_indices().nth(200) {
+        Some((at, _)) => format!("{}…", &line[..at]),
+        None => line.to_owned(),
+    }
 }
 
 /// The page's own script as the Content-Security-Policy names it: the one script that may run
@@ -77,7 +88,8 @@ mod tests {
     #[test]
     fn a_subjects_markup_never_leaves_its_json_string() {
         let hostile = "</script><script>document.title='PWNED'</script><!--\u{2028}";
-        let report = json!({"subject": hostile, "cases": [{"id": "x", "detail": hostile}]});
+        let report = json!({"subject": hostile, "cases": [{"id": "x", "verdict": "fail",
+            "findings": [{"check": "c", "message": hostile}]}]});
         let page = page(&report);
         // The data element closes once, where the page closes it.
         let data = page
@@ -87,7 +99,8 @@ mod tests {
         let (json_text, _) = data.split_once("</script>").unwrap();
         assert!(!json_text.contains('<') && !json_text.contains('>'));
         let back: Value = serde_json::from_str(json_text).unwrap();
-        assert_eq!(back, report);
+        assert_eq!(back, shown::shown(&report));
+        assert_eq!(back["cases"][0]["findings"][0]["message"], hostile);
         // The title is text.
         assert!(page.contains("<title>conform — &lt;/script&gt;&lt;script&gt;"));
     }

@@ -1,6 +1,8 @@
 //! Helpers shared by the end-to-end tests of `conform`.
 #![allow(dead_code)] // each test file uses its own part
 
+pub mod cdp;
+
 use std::path::{Path, PathBuf};
 use std::process::Output;
 
