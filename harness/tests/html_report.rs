@@ -715,3 +715,51 @@ fn the_page_tells_what_changed_since_the_previous_run_with_a_history_and_as_text
     );
     assert!(since.contains("data-change=\"gone\""), "{since}");
 }
+
+#[test]
+fn the_page_and_the_terminal_count_a_baseline_alike_cases_apart_from_entries() {
+    // A leaking host fails some cases on two checks: each check is an entry of the baseline,
+    // so entries outnumber the cases they make known. Both reports say both numbers, the same.
+    let Some(browser) = chromium() else { return };
+    let dir = tempfile::tempdir().unwrap();
+    let known = dir.path().join("known.toml");
+    let html = dir.path().join("html");
+    let subject = defective(&["leak-raw-error", "max-tokens-as-error"]);
+    let select = ["--filter", "acp/stop/", "--subject", &subject];
+    let mut write = select.to_vec();
+    write.extend(["--write-baseline", known.to_str().unwrap()]);
+    run(&write);
+    let mut read = select.to_vec();
+    read.extend([
+        "--baseline",
+        known.to_str().unwrap(),
+        "--html",
+        html.to_str().unwrap(),
+    ]);
+    let (code, out) = run(&read);
+    assert_eq!(code, Some(0), "{out}");
+    let entries = std::fs::read_to_string(&known)
+        .unwrap()
+        .matches("[[known]]")
+        .count();
+    let cases: usize = out
+        .lines()
+        .last()
+        .and_then(|l| l.split(" failed, ").nth(1)?.split(' ').next()?.parse().ok())
+        .expect(&out);
+    assert!(entries > cases && cases > 0, "{entries} entries, {cases} cases\n{out}");
+    assert!(
+        out.contains(&format!(
+            ": {entries} entr(ies) matched a failure, 0 stale, 0 not run here; {cases} failed case(s) known by them"
+        )),
+        "{out}"
+    );
+    let (dom, log) = open(&browser, &html.join("index.html"), "", None);
+    assert!(console_errors(&log).is_empty(), "{log}");
+    assert!(
+        dom.contains(&format!(
+            "0 new failure(s); {cases} failed case(s) known by {entries} matched entr(ies); 0 stale"
+        )),
+        "{dom}"
+    );
+}

@@ -445,7 +445,10 @@
     if (!b) return;
     body.append(el('h2', { id: 'baseline' }, `Against the baseline ${b.file}`));
     const fresh = cases.filter((c) => c.verdict === 'fail').length;
-    body.append(el('p', {}, `${fresh} new failure(s); ${b.entries.filter((e) => e.status === 'matched').length} known; ${b.entries.filter((e) => e.status === 'stale').length} stale (fixed since, or failing otherwise); ${b.entries.filter((e) => e.status === 'not-run').length} not run here.`));
+    // Cases and entries apart (an entry names one check of one case): as the terminal says it.
+    const known = cases.filter((c) => c.verdict === 'known').length;
+    const entries = (s) => b.entries.filter((e) => e.status === s).length;
+    body.append(el('p', { id: 'baseline-counts' }, `${fresh} new failure(s); ${known} failed case(s) known by ${entries('matched')} matched entr(ies); ${entries('stale')} stale (fixed since, or failing otherwise); ${entries('not-run')} not run here.`));
     if (b.catalogWarning) body.append(el('p', { class: 'known' }, b.catalogWarning));
     const table = el('table', { class: 'stacks' }, el('tr', {}, ...['entry', 'status', 'why'].map((h) => el('th', { scope: 'col' }, h))));
     for (const e of b.entries) table.append(el('tr', {}, el('td', {}, `${e.id} (line ${e.line})`), el('td', {}, e.status), el('td', {}, e.why || e.reason || '')));
