@@ -747,7 +747,10 @@ fn the_page_and_the_terminal_count_a_baseline_alike_cases_apart_from_entries() {
         .last()
         .and_then(|l| l.split(" failed, ").nth(1)?.split(' ').next()?.parse().ok())
         .expect(&out);
-    assert!(entries > cases && cases > 0, "{entries} entries, {cases} cases\n{out}");
+    assert!(
+        entries > cases && cases > 0,
+        "{entries} entries, {cases} cases\n{out}"
+    );
     assert!(
         out.contains(&format!(
             ": {entries} entr(ies) matched a failure, 0 stale, 0 not run here; {cases} failed case(s) known by them"
