@@ -18,6 +18,8 @@ struct Row {
     kind: String,
     default: String,
     valid: Vec<String>,
+    /// A scenario setting the key to its largest valid value (bounded kinds).
+    largest: Vec<String>,
     /// Invalid class → scenario.
     invalid: BTreeMap<String, String>,
 }
@@ -59,7 +61,7 @@ fn table(doc: &str) -> Vec<Row> {
         .filter(|l| l.starts_with("| ") && !l.starts_with("| provider"))
         .map(|l| {
             let cells: Vec<&str> = l.trim_matches('|').split(" | ").map(str::trim).collect();
-            let invalid = cells[5]
+            let invalid = cells[6]
                 .split("; ")
                 .filter_map(|part| {
                     let (class, id) = part.split_once(": ")?;
@@ -72,10 +74,21 @@ fn table(doc: &str) -> Vec<Row> {
                 kind: cells[2].to_owned(),
                 default: cells[3].trim_matches('`').to_owned(),
                 valid: ids(cells[4]),
+                largest: ids(cells[5]),
                 invalid,
             }
         })
         .collect()
+}
+
+/// The largest valid value of a bounded kind: a duration up to the timer limit (2^31 − 1 ms),
+/// an integer up to the largest safe one (2^53 − 1). One more is "past the limit".
+fn bound(kind: &str) -> Option<i64> {
+    match kind {
+        "duration" => Some((1 << 31) - 1),
+        "integer" => Some((1 << 53) - 1),
+        _ => None,
+    }
 }
 
 /// Every `(provider, key)` the reference reads from `start.config`, found in its sources.
@@ -200,6 +213,9 @@ fn problems(
                 }
             }
         }
+        if let Some(bound) = bound(&r.kind) {
+            out.extend(bounds(r, bound, &sets));
+        }
         for class in classes(&r.kind) {
             match r.invalid.get(*class) {
                 None => out.push(format!("{at}: no scenario for the invalid class `{class}`")),
@@ -211,6 +227,39 @@ fn problems(
                     Ok(_) => {}
                 },
             }
+        }
+    }
+    out
+}
+
+/// A bounded key's edges: a scenario that sets it to its bound itself and starts, and the
+/// "past the limit" one setting exactly one more (a bound read as exclusive, or one off, fails
+/// one of them).
+fn bounds(r: &Row, bound: i64, sets: &dyn Fn(&str) -> Result<Case, String>) -> Vec<String> {
+    let at = format!("{} `{}`", r.provider, r.key);
+    let value = |c: &Case| c.config[&r.key].as_integer();
+    let mut out = Vec::new();
+    match r.largest.first() {
+        None => out.push(format!(
+            "{at}: no scenario sets its largest valid value ({bound})"
+        )),
+        Some(id) => match sets(id) {
+            Err(e) => out.push(e),
+            Ok(c) if c.start_error.is_some() => out.push(format!("{at}: `{id}` fails at start")),
+            Ok(c) if value(&c) != Some(bound) => out.push(format!(
+                "{at}: `{id}` sets {}, not the largest valid value {bound}",
+                c.config[&r.key]
+            )),
+            Ok(_) => {}
+        },
+    }
+    if let Some(Ok(c)) = r.invalid.get("past the limit").map(|id| sets(id)) {
+        if value(&c) != Some(bound + 1) {
+            out.push(format!(
+                "{at}: past the limit sets {}, not one past the bound ({})",
+                c.config[&r.key],
+                bound + 1
+            ));
         }
     }
     out
@@ -235,7 +284,12 @@ fn a_key_without_a_row_or_a_row_without_its_scenarios_is_named() {
         kind: "duration".into(),
         default: "3000".into(),
         valid: vec!["acp/valid".into()],
-        invalid: [("zero".to_owned(), "acp/zero".to_owned())].into(),
+        largest: vec!["acp/valid".into()],
+        invalid: [
+            ("zero".to_owned(), "acp/zero".to_owned()),
+            ("past the limit".to_owned(), "acp/zero".to_owned()),
+        ]
+        .into(),
     }];
     let read: BTreeSet<(String, String)> = [
         ("acp".to_owned(), "disposeGraceMs".to_owned()),
@@ -256,8 +310,9 @@ fn a_key_without_a_row_or_a_row_without_its_scenarios_is_named() {
         [
             "acp reads `newKey`, which has no row",
             "acp `disposeGraceMs`: `acp/valid` sets the default",
+            "acp `disposeGraceMs`: `acp/valid` sets 3000, not the largest valid value 2147483647",
+            "acp `disposeGraceMs`: past the limit sets 3000, not one past the bound (2147483648)",
             "acp `disposeGraceMs`: no scenario for the invalid class `negative`",
-            "acp `disposeGraceMs`: no scenario for the invalid class `past the limit`",
             "acp `disposeGraceMs`: no scenario for the invalid class `wrong type`",
         ]
     );

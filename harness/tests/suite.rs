@@ -1561,6 +1561,24 @@ fn a_configured_grace_not_applied_is_caught() {
 }
 
 #[test]
+fn a_bound_read_as_exclusive_is_caught_by_the_largest_valid_values() {
+    // A provider refusing a duration of exactly 2^31 − 1 ms, or maxTokens of exactly 2^53 − 1:
+    // the "past the limit" cases (one more) cannot tell; the bound itself can.
+    caught(
+        &["bounds-exclusive"],
+        "/config/largest-valid-values",
+        &[],
+        &[
+            "✗ acp/config/largest-valid-values (foreground) [wire.script]",
+            "✗ dsh-sdk/config/largest-valid-values (background) [wire.script]",
+            "✗ codex/config/largest-valid-values (foreground) [wire.script]",
+            "✗ claude-code/config/largest-valid-values (background) [wire.script]",
+            "start was rejected unexpectedly: \"AcpRunFailure\": \"subagent-acp: Subagent failure (provider: ACP; stage: initialize; category: configuration)\"",
+        ],
+    );
+}
+
+#[test]
 fn a_dispose_mid_prompt_without_session_cancel_is_caught() {
     // Disposal while the prompt runs must cancel on the wire before stdin EOF, whether the agent
     // answers the cancel, answers it late or never does.

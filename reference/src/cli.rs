@@ -179,6 +179,10 @@ defects! {
          negative, past the timer limit, a string) as unset, its default, instead of refusing \
          the configuration (the child is spawned, with no script to play)",
         catches ["expect.start-error", "snapshot", "wire.violation"];
+    bounds_exclusive = "bounds-exclusive":
+        "Refuse a bounded key set to its bound itself (a duration of 2^31 − 1 ms, maxTokens of \
+         2^53 − 1) as if the bound were exclusive",
+        catches ["expect.start-error", "expect.stop-reason", "snapshot"];
     dispose_ignores_turn = "dispose-ignores-turn":
         "The host's own dispose of a run whose prompt or turn is in flight cancels nothing: \
          the provider waits for the turn to end on its own, and only then tears down",

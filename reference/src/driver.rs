@@ -52,7 +52,16 @@ pub(crate) trait Driver: Sized + Send {
         } else {
             std::borrow::Cow::Borrowed(&spec.config)
         };
-        let valid = Self::Config::from_map(&config).map_err(|why| {
+        // Seeded defect: a key at its bound itself refused, as if the bound were exclusive.
+        let exclusive = defects
+            .bounds_exclusive
+            .then(|| crate::provider::at_a_bound(&config))
+            .flatten();
+        let valid = match exclusive {
+            Some(why) => Err(why),
+            None => Self::Config::from_map(&config),
+        }
+        .map_err(|why| {
             log(format!(
                 "invalid {} provider configuration: {why}",
                 Self::Config::PROVIDER

@@ -62,6 +62,13 @@ pub trait ProviderConfig: Sized {
     fn from_map(config: &Map<String, Value>) -> Result<Self, String>;
 }
 
+/// The largest delay a JavaScript timer takes (`MAX_TIMER_DELAY_MS`, 2^31 − 1 ms): a duration
+/// may be this, not more.
+pub const MAX_TIMER_MS: u64 = 2_147_483_647;
+
+/// Largest integer a JavaScript number holds exactly (`Number.MAX_SAFE_INTEGER`).
+pub const MAX_SAFE_INTEGER: u64 = (1 << 53) - 1;
+
 /// A positive millisecond duration from `config[key]` (absent or `null`: `default_ms`).
 pub fn duration_ms(
     config: &Map<String, Value>,
@@ -71,7 +78,7 @@ pub fn duration_ms(
     match config.get(key) {
         None | Some(Value::Null) => Ok(Duration::from_millis(default_ms)),
         Some(v) => match v.as_f64() {
-            Some(ms) if ms.is_finite() && ms > 0.0 && ms <= 2_147_483_647.0 => {
+            Some(ms) if ms.is_finite() && ms > 0.0 && ms <= MAX_TIMER_MS as f64 => {
                 Ok(Duration::from_secs_f64(ms / 1000.0))
             }
             _ => Err(format!("{key} must be a positive number of ms")),
@@ -92,6 +99,19 @@ pub fn without_invalid_durations(config: &Map<String, Value>) -> Map<String, Val
         }
     }
     out
+}
+
+/// A bounded key set to its bound itself, if one is (what a provider reading the bounds as
+/// exclusive refuses: the seeded defect `bounds-exclusive`).
+pub fn at_a_bound(config: &Map<String, Value>) -> Option<String> {
+    let at = |key: &str, bound: u64| config.get(key).and_then(Value::as_f64) == Some(bound as f64);
+    DURATIONS
+        .iter()
+        .find(|key| at(key, MAX_TIMER_MS))
+        .map(|key| format!("{key} must be below the timer limit"))
+        .or_else(|| {
+            at("maxTokens", MAX_SAFE_INTEGER).then(|| "maxTokens must be below 2^53 − 1".to_owned())
+        })
 }
 
 /// `config` without any of its durations (a provider that ignores them walks its defaults).

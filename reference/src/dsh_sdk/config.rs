@@ -4,10 +4,7 @@ use std::time::Duration;
 
 use serde_json::{Map, Value};
 
-use crate::provider::{ProviderConfig, duration_ms};
-
-/// Largest integer a JavaScript number holds exactly (`Number.MAX_SAFE_INTEGER`).
-const MAX_SAFE_INTEGER: u64 = (1 << 53) - 1;
+use crate::provider::{MAX_SAFE_INTEGER, ProviderConfig, duration_ms};
 
 #[derive(Clone, Debug, PartialEq)]
 pub struct DshConfig {
