@@ -53,6 +53,14 @@ function durationMs(config, key, defaultMs) {
   return value;
 }
 
+/** The provider's own working directory over the parent's, if set: a non-blank string. */
+function ownCwd(config) {
+  const value = config.cwd;
+  if (value === undefined || value === null) return undefined;
+  if (typeof value !== 'string' || value.trim() === '') throw new Error('cwd must be a non-empty path');
+  return value;
+}
+
 function readConfig(config) {
   let permission = 'reject';
   if (config.permission !== undefined && config.permission !== null) {
@@ -63,6 +71,7 @@ function readConfig(config) {
   }
   return {
     permission,
+    cwd: ownCwd(config),
     disposeEofGraceMs: durationMs(config, 'disposeEofGraceMs', 6000),
     disposeGraceMs: durationMs(config, 'disposeGraceMs', 3000),
   };
@@ -322,7 +331,8 @@ function createAcpProvider({ runtime, config, log }) {
       }
       if (signal.aborted) throw abortedBeforeStart();
 
-      const cwd = runtime.cwd;
+      // The provider's own `cwd` over the parent's; a relative one is taken from the parent's.
+      const cwd = settings.cwd === undefined ? runtime.cwd : path.resolve(runtime.cwd, settings.cwd);
       if (typeof cwd !== 'string' || !path.isAbsolute(cwd) || !isDirectory(cwd)) {
         log(`ACP child cwd is not an absolute existing directory: ${JSON.stringify(cwd)}`);
         throw new AcpRunFailure(failureLine('initialize', 'configuration'));

@@ -97,6 +97,8 @@ class SubagentResult:
 @dataclass(frozen=True)
 class Settings:
     permission: str
+    # The provider's own working directory over the parent's (`None`: the parent's).
+    cwd: str | None
     dispose_eof_grace_ms: float
     dispose_grace_ms: float
 
@@ -120,6 +122,16 @@ def _duration_ms(config: dict[str, Any], key: str, default_ms: float) -> float:
     return value
 
 
+def _own_cwd(config: dict[str, Any]) -> str | None:
+    """The provider's own working directory over the parent's, if set: a non-blank string."""
+    value = config.get("cwd")
+    if value is None:
+        return None
+    if not isinstance(value, str) or not value.strip():
+        raise ConfigError("cwd must be a non-empty path")
+    return value
+
+
 def read_config(config: dict[str, Any]) -> Settings:
     permission = config.get("permission")
     if permission is None:
@@ -128,6 +140,7 @@ def read_config(config: dict[str, Any]) -> Settings:
         raise ConfigError("permission must be allow or reject")
     return Settings(
         permission=permission,
+        cwd=_own_cwd(config),
         dispose_eof_grace_ms=_duration_ms(config, "disposeEofGraceMs", 6000),
         dispose_grace_ms=_duration_ms(config, "disposeGraceMs", 3000),
     )
@@ -459,6 +472,9 @@ class AcpProvider:
             raise StartAborted()
 
         cwd = self.runtime.get("cwd")
+        if settings.cwd is not None and isinstance(cwd, str):
+            # The provider's own `cwd`; a relative one is taken from the parent's.
+            cwd = os.path.normpath(os.path.join(cwd, settings.cwd))
         if not isinstance(cwd, str) or not os.path.isabs(cwd) or not os.path.isdir(cwd):
             log(f"ACP child cwd is not an absolute existing directory: {json.dumps(cwd)}")
             raise AcpRunFailure(failure_line("initialize", "configuration"))

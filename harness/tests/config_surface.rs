@@ -38,6 +38,9 @@ fn classes(kind: &str) -> &'static [&'static str] {
         "name" => &["blank", "wrong type"],
         "choice" => &["unknown", "wrong type"],
         "path" => &["missing", "relative", "file"],
+        // A provider's own working directory over the parent's: a relative one is taken from
+        // the parent's, so it is valid.
+        "own path" => &["blank", "missing", "file", "wrong type"],
         _ => &[],
     }
 }
@@ -98,6 +101,7 @@ fn keys_read(src: &Path) -> BTreeSet<(String, String)> {
         r#"ms\("(\w+)""#,
         r#"name\(config, "(\w+)""#,
         r#"config\.get\("(\w+)"\)"#,
+        r#"path\(config, "(\w+)""#,
     ];
     let patterns: Vec<regex::Regex> = patterns
         .iter()
@@ -253,14 +257,14 @@ fn bounds(r: &Row, bound: i64, sets: &dyn Fn(&str) -> Result<Case, String>) -> V
             Ok(_) => {}
         },
     }
-    if let Some(Ok(c)) = r.invalid.get("past the limit").map(|id| sets(id)) {
-        if value(&c) != Some(bound + 1) {
-            out.push(format!(
-                "{at}: past the limit sets {}, not one past the bound ({})",
-                c.config[&r.key],
-                bound + 1
-            ));
-        }
+    if let Some(Ok(c)) = r.invalid.get("past the limit").map(|id| sets(id))
+        && value(&c) != Some(bound + 1)
+    {
+        out.push(format!(
+            "{at}: past the limit sets {}, not one past the bound ({})",
+            c.config[&r.key],
+            bound + 1
+        ));
     }
     out
 }

@@ -1579,6 +1579,23 @@ fn a_bound_read_as_exclusive_is_caught_by_the_largest_valid_values() {
 }
 
 #[test]
+fn a_providers_own_working_directory_never_read_is_caught() {
+    // ACP and the DSH SDK take a `cwd` of their own over the parent's: ignored, the child runs
+    // in the parent's folder (the wire names it) and an invalid one starts anyway.
+    caught(
+        &["own-cwd-ignored"],
+        "/config/own-cwd-",
+        &[],
+        &[
+            "✗ acp/config/own-cwd-relative (foreground) [wire.violation]",
+            "✗ dsh-sdk/config/own-cwd-relative (background) [wire.violation]",
+            "✗ acp/config/own-cwd-blank (background) [wire.violation]",
+            "✗ dsh-sdk/config/own-cwd-file (foreground) [wire.violation]",
+        ],
+    );
+}
+
+#[test]
 fn a_dispose_mid_prompt_without_session_cancel_is_caught() {
     // Disposal while the prompt runs must cancel on the wire before stdin EOF, whether the agent
     // answers the cancel, answers it late or never does.

@@ -21,7 +21,7 @@ use crate::jsonrpc::{ErrorObject, Handler, IdStyle, JsonRpc, Reading, Reply, Rpc
 use crate::process::{ManagedChild, SpawnError, Spawned};
 use crate::provider::{
     ABORT_ERROR_NAME, Log, ProviderConfig, ProviderEvent, RunSpec, StderrTail, Step,
-    close_and_settle, duration_ms, race, reject,
+    close_and_settle, duration_ms, path, race, reject,
 };
 
 pub const ERROR_NAME: &str = "AcpRunFailure";
@@ -45,6 +45,8 @@ impl ProviderConfig for AcpConfig {
             Some(Value::String(s)) if s == "allow" => Policy::Allow,
             Some(_) => return Err("permission must be allow or reject".into()),
         };
+        // Its own working directory is taken where the run starts (`driver::drive`).
+        path(config, "cwd")?;
         Ok(AcpConfig {
             permission,
             dispose_eof_grace: duration_ms(config, "disposeEofGraceMs", 6000)?,
@@ -225,6 +227,7 @@ impl Driver for AcpRun {
     const CHILD: &'static str = "ACP child";
     const CHILD_SHORT: &'static str = "child";
     type Config = AcpConfig;
+    const OWN_CWD: bool = true;
     type Session = String;
     type Failure = FailureLine;
 

@@ -179,6 +179,10 @@ defects! {
          negative, past the timer limit, a string) as unset, its default, instead of refusing \
          the configuration (the child is spawned, with no script to play)",
         catches ["expect.start-error", "snapshot", "wire.violation"];
+    own_cwd_ignored = "own-cwd-ignored":
+        "ACP, DSH SDK: never read the provider's own `cwd` key: the child runs in the parent's \
+         working directory, and an invalid one is not refused",
+        catches ["expect.start-error", "wire.violation", "snapshot"];
     bounds_exclusive = "bounds-exclusive":
         "Refuse a bounded key set to its bound itself (a duration of 2^31 − 1 ms, maxTokens of \
          2^53 − 1) as if the bound were exclusive",

@@ -37,6 +37,8 @@ pub(crate) trait Driver: Sized + Send {
     /// How the host log names the child in passing (`child`, `app-server`).
     const CHILD_SHORT: &'static str;
     type Config: ProviderConfig + Send;
+    /// Whether the provider has a working directory key of its own (`cwd`), over the parent's.
+    const OWN_CWD: bool = false;
     /// What the handshake hands to the task (a session or thread id).
     type Session: Send;
     type Failure: Send;
@@ -46,12 +48,16 @@ pub(crate) trait Driver: Sized + Send {
 
     /// Reads the provider's configuration; an invalid one is logged and rejected.
     fn configure(spec: &RunSpec, log: &Log, defects: &Defects) -> Result<Self::Config, StartError> {
-        let config = if defects.durations_unchecked {
+        let mut config = if defects.durations_unchecked {
             // Seeded defect: an invalid duration read as if it were not set.
             std::borrow::Cow::Owned(crate::provider::without_invalid_durations(&spec.config))
         } else {
             std::borrow::Cow::Borrowed(&spec.config)
         };
+        if defects.own_cwd_ignored {
+            // Seeded defect: the provider's own working directory is never read.
+            config.to_mut().remove("cwd");
+        }
         // Seeded defect: a key at its bound itself refused, as if the bound were exclusive.
         let exclusive = defects
             .bounds_exclusive
@@ -161,12 +167,20 @@ pub(crate) fn with_rollback(error: StartError, rollback: Result<(), StartError>)
 /// Drives one run of provider `D` from its configuration to a settled dispose: launch the
 /// child, open its session, publish, run the task, dispose.
 pub(crate) async fn drive<D: Driver>(
-    spec: RunSpec,
+    mut spec: RunSpec,
     defects: Defects,
     log: Log,
     mut cancel: watch::Receiver<bool>,
     events: mpsc::UnboundedSender<ProviderEvent>,
 ) {
+    if D::OWN_CWD && !defects.own_cwd_ignored {
+        // The provider's own `cwd`, when set, is where its child runs and what its wire names
+        // (a relative one taken from the parent's); an invalid one is refused with the rest of
+        // the configuration.
+        if let Ok(Some(own)) = crate::provider::path(&spec.config, "cwd") {
+            spec.runtime.cwd = crate::provider::working_dir(&spec.runtime.cwd, Some(&own));
+        }
+    }
     let start = Start {
         spec: &spec,
         defects,

@@ -86,6 +86,40 @@ pub fn duration_ms(
     }
 }
 
+/// A provider's own working directory key (`cwd`: ACP and the DSH SDK have one), if set: a
+/// non-blank string. Where it points is checked at spawn, as the parent's is.
+pub fn path(config: &Map<String, Value>, key: &str) -> Result<Option<String>, String> {
+    match config.get(key) {
+        None | Some(Value::Null) => Ok(None),
+        Some(Value::String(s)) if !s.trim().is_empty() => Ok(Some(s.clone())),
+        Some(_) => Err(format!("{key} must be a non-empty path")),
+    }
+}
+
+/// The child's working directory: the provider's own `cwd` when set — a relative one taken from
+/// the parent's — else the parent's, resolved as Node's `path.resolve` does (`.` and `..` by
+/// their names, no link followed).
+pub fn working_dir(parent: &str, own: Option<&str>) -> String {
+    let Some(own) = own else {
+        return parent.to_owned();
+    };
+    let joined = std::path::Path::new(parent).join(own);
+    if !joined.is_absolute() {
+        return own.to_owned();
+    }
+    let mut out = std::path::PathBuf::from("/");
+    for part in joined.components() {
+        match part {
+            std::path::Component::ParentDir => {
+                out.pop();
+            }
+            std::path::Component::Normal(name) => out.push(name),
+            _ => {}
+        }
+    }
+    out.to_string_lossy().into_owned()
+}
+
 /// The durations the providers read, for the seeded defect that takes an invalid one as unset.
 const DURATIONS: [&str; 3] = ["disposeGraceMs", "disposeEofGraceMs", "shutdownTimeoutMs"];
 
@@ -394,6 +428,26 @@ pub async fn close_and_settle(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn an_own_working_directory_is_taken_from_the_parents_as_path_resolve_does() {
+        assert_eq!(working_dir("/w/r7/workspace", None), "/w/r7/workspace");
+        assert_eq!(working_dir("/w/r7/workspace", Some("..")), "/w/r7");
+        assert_eq!(
+            working_dir("/w/r7/workspace", Some("./a/../b")),
+            "/w/r7/workspace/b"
+        );
+        assert_eq!(
+            working_dir("/w/r7/workspace", Some("/elsewhere/")),
+            "/elsewhere"
+        );
+        // A relative parent leaves a relative own one relative: refused at spawn, as before.
+        assert_eq!(working_dir("rel", Some("x")), "x");
+        let config = |v: Value| v.as_object().unwrap().clone();
+        assert_eq!(path(&config(serde_json::json!({})), "cwd"), Ok(None));
+        assert!(path(&config(serde_json::json!({"cwd": " "})), "cwd").is_err());
+        assert!(path(&config(serde_json::json!({"cwd": 42})), "cwd").is_err());
+    }
 
     #[test]
     fn durations() {

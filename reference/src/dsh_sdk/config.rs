@@ -4,7 +4,7 @@ use std::time::Duration;
 
 use serde_json::{Map, Value};
 
-use crate::provider::{MAX_SAFE_INTEGER, ProviderConfig, duration_ms};
+use crate::provider::{MAX_SAFE_INTEGER, ProviderConfig, duration_ms, path};
 
 #[derive(Clone, Debug, PartialEq)]
 pub struct DshConfig {
@@ -58,6 +58,8 @@ impl ProviderConfig for DshConfig {
     /// Unknown keys (another provider's `permission`, …) are ignored.
     fn from_map(config: &Map<String, Value>) -> Result<Self, String> {
         let ms = |key, default| duration_ms(config, key, default);
+        // Its own working directory is taken where the run starts (`driver::drive`).
+        path(config, "cwd")?;
         Ok(DshConfig {
             provider: name(config, "provider", "deepseek-official")?,
             model: name(config, "model", "deepseek-v4-flash")?,

@@ -104,6 +104,7 @@ impl Driver for DshRun {
     const CHILD: &'static str = "DSH SDK runtime";
     const CHILD_SHORT: &'static str = "runtime";
     type Config = DshConfig;
+    const OWN_CWD: bool = true;
     type Session = ();
     type Failure = SdkError;
 
