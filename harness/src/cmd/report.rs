@@ -2,6 +2,7 @@
 //! `conform report html`: the HTML report of one run's JSON report, or of shards' merged.
 //! Either compared with previous reports where asked (`--compare`).
 
+use std::io::IsTerminal;
 use std::process::ExitCode;
 
 use crate::cli::ReportArgs;
@@ -43,7 +44,7 @@ pub fn exec(args: ReportArgs) -> Result<ExitCode, Error> {
         final_status_level: args.output.final_status_level,
     };
     let paint = report::style::Paint {
-        on: report::style::colour_for(args.output.color, &std::io::stdout()),
+        on: report::style::colour_for(args.output.color, std::io::stdout().is_terminal()),
     };
     // What `conform run` prints of one run, of the shards' merged.
     let mut human = report::human(&merged, shape);

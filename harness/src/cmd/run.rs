@@ -31,63 +31,25 @@ pub fn exec(args: RunArgs) -> Result<ExitCode, Error> {
         .as_deref()
         .map(crate::report::compare::load)
         .transpose()?;
-    // The embedded catalog's folders are a cache named by its digest: never written into.
-    if args.settings.accept && args.snapshots.is_none() && crate::catalog::defaults_are_embedded() {
-        return Err(Error::Usage(
-            "`--accept` writes snapshots: outside conform's workspace give the folder with --snapshots DIR"
-                .to_owned(),
-        ));
-    }
-    let embedded = args.snapshots.is_none() && crate::catalog::defaults_are_embedded();
-    let snapshots = crate::catalog::or_default(args.snapshots, "snapshots")?;
-    // Nothing may be accepted into the embedded catalog: nothing is left pending for it.
-    let pending = match args.pending.dir() {
-        dir if embedded => dir.never_for(&snapshots),
-        dir => dir,
-    };
-    // `--accept` creates the folder when it records the first snapshot.
-    if !args.settings.accept && !snapshots.is_dir() {
-        let why = if snapshots.exists() {
-            "is not a folder"
-        } else {
-            "does not exist (`--accept` creates it)"
-        };
-        return Err(Error::Usage(format!(
-            "the snapshot folder {} {why}",
-            snapshots.display()
-        )));
-    }
+    let (snapshots, pending) = snapshot_folders(&args)?;
     let [json_file, junit_file, baseline_file] = ReportFile::open_all([
         args.json.as_deref(),
         args.junit.as_deref(),
         args.write_baseline.as_deref(),
     ])?;
-    let shape = report::human::Shape {
-        verbose: args.settings.verbose,
-        failure_output: args.output.failure_output,
-        final_status_level: args.output.final_status_level,
-    };
-    let live = report::live::LiveOptions {
-        status_level: args.status_level,
-        failure_output: args.output.failure_output,
-        paint: Paint {
-            on: style::colour_for(args.output.color, &std::io::stderr()),
-        },
-    };
-    let stdout_paint = Paint {
-        on: style::colour_for(args.output.color, &std::io::stdout()),
-    };
+    let terminal = Terminal::of(&args);
+    let (html, scenarios) = (args.html.clone(), args.select.scenarios.clone());
     let opts = suite::Options {
         added: args.select.added,
         filters: args.select.filter,
         partition: args.partition,
         settings: args.settings,
         progress: std::io::stderr().is_terminal(),
-        observer: Some(std::sync::Arc::new(report::live::Live::new(live))),
+        observer: Some(std::sync::Arc::new(report::live::Live::new(terminal.live))),
         interrupt,
         pending: Some(pending.clone()),
         ..suite::Options::new(
-            crate::catalog::or_default(args.select.scenarios, "scenarios")?,
+            crate::catalog::or_default(scenarios, "scenarios")?,
             snapshots,
         )
     };
@@ -109,18 +71,9 @@ pub fn exec(args: RunArgs) -> Result<ExitCode, Error> {
         ),
         None => None,
     };
-    let verbose = shape
-        .verbose
-        .then(|| report::json::with_passing_details(json.clone(), &report));
-    let mut human = report::human(verbose.as_ref().unwrap_or(&json), shape);
-    if let Some(comparison) = &comparison {
-        human.push_str(&comparison.render());
-    }
-    // Subject text is shown on a terminal: escaped (then coloured, by us alone). The JSON and
-    // JUnit reports are exact.
-    let shown = out(&stdout_paint.report(&terminal::escape_controls(&human)));
+    let shown = terminal.print(&report, &json, comparison.as_ref());
     write_reports(&report, &json, json_file, junit_file)?;
-    if let Some(dir) = &args.html {
+    if let Some(dir) = &html {
         let page = report::html::write(dir, &json).map_err(|source| Error::Write {
             path: dir.clone(),
             source,
@@ -136,6 +89,87 @@ pub fn exec(args: RunArgs) -> Result<ExitCode, Error> {
         );
     }
     shown.map(|()| code(report.exit_code()))
+}
+
+/// The snapshots folder the run judges by, and where what differs is left pending: never into
+/// the embedded catalog, whose folders are a cache named by its digest.
+fn snapshot_folders(
+    args: &RunArgs,
+) -> Result<(std::path::PathBuf, crate::snapshot::PendingDir), Error> {
+    let embedded = args.snapshots.is_none() && crate::catalog::defaults_are_embedded();
+    if args.settings.accept && embedded {
+        return Err(Error::Usage(
+            "`--accept` writes snapshots: outside conform's workspace give the folder with --snapshots DIR"
+                .to_owned(),
+        ));
+    }
+    let snapshots = crate::catalog::or_default(args.snapshots.clone(), "snapshots")?;
+    // Nothing may be accepted into the embedded catalog: nothing is left pending for it.
+    let pending = match args.pending.dir() {
+        dir if embedded => dir.never_for(&snapshots),
+        dir => dir,
+    };
+    // `--accept` creates the folder when it records the first snapshot.
+    if !args.settings.accept && !snapshots.is_dir() {
+        let why = if snapshots.exists() {
+            "is not a folder"
+        } else {
+            "does not exist (`--accept` creates it)"
+        };
+        return Err(Error::Usage(format!(
+            "the snapshot folder {} {why}",
+            snapshots.display()
+        )));
+    }
+    Ok((snapshots, pending))
+}
+
+/// How the terminal is written to, resolved once from the flags: the report's shape, the
+/// status lines on stderr, and whether stdout is coloured.
+struct Terminal {
+    shape: report::human::Shape,
+    live: report::live::LiveOptions,
+    stdout: Paint,
+}
+
+impl Terminal {
+    fn of(args: &RunArgs) -> Terminal {
+        let colour = |terminal: bool| Paint {
+            on: style::colour_for(args.output.color, terminal),
+        };
+        Terminal {
+            shape: report::human::Shape {
+                verbose: args.settings.verbose,
+                failure_output: args.output.failure_output,
+                final_status_level: args.output.final_status_level,
+            },
+            live: report::live::LiveOptions {
+                status_level: args.status_level,
+                failure_output: args.output.failure_output,
+                paint: colour(std::io::stderr().is_terminal()),
+            },
+            stdout: colour(std::io::stdout().is_terminal()),
+        }
+    }
+
+    /// The human report on stdout, with the comparison after it. Subject text is escaped
+    /// (then coloured, by us alone); the JSON and JUnit reports are exact.
+    fn print(
+        &self,
+        report: &SuiteReport,
+        json: &serde_json::Value,
+        comparison: Option<&crate::report::compare::Comparison>,
+    ) -> Result<(), Error> {
+        let verbose = self
+            .shape
+            .verbose
+            .then(|| report::json::with_passing_details(json.clone(), report));
+        let mut human = report::human(verbose.as_ref().unwrap_or(json), self.shape);
+        if let Some(comparison) = comparison {
+            human.push_str(&comparison.render());
+        }
+        out(&self.stdout.report(&terminal::escape_controls(&human)))
+    }
 }
 
 /// The machine-readable reports, where asked for (`json`: the JSON report's value).

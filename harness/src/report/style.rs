@@ -3,8 +3,6 @@
 //! (`--failure-output`) and what the report's closing list names (`--final-status-level`) —
 //! nextest's options, read once.
 
-use std::io::IsTerminal;
-
 use anstyle::{AnsiColor, Style};
 
 /// `--color`.
@@ -65,11 +63,12 @@ pub enum FinalStatusLevel {
     All,
 }
 
-/// Whether text for `stream` is coloured, as `choice` and the environment say.
-pub fn colour_for(choice: ColorChoice, stream: &impl IsTerminal) -> bool {
+/// Whether text for a stream is coloured, as `choice`, whether the stream is a terminal, and
+/// the environment say.
+pub fn colour_for(choice: ColorChoice, terminal: bool) -> bool {
     colour_with(
         choice,
-        stream.is_terminal(),
+        terminal,
         std::env::var_os("NO_COLOR").as_deref(),
         std::env::var_os("TERM").as_deref(),
     )
