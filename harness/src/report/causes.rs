@@ -19,9 +19,9 @@ pub struct Failed {
     pub patterns: Vec<(String, String)>,
 }
 
-/// A case's failing findings as patterns: check id, and the message's first line masked of
-/// what the scenario itself wrote (its id, label, expected texts) and what is particular to
-/// the run ([`mask`]).
+/// A case's failing findings as patterns: check id, and the message's first line (with a
+/// diff's first changed line) masked of what the scenario itself wrote (its id, label, expected
+/// texts) and what is particular to the run ([`mask`]).
 pub fn patterns(c: &crate::suite::CaseReport) -> Vec<(String, String)> {
     let e = &c.scenario.file.expect;
     // The run's own snapshot file, which a snapshot finding names (`… texts are in <it>.new`);
@@ -42,9 +42,22 @@ pub fn patterns(c: &crate::suite::CaseReport) -> Vec<(String, String)> {
         .iter()
         .map(|f| {
             let first = f.message.lines().next().unwrap_or_default();
-            (f.check.id().to_owned(), mask(first, &own))
+            let key = match first_change(&f.message) {
+                Some(change) => format!("{first} {change}"),
+                None => first.to_owned(),
+            };
+            (f.check.id().to_owned(), mask(&key, &own))
         })
         .collect()
+}
+
+/// A diff's first changed line (a snapshot finding's message is one): what tells one defect's
+/// texts from another's, where the first line only says that the texts differ.
+fn first_change(message: &str) -> Option<&str> {
+    message.lines().skip(1).find(|l| {
+        (l.starts_with('+') && !l.starts_with("+++"))
+            || (l.starts_with('-') && !l.starts_with("---"))
+    })
 }
 
 /// One cause: the patterns of its findings (check id, masked message), the runs it fails.
@@ -267,8 +280,20 @@ mod tests {
         assert_eq!(one, other);
         assert_eq!(
             one[0].1,
-            "the model-visible texts differ from the snapshot (this run's texts are in snapshots/<case>.new):"
+            "the model-visible texts differ from the snapshot (this run's texts are in snapshots/<case>.new): -a"
         );
+    }
+
+    #[test]
+    fn a_diffs_first_changed_line_tells_one_snapshot_cause_from_another() {
+        // Two defects that change different texts are two causes, though their findings' first
+        // lines are the same; the unified diff's headers are not changes.
+        let crlf =
+            "the texts differ:\n--- stored snapshot\n+++ this run\n@@ -3 +3 @@\n-Done.\n+Done.␍";
+        let leak = "the texts differ:\n--- stored snapshot\n+++ this run\n+Diagnostic: boom";
+        assert_eq!(first_change(crlf), Some("-Done."));
+        assert_eq!(first_change(leak), Some("+Diagnostic: boom"));
+        assert_eq!(first_change("one line only"), None);
     }
 
     #[test]

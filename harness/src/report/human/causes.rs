@@ -13,12 +13,17 @@ use crate::report::detail::FOLD_BYTES;
 /// How many runs of a cause the report names (the rest are counted).
 const CAUSE_RUNS: usize = 5;
 
+/// How many causes, the largest, show their first run in full (the smaller ones are read by
+/// their patterns; `-v`, `--json` and `--html` keep every run).
+const REPRESENTED: usize = 10;
+
 /// How many lines of a cause's first run the report shows (the JSON keeps them all).
 const REPRESENTATIVE_LINES: usize = 40;
 
 /// The failures grouped by cause ([`crate::report::causes`]), largest first: each cause's
 /// count, the providers and families it spans, its findings' patterns with their
-/// requirements, its runs, and with `representatives` its first run in full.
+/// requirements, its runs, and with `representatives` its first run in full (the
+/// [`REPRESENTED`] largest causes').
 pub(super) fn section(report: &Value, representatives: bool) -> String {
     let causes = report["causes"].as_array().map_or(&[][..], Vec::as_slice);
     if causes.is_empty() {
@@ -80,7 +85,7 @@ pub(super) fn section(report: &Value, representatives: bool) -> String {
                 String::new()
             }
         );
-        if let Some(c) = first.filter(|_| representatives) {
+        if let Some(c) = first.filter(|_| representatives && n < REPRESENTED) {
             out.push_str(&representative(c));
         }
     }
