@@ -3,12 +3,17 @@
 //! exited, none left unreaped by the subject, no pipe of the runtime held — and nothing of the
 //! run still running once the run is over.
 
+use std::collections::BTreeMap;
+
+use conform_protocol::side::{FakeEvent, Role};
+
 use super::{Check, Finding};
 use crate::proc::settle::State;
 use crate::run::Observed;
 use crate::scenario::Scenario;
 
-pub fn judge(_scenario: &Scenario, obs: &Observed, f: &mut Vec<Finding>) {
+pub fn judge(scenario: &Scenario, obs: &Observed, f: &mut Vec<Finding>) {
+    nothing_spawned(scenario, obs, f);
     if let Some(claim) = &obs.claim {
         let rejected = claim.what == "start_rejected";
         let running: Vec<String> = claim
@@ -95,4 +100,53 @@ pub fn judge(_scenario: &Scenario, obs: &Observed, f: &mut Vec<Finding>) {
             ),
         ));
     }
+}
+
+/// A start whose signal was already aborted (`[cancel] at = "before-start"`): the provider
+/// rejects it before it spawns anything, so no process of the run may ever have run — not the
+/// runtime it was given (its fake registers on the side channel before it reads a byte), nor
+/// anything the ground-truth scans attributed to the run.
+fn nothing_spawned(scenario: &Scenario, obs: &Observed, f: &mut Vec<Finding>) {
+    if !scenario.aborted_before_start() {
+        return;
+    }
+    let mut ran: BTreeMap<i32, String> = BTreeMap::new();
+    for line in &obs.fake {
+        if let FakeEvent::Register { role, .. } = &line.event {
+            ran.entry(line.pid).or_insert_with(|| {
+                let role = match role {
+                    Role::Runtime => "the runtime",
+                    Role::Grandchild => "a grandchild",
+                };
+                format!(
+                    "pid {} (registered on the side channel as {role})",
+                    line.pid
+                )
+            });
+        }
+    }
+    let claimed = obs.claim.iter().flat_map(|c| &c.members);
+    for m in claimed {
+        ran.insert(
+            m.pid,
+            format!("pid {} ({}; {})", m.pid, m.command, m.how.as_str()),
+        );
+    }
+    for m in &obs.unregistered {
+        ran.entry(m.pid).or_insert_with(|| m.describe());
+    }
+    let mut ran: Vec<String> = ran.into_values().collect();
+    if ran.is_empty() {
+        ran.clone_from(&obs.leftovers);
+    }
+    if ran.is_empty() {
+        return;
+    }
+    f.push(Finding::new(
+        Check::ProcessNothingSpawned,
+        format!(
+            "the start said the request's signal was already aborted (`aborted: true`), yet the run spawned: {} — the signal is checked before anything is spawned",
+            ran.join(", ")
+        ),
+    ));
 }
