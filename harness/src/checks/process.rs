@@ -150,3 +150,80 @@ fn nothing_spawned(scenario: &Scenario, obs: &Observed, f: &mut Vec<Finding>) {
         ),
     ));
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::proc::settle::{AtClaim, Claim, How};
+    use conform_protocol::side::FakeLine;
+
+    fn scenario(cancel: &str) -> Scenario {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("acp/case.toml");
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        let text = format!(
+            "title = \"t\"\nprovider = \"acp\"\nmodes = [\"foreground\"]\n{cancel}[expect]\nstart_error = \"aborted\"\n"
+        );
+        std::fs::write(&path, text).unwrap();
+        crate::scenario::load(dir.path(), &path).unwrap()
+    }
+
+    fn spawned(s: &Scenario, obs: &Observed) -> Vec<String> {
+        let mut f = Vec::new();
+        nothing_spawned(s, obs, &mut f);
+        assert!(f.iter().all(|f| f.check == Check::ProcessNothingSpawned));
+        f.into_iter().map(|f| f.message.to_string()).collect()
+    }
+
+    #[test]
+    fn a_start_aborted_before_it_ran_may_leave_no_process_of_the_run_at_all() {
+        let before = scenario("[cancel]\nat = \"before-start\"\n");
+        let mut obs = Observed::default();
+        assert!(spawned(&before, &obs).is_empty());
+        // A process the claim's scan found (it never registered: not the fake it was given).
+        obs.claim = Some(Claim {
+            what: "start_rejected",
+            at_ms: 5,
+            members: vec![AtClaim {
+                pid: 41,
+                how: How::Environment,
+                command: "my-runtime --serve".into(),
+                state: State::Gone,
+                reaper: None,
+                subject_must_reap: false,
+            }],
+            holders: vec![],
+            cgroup: None,
+        });
+        let found = spawned(&before, &obs);
+        assert_eq!(found.len(), 1, "{found:?}");
+        assert!(
+            found[0].contains("yet the run spawned: pid 41 (my-runtime --serve; the run's mark in its environment)"),
+            "{found:?}"
+        );
+        // The runtime it was given registered, and was gone by the claim.
+        let mut obs = Observed::default();
+        obs.fake.push(FakeLine {
+            seq: None,
+            run: "r1".into(),
+            pid: 7,
+            event: FakeEvent::Register {
+                role: Role::Runtime,
+                ppid: 1,
+                pgid: 7,
+                sid: 7,
+                start_time: 1,
+                stdio: vec![],
+                args: vec![],
+                cwd: String::new(),
+            },
+        });
+        let found = spawned(&before, &obs);
+        assert!(
+            found[0].contains("pid 7 (registered on the side channel as the runtime)"),
+            "{found:?}"
+        );
+        // Any other case spawns its runtime, as it should.
+        assert!(spawned(&scenario(""), &obs).is_empty());
+    }
+}
