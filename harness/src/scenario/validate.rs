@@ -1,6 +1,7 @@
 //! What a scenario file must say beyond its schema: exactly one action per step, a mode, an
-//! expectation, and `[cancel] at` / `[fake.release]` naming what some step declares — each
-//! error at the line and column it is about.
+//! expectation, and `[cancel] at` / `[fake.release]` naming what some step declares (or `at =
+//! "before-start"`, only where a cancel before the start means something) — each error at the
+//! line and column it is about.
 
 use std::ops::Range;
 use std::path::Path;
