@@ -47,6 +47,9 @@ class HostedRun {
     this.id = start.run;
     this.job = job; // `subagent-N` in background, null in foreground
     this.controller = new AbortController(); // the tool call's signal
+    // A cancel that came before the start (`aborted: true`): the signal is already aborted when
+    // the provider's start() is called, which checks it before it spawns anything.
+    if (start.aborted === true) this.controller.abort();
     this.cancelRequested = false; // a local cancel (foreground abort, background job_kill)
     this.shuttingDown = false;
     this.handle = null; // the provider's run handle, once published

@@ -249,6 +249,10 @@ class HostedRun:
         self.job = job  # `subagent-N` in background, None in foreground
         self.send = send
         self.signal = AbortSignal()  # the tool call's signal
+        if start.get("aborted") is True:
+            # A cancel that came before the start: the signal is already aborted when the
+            # provider's start() is called, which checks it before it spawns anything.
+            self.signal.abort()
         self.cancel_requested = False  # a local cancel (foreground abort, background job_kill)
         self.shutting_down = False
         self.handle: ProviderRun | None = None  # the provider's run handle, once published

@@ -78,4 +78,12 @@ fn the_node_example_host_passes_the_acp_catalog_with_nothing_misjudged() {
         .filter(|c| c["verdict"] == "pass")
         .count();
     assert_eq!(disposed, 4, "{text}");
+    // A start whose signal is already aborted (`aborted: true`) ran, and nothing was spawned.
+    let before_start = report["cases"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|c| c["id"] == "acp/cancel/before-start" && c["verdict"] == "pass")
+        .count();
+    assert_eq!(before_start, 1, "{text}");
 }

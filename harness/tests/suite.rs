@@ -401,6 +401,36 @@ fn a_child_left_running_is_reported_and_killed() {
 }
 
 #[test]
+fn a_start_whose_signal_is_already_aborted_must_spawn_nothing() {
+    // The clean reference checks the signal before it spawns: every provider's case passes.
+    let (code, out, err) = run(&["--filter", "cancel/before-start"]);
+    assert_eq!(code, Some(0), "{out}\n{err}");
+    assert!(out.contains("4 passed, 0 failed, 0 skipped"), "{out}");
+    // Spawned anyway, then rolled back by the handshake's race with the signal: ACP rejects
+    // with the very same text, so only the runtime's registration tells.
+    let subject = defective(&["spawns-when-aborted"]);
+    let (code, out, err) = run(&[
+        "-v",
+        "--filter",
+        "acp/cancel/before-start",
+        "--subject",
+        &subject,
+    ]);
+    assert_eq!(code, Some(1), "{out}\n{err}");
+    assert!(out.contains(r#""aborted":true}"#), "{out}");
+    let failures: Vec<&str> = out
+        .lines()
+        .filter(|l| l.trim_start().starts_with("✗ ["))
+        .collect();
+    assert_eq!(failures.len(), 1, "{out}");
+    assert!(
+        failures[0].contains("[process.nothing-spawned] the start said the request's signal was already aborted (`aborted: true`), yet the run spawned: pid "),
+        "{out}"
+    );
+    assert!(failures[0].contains("registered"), "{out}");
+}
+
+#[test]
 fn a_malformed_scenario_names_file_line_and_column() {
     let dir = tempfile::tempdir().unwrap();
     std::fs::create_dir_all(dir.path().join("acp")).unwrap();

@@ -251,7 +251,9 @@ impl Start<'_> {
             self.refuse(e);
             return None;
         }
-        if *cancel.borrow() {
+        // A signal already aborted: rejected before anything is spawned (dsh-facts §4.2 step 1)
+        // — unless the seeded defect spawns anyway and leaves it to the handshake's race.
+        if *cancel.borrow() && !defects.spawns_when_aborted {
             reject(self.events, D::aborted_before_start(), true);
             return None;
         }

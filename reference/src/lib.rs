@@ -156,6 +156,7 @@ impl Subject {
                 runtime,
                 config,
                 expected_by,
+                aborted,
             } => self.start(StartParams {
                 run,
                 provider,
@@ -165,6 +166,7 @@ impl Subject {
                 runtime,
                 config,
                 expected_by,
+                aborted,
                 job: None,
             }),
             ToSubject::Cancel { run } if defects.cancel_every_run => {
@@ -234,7 +236,9 @@ impl Subject {
         params.job = (params.mode == Mode::Background).then(|| self.job_id(params.provider));
         let run = params.run.clone();
         let (tx, rx) = mpsc::unbounded_channel();
-        let cancel = Arc::new(tokio::sync::watch::Sender::new(false));
+        // The tool call's signal: already aborted when the start says so (a cancel that came
+        // before it), which the provider reads before it spawns anything.
+        let cancel = Arc::new(tokio::sync::watch::Sender::new(params.aborted));
         let task = tokio::spawn(run::host_run(
             params,
             rx,

@@ -38,6 +38,8 @@ pub struct StartParams {
     pub runtime: Runtime,
     pub config: Map<String, Value>,
     pub expected_by: String,
+    /// The tool call's signal is already aborted when `start()` is called.
+    pub aborted: bool,
     /// The job id (background only).
     pub job: Option<String>,
 }

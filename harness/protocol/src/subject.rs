@@ -43,6 +43,11 @@ pub enum ToSubject {
         config: Map<String, Value>,
         #[serde(rename = "expectedBy")]
         expected_by: String,
+        /// The tool call's signal is already aborted when `start()` is called (a local cancel
+        /// that came before the start: `[cancel] at = "before-start"`). Foreground only; sent
+        /// only when true, so a subject that predates it reads the `start` it always did.
+        #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+        aborted: bool,
     },
     /// Local cancellation: abort the foreground call, or `job_kill` the background job.
     Cancel {
@@ -270,6 +275,30 @@ mod tests {
             committed,
             super::json_schema(),
             "docs/subject-protocol.schema.json is stale: `conform schema subject > docs/subject-protocol.schema.json`"
+        );
+    }
+
+    /// `aborted` is additive: a `start` without it is the `start` it always was, and the
+    /// harness writes it only when it is true.
+    #[test]
+    fn start_says_aborted_only_when_it_is() {
+        use super::ToSubject;
+        let line = r#"{"type":"start","run":"r1","provider":"acp","mode":"foreground","label":"l","task":"t","runtime":{"command":"c","cwd":"/"},"expectedBy":"2026-01-01T00:00:00.000Z"}"#;
+        let start: ToSubject = serde_json::from_str(line).unwrap();
+        let ToSubject::Start { aborted, .. } = &start else {
+            panic!("{start:?}")
+        };
+        assert!(!aborted);
+        assert!(!serde_json::to_string(&start).unwrap().contains("aborted"));
+        let mut aborted_start = start.clone();
+        if let ToSubject::Start { aborted, .. } = &mut aborted_start {
+            *aborted = true;
+        }
+        let written = serde_json::to_string(&aborted_start).unwrap();
+        assert!(written.contains(r#""aborted":true"#), "{written}");
+        assert_eq!(
+            serde_json::from_str::<ToSubject>(&written).unwrap(),
+            aborted_start
         );
     }
 }

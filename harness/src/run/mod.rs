@@ -194,8 +194,15 @@ impl<'a> Run<'a> {
                 return Err(not_started(obs, Err(fault)));
             }
         };
-        if let ToSubject::Start { expected_by, .. } = &start {
+        if let ToSubject::Start {
+            expected_by,
+            aborted,
+            ..
+        } = &start
+        {
             obs.expected_by = Some(expected_by.clone());
+            // The local cancel came with the start: its signal is already aborted.
+            obs.cancel_sent = *aborted;
         }
         let run = Run {
             ctx,

@@ -47,6 +47,7 @@ pub fn start_message(
         },
         config: scenario.file.subject.provider_config(),
         expected_by: rfc3339_ms(SystemTime::now() + expected_in),
+        aborted: scenario.aborted_before_start(),
     })
 }
 

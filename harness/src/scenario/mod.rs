@@ -357,12 +357,19 @@ fn one() -> u32 {
     1
 }
 
+/// The `[cancel] at` that names no checkpoint: the tool call's signal is already aborted when
+/// `start()` is called (the `start` says `aborted: true`), so the provider rejects the start
+/// and spawns nothing. Foreground only.
+pub const BEFORE_START: &str = "before-start";
+
 /// Cancellation at a checkpoint: by default the local cancel (the foreground call is aborted,
 /// or the background job killed); with `by = "dispose"` the host's own dispose of the run.
 #[derive(Clone, Debug, Deserialize, Serialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct CancelSection {
-    /// Cancel when the fake reports this checkpoint.
+    /// Cancel when the fake reports this checkpoint; `before-start` (reserved, no checkpoint):
+    /// the tool call's signal is already aborted when `start()` is called, so no runtime may
+    /// ever run (foreground only, no steps, `[expect] start_error`).
     pub at: String,
     /// Who cancels: `signal` (the local cancel: abort / `job_kill`) or `dispose` (the host
     /// disposes the run handle itself, as its own teardown does; due before the run is
@@ -419,10 +426,26 @@ pub struct Scenario {
     pub snapshots: Option<PathBuf>,
 }
 
+impl CancelSection {
+    /// The signal is aborted before the start ([`BEFORE_START`]), not at a checkpoint.
+    pub fn before_start(&self) -> bool {
+        self.at == BEFORE_START
+    }
+}
+
 impl Scenario {
     /// The label the run's tool call carries: the file's `label`, else the id.
     pub fn label(&self) -> &str {
         self.file.label.as_deref().unwrap_or(&self.id)
+    }
+
+    /// The tool call's signal is already aborted when `start()` is called
+    /// (`[cancel] at = "before-start"`).
+    pub fn aborted_before_start(&self) -> bool {
+        self.file
+            .cancel
+            .as_ref()
+            .is_some_and(CancelSection::before_start)
     }
 }
 

@@ -157,6 +157,55 @@ fn a_cancel_at_an_undeclared_checkpoint_is_rejected_at_its_value() {
     assert!(err.contains("case.toml:3:17: `[cancel] at`"), "{err}");
 }
 
+const BEFORE: &str = "title = \"t\"\nprovider = \"acp\"\nmodes = [\"foreground\"]\n[cancel]\nat = \"before-start\"\n[expect]\nstart_error = \"aborted\"\n";
+
+#[test]
+fn a_cancel_before_the_start_names_no_checkpoint_and_has_no_script() {
+    let s = load_text(BEFORE).unwrap();
+    assert!(s.aborted_before_start());
+    assert!(s.script.steps().is_empty());
+    assert!(!load_text(OK).unwrap().aborted_before_start());
+    // A name one letter off is a checkpoint like any other, and none is declared.
+    let err = load_text(&BEFORE.replace("before-start", "before-stat"))
+        .unwrap_err()
+        .to_string();
+    assert!(
+        err.contains("case.toml:5:6: `[cancel] at` names checkpoint `before-stat`, which no step declares (the script declares no checkpoints)"),
+        "{err}"
+    );
+}
+
+#[test]
+fn a_cancel_before_the_start_is_refused_where_it_cannot_mean_that() {
+    let err = |text: &str| load_text(text).unwrap_err().to_string();
+    // Both modes (the default): a background job's signal is its own.
+    let e = err(&BEFORE.replace("modes = [\"foreground\"]\n", ""));
+    assert!(
+        e.contains("case.toml:4:1: `[cancel] at = \"before-start\"`: foreground only"),
+        "{e}"
+    );
+    let e = err(&BEFORE.replace("[\"foreground\"]", "[\"foreground\", \"background\"]"));
+    assert!(
+        e.contains("case.toml:3:1: `[cancel] at = \"before-start\"`: foreground only"),
+        "{e}"
+    );
+    let e = err(&BEFORE.replace("before-start\"\n", "before-start\"\nby = \"dispose\"\n"));
+    assert!(
+        e.contains("case.toml:6:1: `[cancel] at = \"before-start\"`: the host's own dispose needs a published run"),
+        "{e}"
+    );
+    let e = err(&format!("{BEFORE}[[fake.steps]]\ninclude = \"hs\"\n"));
+    assert!(
+        e.contains("case.toml:8:1: `[cancel] at = \"before-start\"`: no runtime may run, so the script has no steps"),
+        "{e}"
+    );
+    let e = err(&BEFORE.replace("start_error = \"aborted\"", "stop_reason = \"aborted\""));
+    assert!(
+        e.contains("case.toml:7:1: `[cancel] at = \"before-start\"`: the start is rejected: `[expect]` needs `start_error`"),
+        "{e}"
+    );
+}
+
 #[test]
 fn a_release_of_an_undeclared_await_is_rejected_at_its_key() {
     let text = OK.replace(

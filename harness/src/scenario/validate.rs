@@ -1,6 +1,7 @@
 //! What a scenario file must say beyond its schema: exactly one action per step, a mode, an
-//! expectation, and `[cancel] at` / `[fake.release]` naming what some step declares — each
-//! error at the line and column it is about.
+//! expectation, and `[cancel] at` / `[fake.release]` naming what some step declares (or `at =
+//! "before-start"`, only where a cancel before the start means something) — each error at the
+//! line and column it is about.
 
 use std::ops::Range;
 use std::path::Path;
@@ -11,7 +12,9 @@ use conform_protocol::script::Step;
 use serde::Deserialize;
 use toml::Spanned;
 
-use super::{ScenarioError, ScenarioFile, invalid};
+use conform_protocol::vocab::Mode;
+
+use super::{BEFORE_START, CancelBy, ScenarioError, ScenarioFile, invalid};
 
 pub(super) fn check_file(
     path: &Path,
@@ -52,6 +55,50 @@ pub(super) fn check_file(
             "`[expect]` needs `stop_reason` (a published run) or `start_error` (a rejected start)"
                 .into(),
         ));
+    }
+    check_before_start(path, text, file)
+}
+
+/// `[cancel] at = "before-start"`: the signal is aborted before `start()` runs, so the start
+/// is rejected and no runtime ever runs — in the foreground, where the tool call's signal is
+/// the provider's. A background job's signal is the job's own, fresh when its `start()` is
+/// called (the parent can kill the job only once it has its id).
+fn check_before_start(path: &Path, text: &str, file: &ScenarioFile) -> Result<(), ScenarioError> {
+    let Some(cancel) = file.cancel.as_ref().filter(|c| c.before_start()) else {
+        return Ok(());
+    };
+    let at = || find_key(text, "at");
+    let refuse = |span, why: &str| {
+        Err(invalid(
+            path,
+            text,
+            span,
+            format!("`[cancel] at = \"{BEFORE_START}\"`: {why}"),
+        ))
+    };
+    if cancel.by == CancelBy::Dispose {
+        return refuse(
+            find_key(text, "by").or_else(at),
+            "the host's own dispose needs a published run; a cancel before the start is the tool call's signal (`by = \"signal\"`)",
+        );
+    }
+    if file.modes.contains(&Mode::Background) {
+        return refuse(
+            find_key(text, "modes").or_else(at),
+            "foreground only (`modes = [\"foreground\"]`): a background job's signal is the job's own, not yet aborted when its start() runs",
+        );
+    }
+    if let Some(step) = file.fake.steps.first() {
+        return refuse(
+            Some(step.span()),
+            "no runtime may run, so the script has no steps",
+        );
+    }
+    if file.expect.start_error.is_none() {
+        return refuse(
+            find_key(text, "stop_reason").or_else(at),
+            "the start is rejected: `[expect]` needs `start_error`, the provider's message",
+        );
     }
     Ok(())
 }
@@ -128,6 +175,7 @@ pub(super) fn check_references(
     // only when it runs.
     if let Some(cancel) = &file.cancel
         && file.peer.is_none()
+        && !cancel.before_start()
         && !checkpoints.contains(&cancel.at.as_str())
     {
         let span = spans.as_ref().and_then(|s| s.cancel.as_ref()?.at.as_ref());
