@@ -135,6 +135,8 @@ struct Case {
     provider: String,
     config: toml::Table,
     start_error: Option<String>,
+    /// `[expect] spawns`: `Some(false)`, refused before anything runs.
+    spawns: Option<bool>,
 }
 
 fn case(scenarios: &Path, id: &str) -> Option<Case> {
@@ -164,6 +166,10 @@ fn case(scenarios: &Path, id: &str) -> Option<Case> {
             .and_then(|e| e.get("start_error"))
             .and_then(|e| e.as_str())
             .map(str::to_owned),
+        spawns: file
+            .get("expect")
+            .and_then(|e| e.get("spawns"))
+            .and_then(|e| e.as_bool()),
     })
 }
 
@@ -228,6 +234,10 @@ fn problems(
                     Ok(c) if c.start_error.is_none() => {
                         out.push(format!("{at}: `{id}` does not expect start to fail"))
                     }
+                    // Refused before any child runs: `process.nothing-spawned` holds it to that.
+                    Ok(c) if c.spawns != Some(false) => out.push(format!(
+                        "{at}: `{id}` does not say nothing may run (`[expect] spawns = false`)"
+                    )),
                     Ok(_) => {}
                 },
             }
@@ -307,6 +317,7 @@ fn a_key_without_a_row_or_a_row_without_its_scenarios_is_named() {
             provider: "acp".into(),
             config,
             start_error: (id == "acp/zero").then(|| "rejected".to_owned()),
+            spawns: None,
         })
     };
     assert_eq!(
@@ -316,7 +327,10 @@ fn a_key_without_a_row_or_a_row_without_its_scenarios_is_named() {
             "acp `disposeGraceMs`: `acp/valid` sets the default",
             "acp `disposeGraceMs`: `acp/valid` sets 3000, not the largest valid value 2147483647",
             "acp `disposeGraceMs`: past the limit sets 3000, not one past the bound (2147483648)",
+            "acp `disposeGraceMs`: `acp/zero` does not say nothing may run (`[expect] spawns = false`)",
             "acp `disposeGraceMs`: no scenario for the invalid class `negative`",
+            // The same scenario named for two classes is judged for each.
+            "acp `disposeGraceMs`: `acp/zero` does not say nothing may run (`[expect] spawns = false`)",
             "acp `disposeGraceMs`: no scenario for the invalid class `wrong type`",
         ]
     );

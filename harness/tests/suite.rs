@@ -1609,6 +1609,24 @@ fn a_bound_read_as_exclusive_is_caught_by_the_largest_valid_values() {
 }
 
 #[test]
+fn a_child_started_before_its_configuration_is_read_is_caught() {
+    // The rejection is the same text either way: only that something ran tells them apart.
+    caught(
+        &["validate-after-spawn"],
+        "/config/dispose-grace-negative",
+        &[],
+        &[
+            // Which check a run names first depends on when its child was seen.
+            "✗ acp/config/dispose-grace-negative (foreground) [",
+            "✗ dsh-sdk/config/dispose-grace-negative (background) [",
+            "✗ codex/config/dispose-grace-negative (foreground) [",
+            "✗ claude-code/config/dispose-grace-negative (background) [",
+            "✗ [process.nothing-spawned] the start was rejected for its configuration, yet the run spawned: pid ",
+        ],
+    );
+}
+
+#[test]
 fn a_providers_own_working_directory_never_read_is_caught() {
     // ACP and the DSH SDK take a `cwd` of their own over the parent's: ignored, the child runs
     // in the parent's folder (the wire names it) and an invalid one starts anyway.

@@ -179,6 +179,10 @@ defects! {
          negative, past the timer limit, a string) as unset, its default, instead of refusing \
          the configuration (the child is spawned, with no script to play)",
         catches ["expect.start-error", "snapshot", "wire.violation"];
+    validate_after_spawn = "validate-after-spawn":
+        "Start the child before reading the configuration, and let it go (stdin closed) when \
+         the configuration proves invalid: the rejection is the same, but something ran",
+        catches ["process.nothing-spawned"];
     own_cwd_ignored = "own-cwd-ignored":
         "ACP, DSH SDK: never read the provider's own `cwd` key: the child runs in the parent's \
          working directory, and an invalid one is not refused",

@@ -164,6 +164,16 @@ pub(crate) fn with_rollback(error: StartError, rollback: Result<(), StartError>)
     }
 }
 
+/// Seeded defect `validate-after-spawn`: the child is started before the configuration is
+/// read, and let go (its stdin closed) when it proves invalid — the rejection is the same, but
+/// something ran.
+fn spawn_and_drop(runtime: &Runtime, log: &Log, defects: &Defects) {
+    let cwd = Path::new(&runtime.cwd);
+    if cwd.is_dir() {
+        drop(spawn_runtime(runtime, cwd, log, defects));
+    }
+}
+
 /// Drives one run of provider `D` from its configuration to a settled dispose: launch the
 /// child, open its session, publish, run the task, dispose.
 pub(crate) async fn drive<D: Driver>(
@@ -243,6 +253,9 @@ impl Start<'_> {
         let config = match D::configure(spec, log, &defects) {
             Ok(c) => c,
             Err(e) => {
+                if defects.validate_after_spawn {
+                    spawn_and_drop(&spec.runtime, log, &defects);
+                }
                 self.refuse(e);
                 return None;
             }

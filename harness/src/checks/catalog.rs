@@ -164,7 +164,7 @@ checks! {
         "When the subject says the tree is gone, no process of the run is left a zombie the subject must reap.";
     ProcessPipes = "process.pipes", Practice, "conform: a process still holding the runtime's stdio has not settled",
         "When the subject says the tree is gone, no process outside the subject still holds the runtime's stdio pipes.";
-    ProcessNothingSpawned = "process.nothing-spawned", Practice, "conform, after the real host: a request whose signal is already aborted is rejected before anything is spawned (dsh-facts §4.2 step 1, §5.4: nothing spawned)",
+    ProcessNothingSpawned = "process.nothing-spawned", Practice, "conform, after the real host: a request whose signal is already aborted, or a configuration the provider refuses (`[expect] spawns = false`), is rejected before anything is spawned (dsh-facts §4.1–4.2, §5.4: the pre-abort check and the configuration's validation come before the spawn)",
         "A start whose signal is already aborted spawns nothing: no runtime, no process of the run, ever runs.";
     TimingResult = "timing.result", Practice, "conform: no needless wait once the run's processes are gone",
         "The result comes promptly once the run's last process is gone (no needless grace).";

@@ -102,12 +102,13 @@ pub fn judge(scenario: &Scenario, obs: &Observed, f: &mut Vec<Finding>) {
     }
 }
 
-/// A start whose signal was already aborted (`[cancel] at = "before-start"`): the provider
-/// rejects it before it spawns anything, so no process of the run may ever have run — not the
-/// runtime it was given (its fake registers on the side channel before it reads a byte), nor
-/// anything the ground-truth scans attributed to the run.
+/// A start whose signal was already aborted (`[cancel] at = "before-start"`), or whose
+/// configuration the provider refuses (`[expect] spawns = false`): the provider rejects it
+/// before it spawns anything, so no process of the run may ever have run — not the runtime it
+/// was given (its fake registers on the side channel before it reads a byte), nor anything the
+/// ground-truth scans attributed to the run.
 fn nothing_spawned(scenario: &Scenario, obs: &Observed, f: &mut Vec<Finding>) {
-    if !scenario.aborted_before_start() {
+    if !scenario.spawns_nothing() {
         return;
     }
     let mut ran: BTreeMap<i32, String> = BTreeMap::new();
@@ -144,10 +145,17 @@ fn nothing_spawned(scenario: &Scenario, obs: &Observed, f: &mut Vec<Finding>) {
     }
     f.push(Finding::new(
         Check::ProcessNothingSpawned,
-        format!(
-            "the start said the request's signal was already aborted (`aborted: true`), yet the run spawned: {} — the signal is checked before anything is spawned",
-            ran.join(", ")
-        ),
+        if scenario.aborted_before_start() {
+            format!(
+                "the start said the request's signal was already aborted (`aborted: true`), yet the run spawned: {} — the signal is checked before anything is spawned",
+                ran.join(", ")
+            )
+        } else {
+            format!(
+                "the start was rejected for its configuration, yet the run spawned: {} — the configuration is checked before anything is spawned",
+                ran.join(", ")
+            )
+        },
     ));
 }
 

@@ -409,6 +409,10 @@ pub struct ExpectSection {
     /// An upstream code newer than the subject's pin: the diagnostic's category must be this code
     /// or `unknown` (the report lists which), instead of an exact `diagnostic`.
     pub upstream_code: Option<String>,
+    /// `false`: the start is rejected before anything is spawned (a configuration the provider
+    /// refuses), so no process of the run may ever have run (`process.nothing-spawned`); a
+    /// start aborted before it began says so by itself.
+    pub spawns: Option<bool>,
 }
 
 /// A loaded, expanded scenario.
@@ -441,6 +445,12 @@ impl Scenario {
 
     /// The tool call's signal is already aborted when `start()` is called
     /// (`[cancel] at = "before-start"`).
+    /// Whether the start is rejected before anything is spawned: aborted before it began, or
+    /// `[expect] spawns = false`.
+    pub fn spawns_nothing(&self) -> bool {
+        self.aborted_before_start() || self.file.expect.spawns == Some(false)
+    }
+
     pub fn aborted_before_start(&self) -> bool {
         self.file
             .cancel

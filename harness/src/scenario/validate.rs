@@ -47,6 +47,15 @@ pub(super) fn check_file(
                 .into(),
         ));
     }
+    if file.expect.spawns == Some(false) && file.expect.start_error.is_none() {
+        return Err(invalid(
+            path,
+            text,
+            at_key("spawns"),
+            "`spawns = false` is a start rejected before anything runs: `[expect]` needs `start_error`"
+                .into(),
+        ));
+    }
     if file.expect.start_error.is_none() && file.expect.stop_reason.is_none() {
         return Err(invalid(
             path,
