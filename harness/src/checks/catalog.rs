@@ -121,7 +121,7 @@ checks! {
     ExpectTeardown = "expect.teardown", Record, "seed 000 and seed 001: dispose walks the cleanup ladder (EOF, terminate, kill)",
         "The runtime is ended at the rung of the dispose ladder the records specify.";
     ContractBound = "contract.bound", Record, "seed 000 and seed 001: the shared settlement boundary bounds a diagnostic to 4096 UTF-8 bytes",
-        "A diagnostic or start rejection message is at most 4096 UTF-8 bytes.";
+        "A diagnostic, start rejection or refusal message is at most 4096 UTF-8 bytes.";
     ContractNoDiagnostic = "contract.no-diagnostic", Record, "seed 000: a successful result and a local cancellation carry no failure diagnostic",
         "A completed result and a locally cancelled one carry no diagnostic.";
     ContractOutput = "contract.output", Practice, "conform, after the real host: a text block is kept only when it is non-empty",
