@@ -172,6 +172,8 @@ checks! {
         "Dispose waits out each configured grace before the next rung of the ladder, and not much longer: a configured grace is the one applied.";
     Snapshot = "snapshot", Record, "seed 000 Verification: exact foreground and background texts pinned by snapshots",
         "Every model-visible text equals its reviewed snapshot, byte for byte.";
+    BaselineChanged = "baseline.changed", Practice, "conform: a host's baseline (`--baseline`) pins what each failure it knows says (README, In a host's CI); a finding takes the level of the failure it pins",
+        "A case the baseline knows still says what the baseline pins of it: the same model-visible texts, start error, refusal and stop reason.";
 }
 
 impl Check {
