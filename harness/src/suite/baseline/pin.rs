@@ -79,20 +79,26 @@ pub fn excerpt(scenario: &Scenario, run_dir: &str, texts: &str) -> String {
         .unwrap_or(texts)
         .split('\n')
         .collect();
-    let mut lines: Vec<String> = raw
+    let kept = &raw[..raw.len().min(EXCERPT_LINES)];
+    let shown: Vec<String> = kept
         .iter()
-        .take(EXCERPT_LINES)
-        .map(|line| {
-            let shown = crate::snapshot::visible(&format!("{line}\n"));
-            if holds_secret(line) || holds_secret(&shown) {
+        .map(|line| crate::snapshot::visible(&format!("{line}\n")))
+        .collect();
+    // Line by line only where the lines together hold a secret (the matching is not cheap).
+    let together = holds_secret(&format!("{}\n{}", kept.join("\n"), shown.join("\n")));
+    let mut lines: Vec<String> = kept
+        .iter()
+        .zip(&shown)
+        .map(|(line, shown)| {
+            if together && (holds_secret(line) || holds_secret(shown)) {
                 WITHHELD_LINE.to_owned()
             } else {
-                cut(&shown)
+                cut(shown)
             }
         })
         .collect();
-    // A secret the lines hold only together (split over two of them).
-    if holds_secret(&lines.join("\n")) {
+    // A secret the lines hold only together (split over two of them), or once cut.
+    if together && holds_secret(&lines.join("\n")) {
         return WITHHELD_ALL.to_owned();
     }
     if raw.len() > EXCERPT_LINES {
