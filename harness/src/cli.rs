@@ -467,11 +467,13 @@ pub struct RunArgs {
     pub settings: crate::settings::Settings,
     /// Known failures (TOML: `[[known]]` entries with `id` and `reason`): a listed failure is
     /// reported as known and passes; an unlisted one fails; an entry that no longer matches a
-    /// failure fails as stale.
+    /// failure fails as stale. An entry's `texts` pins what its case says: a known case whose
+    /// texts changed fails (`baseline.changed`); `[[refused]]` pins a refused call.
     #[arg(long, value_name = "FILE")]
     pub baseline: Option<PathBuf>,
-    /// Write today's failures here as a baseline to review (keeping the reasons of the
-    /// `--baseline` in use for what it still covers, dropping its stale entries).
+    /// Write today's failures here as a baseline to review, each pinning what its case says
+    /// (keeping the reasons of the `--baseline` in use for what it still covers, with its pins
+    /// refreshed, dropping its stale entries).
     #[arg(long, value_name = "FILE")]
     pub write_baseline: Option<PathBuf>,
     /// Run one shard of the selection: `k/n` or `count:k/n` (round-robin over the sorted

@@ -63,6 +63,11 @@ pub fn render(obs: &Observed) -> String {
     if let Some(e) = &obs.start_rejected {
         block(format!("start rejected ({})", e.name), &e.message);
     }
+    // A call the host refused before any job existed: never compared with a snapshot (the
+    // case does not run), but what a baseline pins of it and what the JSON report shows.
+    if let Some(e) = &obs.refused {
+        block(format!("refused ({})", e.name), &e.message);
+    }
     if let Some((is_error, text)) = &obs.tool_result {
         block(format!("tool result (isError: {is_error})"), text);
     }

@@ -105,3 +105,17 @@ fn a_defect_caught_otherwise_than_declared_fails_the_self_test() {
         "{out}"
     );
 }
+
+#[test]
+fn a_known_failure_whose_texts_changed_is_killed_by_the_baseline_probe() {
+    // A baseline written against one defect, used with a second that changes what one of its
+    // known failures says and fails no other check: only the pin sees it.
+    let dir = one_case_catalog();
+    let (_, out) = self_test(dir.path(), &["probe:known-failure-changed"]);
+    assert!(
+        out.lines()
+            .any(|l| l.starts_with("probe:known-failure-changed ")
+                && l.ends_with("killed by baseline.changed")),
+        "{out}"
+    );
+}

@@ -121,7 +121,7 @@ checks! {
     ExpectTeardown = "expect.teardown", Record, "seed 000 and seed 001: dispose walks the cleanup ladder (EOF, terminate, kill)",
         "The runtime is ended at the rung of the dispose ladder the records specify.";
     ContractBound = "contract.bound", Record, "seed 000 and seed 001: the shared settlement boundary bounds a diagnostic to 4096 UTF-8 bytes",
-        "A diagnostic or start rejection message is at most 4096 UTF-8 bytes.";
+        "A diagnostic, start rejection or refusal message is at most 4096 UTF-8 bytes.";
     ContractNoDiagnostic = "contract.no-diagnostic", Record, "seed 000: a successful result and a local cancellation carry no failure diagnostic",
         "A completed result and a locally cancelled one carry no diagnostic.";
     ContractOutput = "contract.output", Practice, "conform, after the real host: a text block is kept only when it is non-empty",
@@ -174,6 +174,8 @@ checks! {
         "Dispose waits out each configured grace before the next rung of the ladder, and not much longer: a configured grace is the one applied.";
     Snapshot = "snapshot", Record, "seed 000 Verification: exact foreground and background texts pinned by snapshots",
         "Every model-visible text equals its reviewed snapshot, byte for byte.";
+    BaselineChanged = "baseline.changed", Practice, "conform: a host's baseline (`--baseline`) pins what each failure it knows says (README, In a host's CI); a finding takes the level of the failure it pins",
+        "A case the baseline knows still says what the baseline pins of it: the same model-visible texts, start error, refusal and stop reason.";
 }
 
 impl Check {

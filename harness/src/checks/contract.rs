@@ -23,6 +23,17 @@ pub fn judge(scenario: &Scenario, obs: &Observed, f: &mut Vec<Finding>) {
             ),
         ));
     }
+    if let Some(e) = &obs.refused
+        && e.message.len() > MAX_DIAGNOSTIC_BYTES
+    {
+        f.push(Finding::new(
+            Check::ContractBound,
+            format!(
+                "the refusal message is {} bytes, over {MAX_DIAGNOSTIC_BYTES}",
+                e.message.len()
+            ),
+        ));
+    }
     // No output is `[]`: a text block without text is output that is not there (the records
     // keep a text only when it is non-empty).
     if let Some(r) = &obs.result

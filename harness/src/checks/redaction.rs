@@ -489,6 +489,9 @@ pub fn model_visible(obs: &Observed) -> Vec<(&'static str, &str)> {
     if let Some(e) = &obs.start_rejected {
         texts.push(("start rejection", e.message.as_str()));
     }
+    if let Some(e) = &obs.refused {
+        texts.push(("refusal", e.message.as_str()));
+    }
     if let Some(d) = obs.result.as_ref().and_then(|r| r.diagnostic.as_deref()) {
         texts.push(("diagnostic", d));
     }

@@ -50,6 +50,11 @@ pub enum Breaks {
     FakeFrame,
     /// A stored snapshot that cannot be read.
     Snapshot,
+    /// A baseline written against the subject `written_against` (`{exe}` is the conform
+    /// binary), and the probe's subject run against it: what the baseline does not know counts.
+    Baseline {
+        written_against: &'static str,
+    },
 }
 
 pub const PROBES: &[Probe] = &[
@@ -84,6 +89,17 @@ pub const PROBES: &[Probe] = &[
         filter: &["acp/stop/refusal"],
         breaks: Breaks::Snapshot,
         catches: &["harness.snapshot"],
+    },
+    Probe {
+        name: "probe:known-failure-changed",
+        help: "A baseline written against the reference with `background-start-wording`, used with \
+               `crlf-output` seeded too: a known failure whose texts changed, failing no other check.",
+        subject: "{exe} reference --defect background-start-wording --defect crlf-output",
+        filter: &["acp/success/end-turn"],
+        breaks: Breaks::Baseline {
+            written_against: "{exe} reference --defect background-start-wording",
+        },
+        catches: &["baseline.changed"],
     },
 ];
 
@@ -305,21 +321,35 @@ impl<'a> Catalog<'a> {
         let t = Instant::now();
         let work = tempfile::tempdir()?;
         let (scenarios, snapshots) = prepare(probe.breaks, work.path(), self.plan)?;
-        let subject = if probe.subject.is_empty() {
-            self.reference("")
-        } else {
-            probe.subject.replace("{exe}", &quote(&self.exe))
+        let command = |subject: &str| {
+            if subject.is_empty() {
+                self.reference("")
+            } else {
+                subject.replace("{exe}", &quote(&self.exe))
+            }
         };
-        let mut opts = suite::Options {
-            filters: probe.filter.iter().map(|f| (*f).to_owned()).collect(),
-            scenarios,
-            snapshots,
-            ..self.options(subject)
+        let options = |subject: &str| {
+            let mut opts = suite::Options {
+                filters: probe.filter.iter().map(|f| (*f).to_owned()).collect(),
+                scenarios: scenarios.clone(),
+                snapshots: snapshots.clone(),
+                ..self.options(command(subject))
+            };
+            opts.settings.hello_timeout = Duration::from_secs(2);
+            opts
         };
-        opts.settings.hello_timeout = Duration::from_secs(2);
-        let (killed, error) = match suite::run(opts).await {
-            Ok(report) => (killed(&report), None),
-            Err(e) => (BTreeSet::new(), Some(e.to_string())),
+        let ran = match probe.breaks {
+            Breaks::Baseline { written_against } => {
+                against_baseline(options(written_against), options(probe.subject)).await
+            }
+            _ => suite::run(options(probe.subject))
+                .await
+                .map(|report| killed(&report))
+                .map_err(|e| e.to_string()),
+        };
+        let (killed, error) = match ran {
+            Ok(killed) => (killed, None),
+            Err(e) => (BTreeSet::new(), Some(e)),
         };
         Ok(Row {
             name: probe.name.to_owned(),
@@ -330,6 +360,26 @@ impl<'a> Catalog<'a> {
             error,
         })
     }
+}
+
+/// The suite `written` as a baseline (`--write-baseline`), then the suite `judged` against it
+/// (`--baseline`): what that run killed that the baseline does not know (a new failure, or
+/// `baseline.changed` where a known failure says something else).
+async fn against_baseline(
+    written: suite::Options,
+    judged: suite::Options,
+) -> Result<BTreeSet<&'static str>, String> {
+    let written = suite::run(written).await.map_err(|e| e.to_string())?;
+    let text = suite::baseline::write(&written);
+    let baseline = suite::baseline::Baseline::parse(Path::new("known.toml"), &text)
+        .map_err(|e| format!("the baseline written: {e}"))?;
+    let mut report = suite::run(judged).await.map_err(|e| e.to_string())?;
+    suite::baseline::apply(&mut report, &baseline);
+    for case in &mut report.cases {
+        let (id, mode) = (case.scenario.id.clone(), case.mode);
+        case.findings.retain(|f| !baseline.covers(&id, mode, f));
+    }
+    Ok(killed(&report))
 }
 
 /// A word for `sh -c`, quoted.
@@ -361,7 +411,9 @@ fn prepare(breaks: Breaks, work: &Path, plan: &Plan) -> std::io::Result<(PathBuf
         Ok((dir, snaps))
     };
     match breaks {
-        Breaks::Nothing => Ok((plan.scenarios.clone(), plan.snapshots.clone())),
+        Breaks::Nothing | Breaks::Baseline { .. } => {
+            Ok((plan.scenarios.clone(), plan.snapshots.clone()))
+        }
         // `reply` with no request open: the fake cannot do what its script says.
         Breaks::FakeScript => scenario("[[fake.steps]]\nreply = { x = 1 }\n"),
         Breaks::FakeFrame => scenario(

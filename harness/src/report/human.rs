@@ -398,7 +398,8 @@ fn suite_section(report: &Value) -> String {
 }
 
 /// The baseline's part: how many of its entries matched a failure (and how many cases that
-/// covers), and every stale entry (each fails the run) with where it is written.
+/// covers), how many pin their case's texts and how many of those changed, and every changed
+/// and stale entry (each fails the run) with where it is written.
 fn baseline_section(report: &Value) -> String {
     let b = &report["baseline"];
     if b.is_null() {
@@ -411,11 +412,45 @@ fn baseline_section(report: &Value) -> String {
         out,
         "\nbaseline {}: {} entr(ies) matched a failure, {} stale, {} not run here; {} failed case(s) known by them",
         text(&b["file"]),
-        status("matched"),
+        // A known failure whose texts changed matched its failure too.
+        status("matched")
+            + entries
+                .iter()
+                .filter(|e| e["status"] == "changed" && e["kind"] != "refused")
+                .count(),
         status("stale"),
         status("not-run"),
         count(report, "known"),
     );
+    let pinned = entries.iter().filter(|e| e["texts"].is_string()).count();
+    if pinned > 0 {
+        let _ = writeln!(
+            out,
+            "  texts pinned by {pinned} entr(ies): {} as pinned, {} changed",
+            entries
+                .iter()
+                .filter(|e| e["texts"].is_string())
+                .filter(|e| e["status"] == "matched" || e["status"] == "refused")
+                .count(),
+            status("changed"),
+        );
+    }
+    for e in entries.iter().filter(|e| e["status"] == "changed") {
+        let _ = writeln!(
+            out,
+            "  ✗ changed: {}:{}: `{}` — {} → {} (its case fails: known {} changed)",
+            text(&b["file"]),
+            e["line"],
+            text(&e["id"]),
+            text(&e["texts"]),
+            text(&e["textsNow"]),
+            if e["kind"] == "refused" {
+                "refusal"
+            } else {
+                "failure"
+            },
+        );
+    }
     for e in entries.iter().filter(|e| e["status"] == "stale") {
         let _ = writeln!(
             out,

@@ -34,11 +34,23 @@ pub fn json(report: &SuiteReport) -> serde_json::Value {
             "catalog": b.catalog,
             "catalogWarning": b.catalog_warning(&report.catalog_digest),
             "entries": b.entries.iter().map(|(e, s)| json!({
+                "kind": e.kind.as_str(),
                 "id": e.id,
                 "reason": e.reason,
                 "line": e.line,
                 "status": s.as_str(),
-                "why": match s { crate::suite::baseline::Status::Stale(why) => Some(why), _ => None },
+                "why": match s {
+                    crate::suite::baseline::Status::Stale(why) => Some(why.clone()),
+                    crate::suite::baseline::Status::Changed(now) => Some(format!(
+                        "its case's texts changed: {} pinned, {now} now (known failure changed)",
+                        e.pin.as_ref().map_or("", |p| p.texts.as_str())
+                    )),
+                    _ => None,
+                },
+                // What the entry pins of its case (`sha256:…`), and this run's digest where that
+                // changed.
+                "texts": e.pin.as_ref().map(|p| &p.texts),
+                "textsNow": match s { crate::suite::baseline::Status::Changed(now) => Some(now), _ => None },
             })).collect::<Vec<_>>(),
         })),
         "cgroup": match &report.cgroup {

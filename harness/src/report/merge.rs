@@ -184,8 +184,9 @@ fn union(shards: &[(PathBuf, Value)], key: &str) -> serde_json::Map<String, Valu
         .collect()
 }
 
-/// One status per entry over all shards: matched anywhere, else stale where its case ran, else
-/// not run. (Each case ran in one shard; an entry naming no scenario is stale in all.)
+/// One status per entry over all shards: changed anywhere (its case's pinned texts), else
+/// matched (or refused as pinned) anywhere, else stale where its case ran, else not run. (Each
+/// case ran in one shard; an entry naming no scenario is stale in all.)
 fn merge_baselines(shards: &[(PathBuf, Value)]) -> Value {
     let with: Vec<&Value> = shards
         .iter()
@@ -196,17 +197,18 @@ fn merge_baselines(shards: &[(PathBuf, Value)]) -> Value {
         return Value::Null;
     };
     let rank = |s: &str| match s {
-        "matched" => 2,
+        "changed" => 3,
+        "matched" | "refused" => 2,
         "stale" => 1,
         _ => 0,
     };
     let mut entries: Vec<Value> = first["entries"].as_array().cloned().unwrap_or_default();
     for e in &mut entries {
-        let id = e["id"].clone();
+        let (id, kind) = (e["id"].clone(), e["kind"].clone());
         for b in &with[1..] {
             let Some(other) = b["entries"]
                 .as_array()
-                .and_then(|es| es.iter().find(|o| o["id"] == id))
+                .and_then(|es| es.iter().find(|o| o["id"] == id && o["kind"] == kind))
             else {
                 continue;
             };

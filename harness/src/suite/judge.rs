@@ -178,7 +178,9 @@ impl CaseReport {
 
 /// A call the host refused before any job existed (`refused`): a case about start()'s
 /// rejection does not apply to a host that never lets such a call reach a provider; any other
-/// case was refused a run it should have had.
+/// case was refused a run it should have had. Either way the refusal and the tool result are
+/// model-visible texts like any other: the redaction and the bound judge them (a case that does
+/// not apply still fails on them), and the run's record is kept (a baseline pins its texts).
 fn refused(
     s: &Arc<Scenario>,
     mode: Mode,
@@ -187,16 +189,9 @@ fn refused(
     strictness: Strictness,
 ) -> CaseReport {
     let refusal = format!("{}: {}", error.name, error.message);
-    if s.file.expect.start_error.is_some() {
-        return skipped(
-            s.clone(),
-            mode,
-            format!(
-                "not applicable to this subject: it refused the call before any job existed ({}), and this case is about start()'s rejection",
-                checks::shown(&refusal)
-            ),
-        );
-    }
+    let texts_judged =
+        |f: &Finding| matches!(f.check, Check::ContractRedaction | Check::ContractBound);
+    let judged = checks::judge(s, mode, &obs);
     let mut report = CaseReport {
         scenario: s.clone(),
         mode,
@@ -207,9 +202,21 @@ fn refused(
         rerun: None,
         obs: None,
     };
-    let mut findings: Vec<Finding> = checks::judge(s, mode, &obs)
+    if s.file.expect.start_error.is_some() {
+        report.verdict = Verdict::Skip(format!(
+            "not applicable to this subject: it refused the call before any job existed ({}), and this case is about start()'s rejection",
+            checks::shown(&refusal)
+        ));
+        report.add(
+            judged.into_iter().filter(texts_judged).collect(),
+            strictness,
+        );
+        report.obs = Some(obs);
+        return report;
+    }
+    let mut findings: Vec<Finding> = judged
         .into_iter()
-        .filter(|f| matches!(f.check.family(), "subject" | "harness"))
+        .filter(|f| matches!(f.check.family(), "subject" | "harness") || texts_judged(f))
         .collect();
     findings.push(Finding::new(
         Check::ExpectStartError,

@@ -563,14 +563,21 @@ fn restarts_that_keep_failing_their_hello_stop_after_three() {
 /// A host that validates its configuration when its plugin loads: every call is refused before
 /// any job exists (`refused`, then the tool's error).
 fn refusing_host() -> Subject {
+    refusing_host_saying("subagent-acp: invalid configuration")
+}
+
+/// [`refusing_host`] refusing with `message`, a shell word in double quotes (`$task` is the
+/// call's task; it must be JSON-safe).
+fn refusing_host_saying(message: &str) -> Subject {
     Subject::script(&format!(
         r#"read -r _
 printf '%s\n' '{HELLO}'
 while IFS= read -r line; do
   {RUN_OF_LINE}
+  task=$(printf '%s' "$line" | sed -n 's/.*"task":"\([^"]*\)".*/\1/p')
   case "$line" in
     *'"type":"start"'*)
-      printf '{{"type":"refused","run":"%s","error":{{"name":"ConfigError","message":"subagent-acp: invalid configuration"}}}}\n' "$run"
+      printf '{{"type":"refused","run":"%s","error":{{"name":"ConfigError","message":"%s"}}}}\n' "$run" "{message}"
       printf '{{"type":"tool_result","run":"%s","isError":true,"text":"Error: subagent-acp: invalid configuration"}}\n' "$run";;
     *shutdown*) exit 0;;
   esac
@@ -595,6 +602,24 @@ fn a_call_refused_before_any_job_existed_ends_at_once_and_only_a_start_rejection
     ]);
     assert!(!r.out.contains("subject.deadline"), "{}", r.out);
     assert!(!r.out.contains("subject.protocol"), "{}", r.out);
+}
+
+#[test]
+fn a_refusal_is_model_visible_text_the_redaction_and_the_bound_judge() {
+    // The task in the refusal: a leak, even where the case does not apply (it is about
+    // start()'s rejection, which a refusing host never reaches).
+    let r = refusing_host_saying("subagent-acp: invalid configuration for $task")
+        .run("acp/stage/dispose-grace-zero", &["--allow-skips"]);
+    r.fails_with(&[
+        "[contract.redaction] the refusal contains untrusted text \"Carry out the scripted task.\"",
+        "0 passed, 2 failed, 0 skipped",
+    ]);
+    // A refusal over the bound, where the case expects a run: both failures are said.
+    let r = refusing_host_saying("$(printf '%05000d' 0)").run("acp/success/end-turn", &[]);
+    r.fails_with(&[
+        "[contract.bound] the refusal message is 5000 bytes, over 4096",
+        "[expect.start-error] the host refused the call before any job existed",
+    ]);
 }
 
 #[test]

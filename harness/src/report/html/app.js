@@ -439,7 +439,7 @@
       el('summary', {}, el('h2', {}, `Requirements: ${entries.length} checks, ${failing} failed somewhere`)), scrollBox(table)));
   }
 
-  // ---- against the baseline: known, stale (fixed since, or changed), not run
+  // ---- against the baseline: known, stale (fixed since, or changed), pinned texts changed, not run
   function baseline() {
     const b = report.baseline;
     if (!b) return;
@@ -448,7 +448,7 @@
     // Cases and entries apart (an entry names one check of one case): as the terminal says it.
     const known = cases.filter((c) => c.verdict === 'known').length;
     const entries = (s) => b.entries.filter((e) => e.status === s).length;
-    body.append(el('p', { id: 'baseline-counts' }, `${fresh} new failure(s); ${known} failed case(s) known by ${entries('matched')} matched entr(ies); ${entries('stale')} stale (fixed since, or failing otherwise); ${entries('not-run')} not run here.`));
+    body.append(el('p', { id: 'baseline-counts' }, `${fresh} new failure(s); ${known} failed case(s) known by ${entries('matched')} matched entr(ies); ${entries('stale')} stale (fixed since, or failing otherwise); ${entries('changed')} whose pinned texts changed (their cases fail); ${entries('not-run')} not run here.`));
     if (b.catalogWarning) body.append(el('p', { class: 'known' }, b.catalogWarning));
     const table = el('table', { class: 'stacks' }, el('tr', {}, ...['entry', 'status', 'why'].map((h) => el('th', { scope: 'col' }, h))));
     for (const e of b.entries) table.append(el('tr', {}, el('td', {}, `${e.id} (line ${e.line})`), el('td', {}, e.status), el('td', {}, e.why || e.reason || '')));
