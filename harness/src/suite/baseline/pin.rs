@@ -151,6 +151,27 @@ mod tests {
     use super::*;
 
     #[test]
+    fn the_stop_reason_alone_changes_the_pin() {
+        // The same model-visible texts from two stop reasons (a host mapping `max_tokens` to
+        // `error` with the same tool result) are two pins.
+        let obs = |stop: &str| crate::run::Observed {
+            tool_result: Some((true, "Error: subagent run failed".to_owned())),
+            result: Some(crate::run::observed::RunResult {
+                stop_reason: stop.to_owned(),
+                output: vec![],
+                diagnostic: None,
+            }),
+            ..crate::run::Observed::default()
+        };
+        let (error, limit) = (texts(&obs("error")), texts(&obs("max-tokens")));
+        assert_eq!(
+            crate::snapshot::render(&obs("error")),
+            crate::snapshot::render(&obs("max-tokens"))
+        );
+        assert_ne!(digest(&error), digest(&limit));
+    }
+
+    #[test]
     fn a_digest_is_sha256_in_hex_and_is_told_from_anything_else() {
         let d = digest("");
         assert_eq!(
