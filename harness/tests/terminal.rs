@@ -20,6 +20,7 @@ fn on_a_terminal(args: &[&str], no_color: bool) -> (Option<i32>, String) {
         ws_xpixel: 0,
         ws_ypixel: 0,
     };
+    let _slot = common::Slot::take();
     let pty = openpty(Some(&size), None).expect("a pseudo-terminal");
     let slave: OwnedFd = pty.slave;
     let mut cmd = Command::new(assert_cmd::cargo::cargo_bin("conform"));
@@ -120,23 +121,35 @@ fn no_color_leaves_a_terminal_without_colour() {
     assert!(!sgr.is_match(&out), "{out:?}");
 }
 
-#[test]
-fn off_a_terminal_the_status_lines_go_to_stderr_plain_and_the_report_opens_on_its_causes() {
-    let subject = defective(&["crlf-output"]);
+/// `conform run` over the three split-inside cases with `subject`, piped: its exit code,
+/// stdout and stderr (no `NO_COLOR` from the caller; nothing left pending).
+fn off_a_terminal(subject: &str, flags: &[&str]) -> (Option<i32>, String, String) {
+    let _slot = common::Slot::take();
     let out = Command::new(assert_cmd::cargo::cargo_bin("conform"))
         .args([
             "run",
             "--filter",
             "acp/wire/split-inside",
             "--subject",
-            &subject,
+            subject,
         ])
+        .args(flags)
         .env_remove("NO_COLOR")
         .env("INSTA_UPDATE", "no")
         .output()
         .expect("conform runs");
-    let (stdout, stderr) = (common::stdout(&out), common::stderr(&out));
-    assert_eq!(out.status.code(), Some(1), "{stdout}\n{stderr}");
+    (
+        out.status.code(),
+        common::stdout(&out),
+        common::stderr(&out),
+    )
+}
+
+#[test]
+fn off_a_terminal_the_status_lines_go_to_stderr_plain_and_the_report_opens_on_its_causes() {
+    let subject = defective(&["crlf-output"]);
+    let (code, stdout, stderr) = off_a_terminal(&subject, &[]);
+    assert_eq!(code, Some(1), "{stdout}\n{stderr}");
     assert!(
         stdout.starts_with("1 cause(s) of 3 failed run(s)"),
         "{stdout}"
@@ -156,20 +169,20 @@ fn off_a_terminal_the_status_lines_go_to_stderr_plain_and_the_report_opens_on_it
 
     // `--color always` colours even a pipe; `--status-level none` prints no status line;
     // `--failure-output never` leaves the detail out and says where it is.
-    let out = Command::new(assert_cmd::cargo::cargo_bin("conform"))
-        .args([
-            "run",
-            "--filter",
-            "acp/wire/split-inside",
-            "--subject",
-            &subject,
-        ])
-        .args(["--color", "always", "--status-level", "none"])
-        .args(["--failure-output", "never", "--final-status-level", "fail"])
-        .env("INSTA_UPDATE", "no")
-        .output()
-        .expect("conform runs");
-    let (stdout, stderr) = (common::stdout(&out), common::stderr(&out));
+    let (code, stdout, stderr) = off_a_terminal(
+        &subject,
+        &[
+            "--color",
+            "always",
+            "--status-level",
+            "none",
+            "--failure-output",
+            "never",
+            "--final-status-level",
+            "fail",
+        ],
+    );
+    assert_eq!(code, Some(1), "{stdout}\n{stderr}");
     assert!(!stderr.contains("FAIL ["), "{stderr}");
     assert!(stdout.contains("\x1b["), "{stdout:?}");
     assert!(
@@ -184,19 +197,8 @@ fn off_a_terminal_the_status_lines_go_to_stderr_plain_and_the_report_opens_on_it
 #[test]
 fn failure_output_immediate_prints_each_detail_under_its_line() {
     let subject = defective(&["crlf-output"]);
-    let out = Command::new(assert_cmd::cargo::cargo_bin("conform"))
-        .args([
-            "run",
-            "--filter",
-            "acp/wire/split-inside",
-            "--subject",
-            &subject,
-        ])
-        .args(["--failure-output", "immediate"])
-        .env("INSTA_UPDATE", "no")
-        .output()
-        .expect("conform runs");
-    let (stdout, stderr) = (common::stdout(&out), common::stderr(&out));
+    let (code, stdout, stderr) = off_a_terminal(&subject, &["--failure-output", "immediate"]);
+    assert_eq!(code, Some(1), "{stdout}\n{stderr}");
     assert_eq!(
         stderr.matches("subject transcript (run ").count(),
         3,

@@ -197,7 +197,10 @@ mod tests {
             .map(|c| c.get(1).unwrap().as_str())
             .filter(|key| !REPORT_KEYS.contains(key))
             .collect();
-        assert!(missing.is_empty(), "app.js reads, the page drops: {missing:?}");
+        assert!(
+            missing.is_empty(),
+            "app.js reads, the page drops: {missing:?}"
+        );
     }
 
     #[test]
