@@ -420,6 +420,11 @@ pub struct ListArgs {
     /// first, each with the clause it rests on — instead of the scenarios.
     #[arg(long, conflicts_with = "checks")]
     pub levels: bool,
+    /// List the waits each scenario sets over 200 ms, with why each is as long as it is (its
+    /// `[waits]`); exits 1 if one says nothing (the lint: a wait that is not a case's point
+    /// stays short).
+    #[arg(long, conflicts_with_all = ["checks", "levels"])]
+    pub waits: bool,
 }
 
 #[derive(Debug, Args)]

@@ -23,6 +23,16 @@ pub fn exec(args: ListArgs) -> Result<ExitCode, Error> {
         )?))?;
         return Ok(ExitCode::SUCCESS);
     }
+    if args.waits {
+        let (text, undeclared) =
+            waits_table(&crate::suite::select_with(&dir, &sel.added, &sel.filter)?);
+        out(&text)?;
+        return Ok(if undeclared == 0 {
+            ExitCode::SUCCESS
+        } else {
+            ExitCode::FAILURE
+        });
+    }
     let mut text = String::new();
     for s in crate::suite::select_with(&dir, &sel.added, &sel.filter)? {
         let modes: Vec<_> = s.file.modes.iter().map(|m| m.as_str()).collect();
@@ -82,6 +92,30 @@ fn levels_table(scenarios: &[crate::scenario::Scenario]) -> String {
     }
     lines.sort_by_key(|l| l.0);
     lines.into_iter().map(|(_, l)| l).collect()
+}
+
+/// `conform list --waits`: every long wait a scenario sets — `<scenario>  <key> = <ms>  <why>`,
+/// or `UNDECLARED` — then how many say nothing.
+fn waits_table(scenarios: &[crate::scenario::Scenario]) -> (String, usize) {
+    use crate::scenario::waits::LONG_WAIT_MS;
+    let mut text = String::new();
+    let mut undeclared = 0;
+    for s in scenarios {
+        for w in s.set_waits().into_iter().filter(|w| w.ms > LONG_WAIT_MS) {
+            let why = match s.file.waits.get(w.key) {
+                Some(why) => why.as_str(),
+                None => {
+                    undeclared += 1;
+                    "UNDECLARED: say why in `[waits]`, or make it 200 ms or less"
+                }
+            };
+            text.push_str(&format!("{}  {} = {}  {}\n", s.id, w.key, w.ms, why));
+        }
+    }
+    text.push_str(&format!(
+        "{undeclared} wait(s) over {LONG_WAIT_MS} ms without a reason\n"
+    ));
+    (text, undeclared)
 }
 
 /// `conform schema scenario|subject`.

@@ -7,7 +7,7 @@ use conform_protocol::script::{Script, Step};
 use serde::Deserialize;
 use toml::Spanned;
 
-use super::validate::{check_file, check_references};
+use super::validate::{check_file, check_references, check_waits};
 use super::{HeldScript, PRELUDE_DIR, Scenario, ScenarioError, ScenarioFile, invalid};
 
 /// The largest scenario or prelude file: the catalog's largest is under 4 KiB. Parsing costs
@@ -137,6 +137,7 @@ pub fn load_in(roots: Roots, path: &Path) -> Result<Scenario, ScenarioError> {
     expand(roots, path, &text, &file.fake.steps, &mut steps, 0, None)?;
     let steps = steps.steps;
     check_references(path, &text, &file, &steps)?;
+    check_waits(path, &text, &file, &steps)?;
     if let Some(model) = file.peer.as_ref().and_then(|p| p.model.as_ref())
         && conform_fakes::model::Behaviour::from_name(model).is_none()
     {

@@ -5,6 +5,7 @@
 pub mod group;
 mod load;
 mod validate;
+pub mod waits;
 
 pub use load::{Roots, discover, discover_in, load};
 
@@ -79,6 +80,11 @@ pub struct ScenarioFile {
     /// decision records leave open is conform's own practice (`docs/requirements.md`).
     #[serde(default)]
     pub requirement: Option<RequirementSection>,
+    /// Why each long wait this case sets is as long as it is (`dispose_grace_ms = "…"`): the
+    /// waits that are its point. Any other wait stays at or under 200 ms, the least that still
+    /// makes the same thing happen (`conform list --waits`; docs/scenarios.md, "Waits").
+    #[serde(default)]
+    pub waits: BTreeMap<String, String>,
 }
 
 /// What kind of requirement a case's findings stand for, and its source.
@@ -449,6 +455,11 @@ impl Scenario {
     /// `[expect] spawns = false`.
     pub fn spawns_nothing(&self) -> bool {
         self.aborted_before_start() || self.file.expect.spawns == Some(false)
+    }
+
+    /// The waits this case sets ([`waits::set_waits`]), its script's included.
+    pub fn set_waits(&self) -> Vec<waits::SetWait> {
+        waits::set_waits(&self.file, &self.script.steps())
     }
 
     pub fn aborted_before_start(&self) -> bool {

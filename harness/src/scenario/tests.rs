@@ -311,3 +311,94 @@ fn a_script_over_the_byte_bound_is_refused_at_its_step() {
     );
     assert!(err.contains(&at), "{err}");
 }
+
+/// A wait over 200 ms is long: without a reason in `[waits]` the lint names it; with one it
+/// does not. A wait at 200 ms or under needs none.
+#[test]
+fn a_long_wait_without_a_reason_is_named_by_the_lint() {
+    let with = |subject: &str, waits: &str| {
+        let text = OK.replace(
+            "[[fake.steps]]\ninclude",
+            &format!("{subject}[[fake.steps]]\ninclude"),
+        );
+        let s = load_text(&format!("{text}{waits}")).unwrap();
+        waits::undeclared(&s.file, &s.script.steps())
+            .into_iter()
+            .map(|w| format!("{}={}", w.key, w.ms))
+            .collect::<Vec<_>>()
+    };
+    let long = "[subject]\ndispose_grace_ms = 1000\ndispose_eof_grace_ms = 200\n";
+    assert_eq!(with(long, ""), ["dispose_grace_ms=1000"]);
+    assert!(
+        with(
+            long,
+            "[waits]\ndispose_grace_ms = \"not walked: a margin\"\n"
+        )
+        .is_empty()
+    );
+    // A step's delay counts as well, and so does a grace written as its configuration key.
+    let text = OK.replace(
+        "chunk = \"hi\"",
+        "delay_ms = 300\n[[fake.steps]]\nchunk = \"hi\"",
+    );
+    let s = load_text(&text).unwrap();
+    assert_eq!(
+        s.set_waits(),
+        [waits::SetWait {
+            key: "delay_ms",
+            ms: 300
+        }]
+    );
+    assert_eq!(
+        with("[subject]\nconfig = { shutdownTimeoutMs = 5000 }\n", ""),
+        ["shutdown_timeout_ms=5000"]
+    );
+}
+
+#[test]
+fn a_waits_table_naming_no_wait_of_the_file_is_refused_at_its_key() {
+    let err = |waits: &str| {
+        load_text(&format!("{OK}[waits]\n{waits}"))
+            .unwrap_err()
+            .to_string()
+    };
+    let e = err("grace = \"why\"\n");
+    assert!(
+        e.contains("case.toml:10:1: `[waits]` names `grace`, which is no wait"),
+        "{e}"
+    );
+    let e = err("delay_ms = \"the answer is late\"\n");
+    assert!(
+        e.contains(
+            "case.toml:10:1: `[waits]` says why `delay_ms` is long, but a step does not set it"
+        ),
+        "{e}"
+    );
+    let text = OK.replace(
+        "[[fake.steps]]\ninclude",
+        "[subject]\ndispose_grace_ms = 900\n[[fake.steps]]\ninclude",
+    );
+    let e = load_text(&format!("{text}[waits]\ndispose_grace_ms = \" \"\n"))
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("say why this wait is as long as it is"), "{e}");
+}
+
+/// The catalog's own lint: every wait over 200 ms says why (`conform list --waits`).
+#[test]
+fn every_long_wait_of_the_catalog_says_why() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../scenarios");
+    let mut files = Vec::new();
+    walk(&root, &root, &mut files, &mut Vec::new());
+    let mut undeclared = Vec::new();
+    for f in files {
+        let s = load(&root, &f).unwrap();
+        for w in waits::undeclared(&s.file, &s.script.steps()) {
+            undeclared.push(format!("{} {} = {}", s.id, w.key, w.ms));
+        }
+    }
+    assert!(
+        undeclared.is_empty(),
+        "long waits without a reason: {undeclared:#?}"
+    );
+}

@@ -68,6 +68,26 @@ pub(super) fn check_file(
     check_before_start(path, text, file)
 }
 
+/// `[waits]` names waits the file (or a prelude it includes) sets, each with a reason.
+pub(super) fn check_waits(
+    path: &Path,
+    text: &str,
+    file: &ScenarioFile,
+    steps: &[Step],
+) -> Result<(), ScenarioError> {
+    let Some((key, why)) = super::waits::table_error(file, steps) else {
+        return Ok(());
+    };
+    let table = find_key(text, "[waits]").map_or(0, |s| s.end);
+    let span = find_key(&text[table..], &key).map(|s| s.start + table..s.end + table);
+    Err(invalid(
+        path,
+        text,
+        span.or_else(|| find_key(text, "[waits]")),
+        why,
+    ))
+}
+
 /// `[cancel] at = "before-start"`: the signal is aborted before `start()` runs, so the start
 /// is rejected and no runtime ever runs — in the foreground, where the tool call's signal is
 /// the provider's. A background job's signal is the job's own, fresh when its `start()` is
