@@ -10,6 +10,8 @@ use std::time::Duration;
 use clap::{Args, FromArgMatches};
 use conform_protocol::vocab::Provider;
 
+pub use crate::suite::admit::Jobs;
+
 /// The flags of `conform run` that decide how its runs are run (also the settings of the
 /// other commands that run a suite, from their own flags).
 #[derive(Clone, Debug, Args)]
@@ -21,10 +23,10 @@ pub struct Settings {
     /// A snapshot file that cannot be read is never overwritten: delete it to re-record it.
     #[arg(long)]
     pub accept: bool,
-    /// Runs in flight at once (all in one subject process); at least 1.
-    #[arg(long, short = 'j', default_value_t = 4,
-          value_parser = clap::builder::RangedU64ValueParser::<usize>::new().range(1..))]
-    pub jobs: usize,
+    /// Runs in flight at once (all in one subject process): `auto` (up to 8 per core, started
+    /// while the machine's run queue has room: runs mostly wait) or a number, at least 1.
+    #[arg(long, short = 'j', default_value = "auto", value_parser = clap::builder::ValueParser::new(|s: &str| s.parse::<Jobs>()))]
+    pub jobs: Jobs,
     /// Per-run deadline in milliseconds, unless a scenario sets its own; at least 1.
     #[arg(long = "deadline-ms", default_value = "20000", value_parser = millis(), value_name = "DEADLINE_MS")]
     pub deadline: Duration,
@@ -154,7 +156,7 @@ mod tests {
     #[test]
     fn the_defaults_are_the_command_lines() {
         let s = Settings::default();
-        assert_eq!(s.jobs, 4);
+        assert_eq!(s.jobs, Jobs::Auto);
         assert_eq!(s.deadline, Duration::from_secs(20));
         assert_eq!(s.hello_timeout, Duration::from_secs(20));
         assert_eq!(s.expected_by, None);

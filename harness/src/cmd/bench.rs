@@ -223,7 +223,7 @@ async fn the_simplest_run(
     let one = Arc::new(one);
     let opts = crate::suite::Options {
         settings: crate::settings::Settings {
-            jobs: 1,
+            jobs: crate::settings::Jobs::Fixed(1),
             ..Default::default()
         },
         ..crate::suite::Options::new(plan.scenarios.clone(), plan.snapshots.clone())

@@ -276,7 +276,7 @@ impl<'a> Catalog<'a> {
         suite::Options {
             settings: Settings {
                 subject: Some(subject),
-                jobs: self.plan.jobs,
+                jobs: crate::settings::Jobs::Fixed(self.plan.jobs),
                 deadline: DEADLINE,
                 allow_skips: true,
                 ..Settings::default()

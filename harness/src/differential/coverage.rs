@@ -57,7 +57,9 @@ fn real_kinds(
 async fn fake_kinds(opts: &CoverageOptions) -> Result<BTreeSet<Kind>, String> {
     let defaults = crate::settings::Settings::default();
     let settings = crate::settings::Settings {
-        jobs: opts.jobs.unwrap_or(defaults.jobs),
+        jobs: opts
+            .jobs
+            .map_or(defaults.jobs, crate::settings::Jobs::Fixed),
         ..defaults
     };
     let report = crate::suite::run(wire_suite(&opts.scenarios, &opts.snapshots, settings))

@@ -220,7 +220,9 @@ pub(super) async fn ledgers(
         product_versions: product_versions.into_iter().collect(),
         peers,
         deadline: opts.deadline.unwrap_or(defaults.deadline),
-        jobs: opts.jobs.unwrap_or(defaults.jobs),
+        jobs: opts
+            .jobs
+            .map_or(defaults.jobs, crate::settings::Jobs::Fixed),
         ..defaults
     };
     let report = crate::suite::run(crate::suite::Options {

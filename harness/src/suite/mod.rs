@@ -1,6 +1,7 @@
 //! A whole suite: load and select scenarios, start the side channel and the subject, run
 //! every case (several in flight in one subject), judge, and sweep what is left.
 
+pub mod admit;
 pub mod baseline;
 pub mod judge;
 pub mod outcome;

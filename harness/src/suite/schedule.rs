@@ -7,7 +7,6 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use conform_protocol::subject::{Mode, RunControl};
-use tokio::sync::Semaphore;
 use tokio::task::JoinSet;
 
 use crate::proc::pids;
@@ -262,7 +261,7 @@ async fn run_units(
         bar: progress_bar(cases, opts.progress),
         observer: opts.observer.clone(),
     });
-    let limit = Arc::new(Semaphore::new(opts.settings.jobs.max(1)));
+    let limit = super::admit::Admission::new(opts.settings.jobs);
     let mut set = JoinSet::new();
     let mut reports = Vec::new();
     for unit in units {
@@ -335,7 +334,7 @@ fn judging(opts: &Options) -> Judging {
 /// One unit, once it has its permit: its runs in flight together, then judged.
 pub(super) async fn run_unit(
     ctx: Arc<Ctx>,
-    limit: Arc<Semaphore>,
+    limit: Arc<super::admit::Admission>,
     live: Arc<Progress>,
     unit: Vec<Case>,
     judging: Judging,
@@ -343,7 +342,7 @@ pub(super) async fn run_unit(
     // A unit still waiting for its turn when the suite is interrupted never starts.
     let mut interrupt = ctx.interrupt.clone();
     let _permit = tokio::select! {
-        p = limit.acquire_owned() => p.expect("semaphore open"),
+        p = limit.admit() => p,
         signo = crate::proc::interrupt::wait(&mut interrupt) => {
             return unit
                 .into_iter()

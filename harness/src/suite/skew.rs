@@ -8,8 +8,6 @@
 
 use std::sync::Arc;
 
-use tokio::sync::Semaphore;
-
 use super::judge::Judging;
 use super::outcome::{CaseReport, Verdict};
 use super::schedule::{Case, run_unit, speaks};
@@ -48,7 +46,7 @@ pub async fn hint(
         "conform: running {} case(s) that failed on their output again with the fake speaking another product version",
         tried.len()
     );
-    let one = Arc::new(Semaphore::new(1));
+    let one = super::admit::Admission::new(super::admit::Jobs::Fixed(1));
     for (index, (i, scenario, mode), others) in tried {
         for version in others {
             let mut speaking = (*scenario).clone();

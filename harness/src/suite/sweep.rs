@@ -37,7 +37,7 @@ pub async fn sweep(
         fakes_speak: Default::default(),
         real_peers: Default::default(),
         strictness: ctx.settings.strictness,
-        jobs: ctx.settings.jobs,
+        jobs: ctx.settings.jobs.most(),
         cases: reports.into_iter().map(|(_, r)| r).collect(),
         findings,
         stragglers,

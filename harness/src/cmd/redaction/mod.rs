@@ -224,7 +224,7 @@ pub fn exec(args: crate::cli::RedactionArgs) -> Result<ExitCode, CmdError> {
         filters: args.select.filter,
         settings: crate::settings::Settings {
             subject: args.subject,
-            jobs: args.jobs,
+            jobs: crate::settings::Jobs::Fixed(args.jobs),
             ..Default::default()
         },
         // The search says how far it got after each batch instead.
