@@ -140,9 +140,11 @@ pub struct SelfTestArgs {
 
 #[derive(Debug, Args)]
 pub struct BenchArgs {
-    /// `--jobs` values the catalog's wall time is measured at.
-    #[arg(long, value_delimiter = ',', default_value = "1,2,4,8,32")]
-    pub jobs: Vec<usize>,
+    /// `--jobs` values the catalog's wall time is measured at (`auto`, the default, first: its
+    /// report gives the per-provider and wait figures).
+    #[arg(long, value_delimiter = ',', default_value = "auto,1,4,16",
+          value_parser = clap::builder::ValueParser::new(|s: &str| s.parse::<crate::settings::Jobs>()))]
+    pub jobs: Vec<crate::settings::Jobs>,
     /// Repetitions of the floor and of the simplest run.
     #[arg(long, default_value_t = 50)]
     pub repeat: usize,

@@ -228,9 +228,18 @@ fn zero_jobs_zero_deadlines_and_zero_hello_timeouts_are_rejected() {
         let (code, out, err) = run(&args);
         assert_eq!(code, Some(2), "{args:?}: {out}\n{err}");
         assert!(err.contains("invalid value '0'"), "{args:?}: {err}");
-        assert!(err.contains("0 is not in"), "{args:?}: {err}");
+        let why = if args[0] == "-j" {
+            "at least 1"
+        } else {
+            "0 is not in"
+        };
+        assert!(err.contains(why), "{args:?}: {err}");
         assert!(out.is_empty(), "{out}");
     }
+    // `auto` is a value of `--jobs`, and the only word it takes.
+    let (code, _, err) = run(&["-j", "many"]);
+    assert_eq!(code, Some(2), "{err}");
+    assert!(err.contains("takes `auto` or a number of runs"), "{err}");
 }
 
 #[test]

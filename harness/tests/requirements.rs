@@ -196,3 +196,37 @@ fn every_record_level_expectation_names_its_clause() {
         && l.contains("dsh-sdk/shutdown/hangs")
         && l.contains("seed 000, the DSH SDK shutdown row")));
 }
+
+/// `conform list --waits`: a wait over 200 ms with no reason fails the lint (exit 1, named
+/// UNDECLARED); once `[waits]` says why, it passes and shows the reason.
+#[test]
+fn list_waits_fails_on_a_long_wait_without_a_reason() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path();
+    std::fs::create_dir_all(root.join("acp")).unwrap();
+    let case = "title = \"t\"\nprovider = \"acp\"\n[subject]\ndispose_grace_ms = 900\n[[fake.steps]]\nstop = \"end_turn\"\n[expect]\nstop_reason = \"completed\"\n";
+    let list = || {
+        conform()
+            .args(["list", "--waits", "--scenarios"])
+            .arg(root)
+            .output()
+            .unwrap()
+    };
+    std::fs::write(root.join("acp/case.toml"), case).unwrap();
+    let out = list();
+    assert_eq!(out.status.code(), Some(1), "{}", common::stderr(&out));
+    let text = stdout(&out);
+    assert!(
+        text.contains("acp/case  dispose_grace_ms = 900  UNDECLARED"),
+        "{text}"
+    );
+    assert!(
+        text.contains("1 wait(s) over 200 ms without a reason"),
+        "{text}"
+    );
+    let declared = format!("{case}[waits]\ndispose_grace_ms = \"a margin, never walked\"\n");
+    std::fs::write(root.join("acp/case.toml"), declared).unwrap();
+    let out = list();
+    assert_eq!(out.status.code(), Some(0), "{}", common::stderr(&out));
+    assert!(stdout(&out).contains("dispose_grace_ms = 900  a margin, never walked"));
+}

@@ -150,6 +150,52 @@ fn ladder_waits(scenario: &Scenario, obs: &Observed) -> Vec<Wait> {
     waits
 }
 
+/// A wait a run walked: its `[waits]` key, how long (ms), and whether the scenario declares
+/// it (its point) or not (the least that makes the same thing happen).
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]
+pub struct Walked {
+    pub key: &'static str,
+    pub ms: u64,
+    pub declared: bool,
+}
+
+/// The waits a run walked: the ladder's, as its runtime's ledger measured them, and the
+/// script's delays and lingering helpers, as set (the fake sleeps exactly that).
+pub fn walked(scenario: &Scenario, obs: &Observed) -> Vec<Walked> {
+    let declared = |key: &str| scenario.file.waits.contains_key(key);
+    let mut out: Vec<Walked> = ladder_waits(scenario, obs)
+        .into_iter()
+        .filter_map(|w| {
+            let key = match w.key? {
+                "disposeEofGraceMs" => "dispose_eof_grace_ms",
+                "disposeGraceMs" => "dispose_grace_ms",
+                _ => "shutdown_timeout_ms",
+            };
+            Some(Walked {
+                key,
+                ms: w.measured,
+                declared: declared(key),
+            })
+        })
+        .collect();
+    for step in scenario.script.steps() {
+        let set = [
+            ("delay_ms", step.delay_ms),
+            ("linger_ms", step.spawn.and_then(|s| s.linger_ms)),
+        ];
+        for (key, ms) in set {
+            if let Some(ms) = ms {
+                out.push(Walked {
+                    key,
+                    ms,
+                    declared: declared(key),
+                });
+            }
+        }
+    }
+    out
+}
+
 /// Dispose walks the ladder with the waits it is configured with: each one waited out before
 /// the next rung (a few ms short is the fake noting EOF late), and not much longer (a wait
 /// past its bound is a configured value not applied).

@@ -25,12 +25,13 @@ use std::process::ExitCode;
 
 use crate::cmd::output::out;
 use crate::cmd::{Error as CmdError, block_on};
+use crate::settings::Jobs;
 
 pub struct Plan {
     pub scenarios: PathBuf,
     pub snapshots: PathBuf,
     /// `--jobs` values for the catalog's wall time.
-    pub jobs: Vec<usize>,
+    pub jobs: Vec<Jobs>,
     /// Repetitions of the floor and of the simplest run.
     pub repeat: usize,
     pub redaction_cases: usize,
@@ -154,7 +155,7 @@ fn conform_json(
 type Row = (String, String, String);
 
 /// One catalog run: its `-j`, its wall time, its JSON report.
-type CatalogRun = (usize, Duration, Value);
+type CatalogRun = (Jobs, Duration, Value);
 
 /// Measures every figure, one after another, and renders the table.
 pub async fn run(plan: &Plan, mut progress: impl FnMut(&str)) -> Result<String, BenchError> {
@@ -170,16 +171,26 @@ pub async fn run(plan: &Plan, mut progress: impl FnMut(&str)) -> Result<String, 
     let mut catalog: Vec<CatalogRun> = Vec::new();
     for &j in &plan.jobs {
         progress(&format!("the catalog at -j {j}"));
-        let jobs = j.to_string();
+        let jobs = match j {
+            Jobs::Auto => "auto".to_owned(),
+            Jobs::Fixed(n) => n.to_string(),
+        };
         let (wall, v) = conform_json(
             &exe,
             &["run", "-j", &jobs],
             work.path(),
-            &format!("catalog-j{j}"),
+            &format!("catalog-j{jobs}"),
         )?;
         catalog.push((j, wall, v));
     }
     catalog_rows(&catalog, fake_rss_idle, &mut rows);
+    if let Some((_, _, v)) = catalog.first() {
+        rows.push(waits_row(v));
+    }
+    progress("each provider alone, at -j auto");
+    for provider in conform_protocol::vocab::Provider::ALL {
+        rows.push(provider_row(&exe, work.path(), provider.as_str())?);
+    }
     progress("the redaction property");
     rows.extend(the_redaction_property(&exe, plan)?);
     Ok(render(rows, &catalog))
@@ -300,13 +311,8 @@ fn catalog_rows(catalog: &[CatalogRun], fake_rss_idle: Option<u64>, rows: &mut V
         ));
     }
 
-    // Settle verdict latency and the cases that set the wall time, from the widest run that
-    // is not oversubscribed (-j 8 if measured).
-    if let Some((j, _, v)) = catalog
-        .iter()
-        .find(|(j, _, _)| *j == 8)
-        .or_else(|| catalog.last())
-    {
+    // Settle verdict latency and peak RSS at the default (the first run measured).
+    if let Some((j, _, v)) = catalog.first() {
         // The subject's share (its teardown: graces where a scenario makes it wait) and the
         // harness's (from the subject's last word to the verdict).
         let split = |c: &Value| -> Option<(f64, f64)> {
@@ -344,6 +350,55 @@ fn catalog_rows(catalog: &[CatalogRun], fake_rss_idle: Option<u64>, rows: &mut V
             "target: harness ≤ 40 MiB".into(),
         ));
     }
+}
+
+/// The share of all run time spent in waits the runs walked, declared in `[waits]` (a case's
+/// point) or not (the least that makes the same thing happen), from the first catalog run.
+fn waits_row(v: &Value) -> Row {
+    let cases = v["cases"].as_array().map_or(&[][..], Vec::as_slice);
+    let total: f64 = cases.iter().filter_map(|c| c["elapsedMs"].as_f64()).sum();
+    let walked = |declared: bool| -> f64 {
+        cases
+            .iter()
+            .filter_map(|c| c["walked"].as_array())
+            .flatten()
+            .filter(|w| w["declared"] == declared)
+            .filter_map(|w| w["ms"].as_f64())
+            .sum()
+    };
+    let share = |ms: f64| 100.0 * ms / total.max(1.0);
+    let (declared, not) = (walked(true), walked(false));
+    (
+        "run time in the waits the runs walked".into(),
+        format!(
+            "{:.1} % declared ({:.1} s), {:.1} % not ({:.1} s), of {:.1} s",
+            share(declared),
+            declared / 1000.0,
+            share(not),
+            not / 1000.0,
+            total / 1000.0
+        ),
+        "declared: a case's point (`[waits]`); not: ≤ 200 ms each".into(),
+    )
+}
+
+/// One provider's part of the catalog alone at the default `-j`: its wall per run.
+fn provider_row(exe: &str, work: &Path, provider: &str) -> Result<Row, BenchError> {
+    let filter = format!("{provider}/");
+    let (wall, v) = conform_json(
+        exe,
+        &["run", "-f", &filter],
+        work,
+        &format!("provider-{provider}"),
+    )?;
+    let runs = v["cases"]
+        .as_array()
+        .map_or(0, |cs| cs.iter().filter(|c| c["verdict"] == "pass").count());
+    Ok((
+        format!("per run, {provider} alone (-j auto, {runs} runs)"),
+        format!("{:.1} ms", wall.as_secs_f64() * 1000.0 / runs.max(1) as f64),
+        format!("wall {:.1} s; target ≤ 12 ms", wall.as_secs_f64()),
+    ))
 }
 
 /// The redaction property's speed (cases per second): against the reference, and against a
@@ -389,8 +444,8 @@ fn the_redaction_property(exe: &str, plan: &Plan) -> Result<Vec<Row>, BenchError
     Ok(rows)
 }
 
-/// The table, then what sets the wall time at -j 2: the longest cases (their share of all
-/// run time).
+/// The table, then what sets the wall time at the first `-j` measured: the longest cases
+/// (their share of all run time).
 fn render(rows: Vec<Row>, catalog: &[CatalogRun]) -> String {
     let mut table = comfy_table::Table::new();
     table.load_preset(comfy_table::presets::UTF8_BORDERS_ONLY);
@@ -399,12 +454,8 @@ fn render(rows: Vec<Row>, catalog: &[CatalogRun]) -> String {
         table.add_row([a, b, c]);
     }
     let mut text = format!("{table}\n");
-    // What sets the wall time at -j 2: the longest cases (their share of all run time).
-    if let Some((_, _, v)) = catalog
-        .iter()
-        .find(|(j, _, _)| *j == 2)
-        .or_else(|| catalog.first())
-    {
+    // What sets the wall time at the default: the longest cases (their share of all run time).
+    if let Some((j, _, v)) = catalog.first() {
         let mut by_time: Vec<(f64, String)> = v["cases"]
             .as_array()
             .into_iter()
@@ -420,7 +471,7 @@ fn render(rows: Vec<Row>, catalog: &[CatalogRun]) -> String {
         by_time.sort_by(|a, b| b.0.total_cmp(&a.0));
         let _ = writeln!(
             text,
-            "\nlongest runs at -j 2 (of {:.1} s of run time in all):",
+            "\nlongest runs at -j {j} (of {:.1} s of run time in all):",
             total / 1000.0
         );
         for (t, id) in by_time.iter().take(10) {

@@ -102,6 +102,8 @@ fn case_json(report: &SuiteReport, i: usize, c: &crate::suite::CaseReport) -> se
         "snapshotNote": c.snapshot,
         "upstream": upstream_json(c),
         "elapsedMs": c.obs.as_ref().map(|o| o.elapsed.as_millis() as u64),
+        // The waits the run walked (`[waits]` keys), declared or not: what its time went on.
+        "walked": c.obs.as_ref().filter(|o| !o.walked.is_empty()).map(|o| &o.walked),
         // What the snapshot holds (job ids masked): runs compare across reports.
         "modelVisible": c.obs.as_ref().map(|o| bound::cut(&crate::snapshot::render(o), bound::DETAIL_BYTES)),
         "settle": c.obs.as_ref().map(settle_json),

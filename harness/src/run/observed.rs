@@ -63,6 +63,9 @@ pub struct Observed {
     pub ledger_text: Vec<String>,
     /// The largest peak RSS a fake of the run reported at its exit (KiB).
     pub fake_peak_rss_kib: Option<u64>,
+    /// The waits the run walked, by `[waits]` key, and whether its scenario says why
+    /// ([`crate::checks::timing::walked`], taken when the run is judged).
+    pub walked: Vec<crate::checks::timing::Walked>,
     /// When each line of `fake` arrived, in ms since the run started (timing that matters:
     /// a slow `initialize`, retries that outlast a deadline).
     pub fake_at_ms: Vec<u64>,

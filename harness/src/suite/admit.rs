@@ -1,7 +1,8 @@
 //! How many runs are in flight at once (`--jobs`). A run spends most of its life waiting (a
 //! handshake, a teardown grace, a delayed answer), so on few cores a fixed small limit leaves
 //! them idle; `auto` lets up to [`AUTO_PER_CORE`] runs per core in flight, but starts one past
-//! the first run per core only while the machine's run queue has room. The queue is read when a
+//! the first run per core only while the machine's run queue has room (what it held before
+//! the suite began, plus [`QUEUE_PER_CORE`] per core). The queue is read when a
 //! slot is free and, while it is full, again each time a run ends: a wait on an event, never a
 //! timer, and never with fewer than one run per core in flight (so it cannot stall).
 
@@ -22,8 +23,10 @@ pub enum Jobs {
 /// tree scans and start-ups fill the queue before the waits do.
 pub const AUTO_PER_CORE: usize = 8;
 
-/// Runnable tasks per core past which `auto` starts no further run (beyond one per core).
-const QUEUE_PER_CORE: usize = 2;
+/// Runnable tasks per core, above what ran before the suite began, past which `auto` starts
+/// no further run (beyond one per core). The queue the machine had already (another build,
+/// another suite) is not the runs' doing: it is read once, at the start, and added.
+const QUEUE_PER_CORE: usize = 4;
 
 impl Jobs {
     /// The most runs in flight at once.
@@ -94,7 +97,8 @@ pub struct Admitted {
 
 impl Admission {
     pub fn new(jobs: Jobs) -> Arc<Admission> {
-        let gate = (jobs == Jobs::Auto).then(|| (cores(), cores() * QUEUE_PER_CORE));
+        let gate = (jobs == Jobs::Auto)
+            .then(|| (cores(), runnable().unwrap_or(0) + cores() * QUEUE_PER_CORE));
         Arc::new(Admission {
             slots: Arc::new(Semaphore::new(jobs.most())),
             gate,

@@ -394,6 +394,11 @@ pub(super) async fn run_unit(
                 keep_wire(peers, r);
             }
         }
+        for (_, r) in &mut done {
+            if let Some(o) = r.obs.as_mut() {
+                o.walked = crate::checks::timing::walked(&r.scenario, o);
+            }
+        }
         if !j.keep_ledgers {
             for (_, r) in &mut done {
                 let passed = matches!(r.verdict, Verdict::Pass);
