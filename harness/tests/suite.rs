@@ -1585,7 +1585,7 @@ fn a_configured_grace_not_applied_is_caught() {
             "✗ dsh-sdk/teardown/sigterm-trap-needs-sigkill (background) [timing.grace]",
             "✗ codex/teardown/sigterm-trap-needs-sigkill (foreground) [timing.grace]",
             "between stdin EOF and SIGTERM (`disposeEofGraceMs` = 200 ms)",
-            "between a trapped SIGTERM and the SIGKILL (`disposeGraceMs` = 1000 ms)",
+            "between a trapped SIGTERM and the SIGKILL (`disposeGraceMs` = 300 ms)",
         ],
     );
 }
