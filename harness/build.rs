@@ -30,4 +30,18 @@ fn main() {
         "cargo:rustc-env=CONFORM_CATALOG_DIGEST={}",
         files::digest(&blob)
     );
+    link_at_a_fixed_address();
+}
+
+/// `conform` is linked as a position-dependent executable on Linux (glibc): every fake and the
+/// reference subject is this binary exec'd afresh, and as a PIE each start had the dynamic
+/// loader apply some 30 000 relative relocations, writing (so copying) the pages they land on
+/// — about a tenth of what a fake process costs (docs/performance.md). The code stays
+/// position-independent; only the executable's load address is fixed (no ASLR for it).
+fn link_at_a_fixed_address() {
+    let os = std::env::var("CARGO_CFG_TARGET_OS").unwrap_or_default();
+    let env = std::env::var("CARGO_CFG_TARGET_ENV").unwrap_or_default();
+    if os == "linux" && env == "gnu" {
+        println!("cargo:rustc-link-arg-bins=-no-pie");
+    }
 }

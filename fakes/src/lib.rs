@@ -6,6 +6,7 @@
 //! Each fake binary is a one-line call into [`cli::main`] with its codec.
 
 pub mod acp;
+pub mod bundle;
 pub mod claude_code;
 pub mod cli;
 pub mod codec;

@@ -1,6 +1,8 @@
 //! Which frames of a fake's ledger break their protocol's schema.
 
 use conform_protocol::side::{Direction, FakeEvent, FakeLine};
+
+use crate::bundle::Lookup;
 use conform_protocol::vocab::Provider;
 use jsonschema::Validator;
 use serde_json::Value;
@@ -52,14 +54,19 @@ pub fn unmarked_invalid_frames<'a>(
 /// bundle (so each `#/definitions/…` reference resolves as before). `groups`: definitions that
 /// hold definitions of their own (Codex's `v2`). Compiling a subschema with the whole bundle
 /// keeps a copy of all of it per validator.
-pub(crate) fn closure(root: &Value, pointer: &str, groups: &[&str]) -> Option<Value> {
+pub(crate) fn closure(root: &impl Lookup, pointer: &str, groups: &[&str]) -> Option<Value> {
     closure_in(root, pointer, "definitions", groups)
 }
 
 /// [`closure`] for a bundle whose definitions sit under `key` (`$defs` in draft 2020-12).
-pub(crate) fn closure_in(root: &Value, pointer: &str, key: &str, groups: &[&str]) -> Option<Value> {
+pub(crate) fn closure_in(
+    root: &impl Lookup,
+    pointer: &str,
+    key: &str,
+    groups: &[&str],
+) -> Option<Value> {
     let prefix = format!("#/{key}/");
-    let mut doc = root.pointer(pointer.strip_prefix('#')?)?.clone();
+    let mut doc = root.lookup(pointer.strip_prefix('#')?)?.clone();
     let mut definitions = serde_json::Map::new();
     let mut pending = vec![doc.clone()];
     let mut seen = std::collections::BTreeSet::new();
@@ -80,7 +87,7 @@ pub(crate) fn closure_in(root: &Value, pointer: &str, key: &str, groups: &[&str]
             if !seen.insert(entry.clone()) {
                 continue;
             }
-            let Some(def) = root.pointer(&format!("/{key}/{entry}")) else {
+            let Some(def) = root.lookup(&format!("/{key}/{entry}")) else {
                 continue;
             };
             pending.push(def.clone());

@@ -11,7 +11,17 @@ fn main() -> ExitCode {
     unsafe {
         nix::libc::mallopt(nix::libc::M_ARENA_MAX, 2);
     }
-    conform::cmd::exec(Cli::parse()).unwrap_or_else(|e| {
+    // A fake or the reference subject (started hundreds of times per catalog) is read without
+    // clap's command tree; any other command line, or one not plainly written, by clap.
+    let args: Option<Vec<String>> = std::env::args_os()
+        .skip(1)
+        .map(|a| a.into_string().ok())
+        .collect();
+    let cli = match args.as_deref().and_then(conform::cmd::internal::plain) {
+        Some(command) => Cli { command },
+        None => Cli::parse(),
+    };
+    conform::cmd::exec(cli).unwrap_or_else(|e| {
         eprintln!("error: {e}");
         conform::cmd::code(conform::suite::exit::ERROR)
     })

@@ -372,7 +372,9 @@ impl JsonRpc {
 
     /// Whole lines of bytes, each decoded once complete (a line past `max` ends the wire).
     async fn read_lines(&self, reader: impl AsyncRead + Unpin, handler: &dyn Handler, max: usize) {
-        let mut reader = BufReader::new(reader);
+        // A pipe's worth per read (its default capacity), not 8 KiB: a 16 MiB frame in 256
+        // reads instead of 2048.
+        let mut reader = BufReader::with_capacity(64 * 1024, reader);
         let mut buf = Vec::new();
         loop {
             buf.clear();
@@ -390,7 +392,7 @@ impl JsonRpc {
                 handler.on_garbage(&format!("a line over the limit of {max} bytes"));
                 std::future::pending::<()>().await;
             }
-            let line = String::from_utf8_lossy(&buf);
+            let line = crate::util::decode(&buf);
             let line = line.trim();
             if line.is_empty() {
                 continue;

@@ -201,7 +201,7 @@ pub fn forward_stderr(stderr: ChildStderr, log: Log) -> Arc<StderrTail> {
                 Ok(0) | Err(_) => break,
                 Ok(_) => {}
             }
-            let line = String::from_utf8_lossy(&buf)
+            let line = crate::util::decode(&buf)
                 .trim_end_matches(['\n', '\r'])
                 .to_owned();
             log(format!("child stderr: {line}"));

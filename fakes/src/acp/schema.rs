@@ -2,6 +2,7 @@
 //! proof that a fake is valid by default. Two checks: the envelope against the schema's
 //! `Agent` message shape, then the payload against the definition its method names.
 
+use crate::bundle::{self, Lookup, Pieces};
 use crate::schema::{check, closure_in};
 use std::collections::HashMap;
 use std::sync::{Arc, LazyLock, Mutex};
@@ -10,8 +11,6 @@ use jsonschema::Validator;
 use serde_json::Value;
 
 use crate::codec::{Msg, classify_jsonrpc};
-
-const SCHEMA: &str = include_str!("../../schemas/acp-v1.schema.json");
 
 /// Agent → client requests and notifications: method → params definition.
 const OUTGOING: &[(&str, &str)] = &[
@@ -78,11 +77,12 @@ const CLIENT_RESULTS: &[(&str, &str)] = &[
     ("elicitation/create", "CreateElicitationResponse"),
 ];
 
-/// The schema, and each subschema compiled the first time a frame needs it, with only the
+/// The schema (`schemas/acp-v1.schema.json`, digested: each definition parsed when first
+/// needed), and each subschema compiled the first time a frame needs it, with only the
 /// definitions it refers to: a fake checks the few frames of one run, and compiling every
 /// definition with the whole file took 0.4 s of a debug fake's handshake.
 struct Validators {
-    root: Value,
+    root: Pieces,
     compiled: Mutex<HashMap<String, Arc<Validator>>>,
 }
 
@@ -94,7 +94,7 @@ impl Validators {
         }
         let mut doc = closure_in(&self.root, pointer, "$defs", &[])
             .unwrap_or_else(|| panic!("the ACP schema has no subschema {pointer}"));
-        doc["$schema"] = self.root["$schema"].clone();
+        doc["$schema"] = self.root.lookup("/$schema").cloned().unwrap_or(Value::Null);
         let v = Arc::new(
             jsonschema::draft202012::new(&doc)
                 .unwrap_or_else(|e| panic!("ACP subschema {pointer} does not compile: {e}")),
@@ -108,8 +108,10 @@ impl Validators {
 
     /// The message shape titled `title` (`Agent`, `Client`).
     fn shape(&self, title: &str) -> Arc<Validator> {
-        let i = self.root["anyOf"]
-            .as_array()
+        let i = self
+            .root
+            .lookup("/anyOf")
+            .and_then(Value::as_array)
             .and_then(|all| all.iter().position(|s| s["title"] == title))
             .unwrap_or_else(|| panic!("ACP schema has a `{title}` message shape"));
         self.at(&format!("#/anyOf/{i}"))
@@ -121,7 +123,7 @@ impl Validators {
 }
 
 static VALIDATORS: LazyLock<Validators> = LazyLock::new(|| Validators {
-    root: serde_json::from_str(SCHEMA).expect("vendored ACP schema is JSON"),
+    root: Pieces::new(bundle::ACP_V1, Pieces::unpatched),
     compiled: Mutex::new(HashMap::new()),
 });
 

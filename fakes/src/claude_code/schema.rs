@@ -11,14 +11,17 @@ use jsonschema::Validator;
 use serde_json::Value;
 
 use super::kind;
+use crate::bundle::{self, Lookup, Pieces};
 use crate::schema::{check, closure};
 
+/// The vendored file as generated, which the tests read whole.
+#[cfg(test)]
 const SCHEMA: &str = include_str!("../../schemas/claude-code/0.3.220.schema.json");
 
-/// The definitions (the file with the observed deviations widened), each compiled the first
-/// time a frame needs it with only the definitions it refers to.
+/// The definitions (the file digested, with the observed deviations widened), each parsed and
+/// compiled the first time a frame needs it, with only the definitions it refers to.
 struct Defs {
-    root: Value,
+    root: Pieces,
     compiled: Mutex<HashMap<&'static str, Arc<Validator>>>,
 }
 
@@ -40,35 +43,37 @@ const OBSERVED_DEVIATIONS: &[Deviation] = &[
     Deviation::Optional("BetaTextBlock", "citations"),
 ];
 
-/// The vendored file parsed, with the observed deviations widened.
-fn widened_root() -> Value {
-    let mut root: Value =
-        serde_json::from_str(SCHEMA).expect("vendored Claude Agent SDK schema is JSON");
+/// Widens the definition at `pointer` (a piece of the digested file) where a deviation names it.
+fn widen(pointer: &str, definition: &mut Value) {
+    let Some(name) = pointer.strip_prefix("/definitions/") else {
+        return;
+    };
     for deviation in OBSERVED_DEVIATIONS {
         match *deviation {
-            Deviation::Value(def, value) => {
-                if let Some(Value::Array(allowed)) = root["definitions"][def].get_mut("enum") {
+            Deviation::Value(def, value) if def == name => {
+                if let Some(Value::Array(allowed)) = definition.get_mut("enum") {
                     allowed.push(Value::from(value));
                 }
             }
-            Deviation::Optional(def, member) => {
-                if let Some(Value::Array(required)) = root["definitions"][def].get_mut("required") {
+            Deviation::Optional(def, member) if def == name => {
+                if let Some(Value::Array(required)) = definition.get_mut("required") {
                     required.retain(|r| r != member);
                 }
             }
+            _ => {}
         }
     }
-    root
 }
 
 static DEFS: LazyLock<Defs> = LazyLock::new(|| Defs {
-    root: widened_root(),
+    root: Pieces::new(bundle::CLAUDE_CODE_0_3_220, widen),
     compiled: Mutex::new(HashMap::new()),
 });
 
 impl Defs {
     fn get(&self, def: &'static str) -> Result<Arc<Validator>, String> {
-        if self.root["definitions"].get(def).is_none() {
+        let pointer = format!("/definitions/{def}");
+        if self.root.lookup(&pointer).is_none() {
             return Err(format!("the Claude Agent SDK schema has no `{def}`"));
         }
         let mut compiled = self.compiled.lock().unwrap_or_else(|p| p.into_inner());
@@ -76,10 +81,9 @@ impl Defs {
             return Ok(v.clone());
         }
         // Only the definitions it refers to: the whole file per validator held megabytes.
-        let pointer = format!("#/definitions/{def}");
-        let mut sub = closure(&self.root, &pointer, &[])
+        let mut sub = closure(&self.root, &format!("#{pointer}"), &[])
             .ok_or_else(|| format!("the Claude Agent SDK's `{def}` cannot be resolved"))?;
-        if let Some(s) = self.root.get("$schema") {
+        if let Some(s) = self.root.lookup("/$schema") {
             sub["$schema"] = s.clone();
         }
         let v = Arc::new(

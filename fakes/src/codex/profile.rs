@@ -4,12 +4,14 @@
 
 use serde_json::Value;
 
+use crate::bundle::Digest;
+
 pub struct Profile {
     pub version: &'static str,
     /// The built-in version whose frames it sends.
     pub dress_as: &'static str,
-    /// Its generated schema bundle.
-    pub schema: &'static str,
+    /// Its generated schema bundle, digested (`build.rs`).
+    pub schema: Digest,
     /// Fields it sends beyond `dress_as`, learned from its recording.
     pub adds: &'static [Add],
 }

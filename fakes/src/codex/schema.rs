@@ -12,6 +12,7 @@
 //!
 //! The real server never sends `jsonrpc`, so a frame carrying it fails too.
 
+use crate::bundle::{self, Digest, Lookup, Pieces};
 use crate::schema::{check, closure};
 use std::collections::HashMap;
 use std::sync::{Arc, LazyLock, Mutex};
@@ -21,9 +22,6 @@ use serde_json::Value;
 
 use super::method;
 use crate::codec::{Msg, classify_jsonrpc};
-
-const SCHEMA_0_147_0: &str = include_str!("../../schemas/codex/0.147.0.schemas.json");
-const SCHEMA_0_169_0: &str = include_str!("../../schemas/codex/0.169.0.schemas.json");
 
 /// Client → server requests the fake answers: method → the response definition (pointer).
 const RESULTS: &[(&str, &str)] = &[
@@ -69,11 +67,12 @@ const CLIENT_RESULTS: &[(&str, &str)] = &[
     ),
 ];
 
-/// One version's bundle and where the unions' branches are; each subschema is compiled the
-/// first time a frame needs it, with only the definitions it refers to (the whole bundle
-/// compiled at once held some 70 MiB in the harness, which checks every fake frame).
+/// One version's bundle (digested: each definition parsed when first needed) and where the
+/// unions' branches are; each subschema is compiled the first time a frame needs it, with only
+/// the definitions it refers to (the whole bundle compiled at once held some 70 MiB in the
+/// harness, which checks every fake frame).
 struct Bundle {
-    root: Value,
+    root: Pieces,
     version: &'static str,
     compiled: Mutex<HashMap<String, Arc<Validator>>>,
     /// `ServerNotification` branch pointer by method.
@@ -85,12 +84,12 @@ struct Bundle {
 }
 
 impl Bundle {
-    fn build(text: &str, version: &'static str) -> Bundle {
-        let root: Value = serde_json::from_str(text)
-            .unwrap_or_else(|e| panic!("vendored Codex {version} schema is not JSON: {e}"));
+    fn build(digest: Digest, version: &'static str) -> Bundle {
+        let root = Pieces::new(digest, Pieces::unpatched);
         let branches = |union: &str| -> HashMap<String, String> {
-            let all = root["definitions"][union]["oneOf"]
-                .as_array()
+            let all = root
+                .lookup(&format!("/definitions/{union}/oneOf"))
+                .and_then(Value::as_array)
                 .unwrap_or_else(|| panic!("Codex {version} `{union}` is not a oneOf"));
             all.iter()
                 .enumerate()
@@ -147,9 +146,9 @@ impl Bundle {
 }
 
 static BUNDLE_0_147_0: LazyLock<Bundle> =
-    LazyLock::new(|| Bundle::build(SCHEMA_0_147_0, "0.147.0"));
+    LazyLock::new(|| Bundle::build(bundle::CODEX_0_147_0, "0.147.0"));
 static BUNDLE_0_169_0: LazyLock<Bundle> =
-    LazyLock::new(|| Bundle::build(SCHEMA_0_169_0, "0.169.0"));
+    LazyLock::new(|| Bundle::build(bundle::CODEX_0_169_0, "0.169.0"));
 
 /// The accepted versions' bundles ([`super::profile`]), built on first use.
 static PROFILE_BUNDLES: LazyLock<Vec<(&'static str, Bundle)>> = LazyLock::new(|| {
