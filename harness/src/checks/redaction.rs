@@ -351,7 +351,7 @@ impl Seen {
                 if contract.shows_needle(n) {
                     continue;
                 }
-                if let Some(v) = views.iter().find(|v| v.text.contains(n.text.as_str())) {
+                if let Some(v) = views.iter().find(|v| n.in_text(&v.text)) {
                     return Some(Hit::in_view(v, n.form, &n.text, n.whole));
                 }
             }
@@ -394,9 +394,11 @@ impl Seen {
         let holds = |i: usize, w: &str| self.view(i).unstructured.contains(w);
         let shown = |w: &str| contract.shows(w);
         needles.iter().find_map(|n| {
-            self.index()
-                .find(&n.text, &shown, &holds)
-                .map(|(w, i)| Hit::in_view(self.view(i), n.form, w, false))
+            let found = match &n.window_hashes {
+                Some(hashes) => self.index().find_hashed(&n.text, hashes, &shown, &holds),
+                None => self.index().find(&n.text, &shown, &holds),
+            };
+            found.map(|(w, i)| Hit::in_view(self.view(i), n.form, w, false))
         })
     }
 }
@@ -432,7 +434,7 @@ impl Shows for Contract<'_> {
 
     /// The fixed phrases a needle is part of are known already.
     fn shows_needle(&self, n: &Needle) -> bool {
-        n.fixed || self.expected.iter().any(|e| e.contains(n.text.as_str()))
+        n.fixed || self.expected.iter().any(|e| n.in_text(e))
     }
 }
 

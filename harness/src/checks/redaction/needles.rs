@@ -14,6 +14,8 @@ use crate::checks::forms::{self, Form};
 pub(super) struct Needle {
     pub form: Form,
     pub text: String,
+    /// Looks for `text` in a text (as `str::contains` does, its searcher built once).
+    finder: memchr::memmem::Finder<'static>,
     /// It is the whole secret (not one of its lines).
     pub whole: bool,
     /// Part of a phrase every provider shows by contract: it proves nothing when it appears.
@@ -24,6 +26,9 @@ pub(super) struct Needle {
     /// Compacted and normalised, when long enough to be looked for with the separators between
     /// texts gone.
     pub compact: Option<String>,
+    /// The hash of each of its windows ([`forms::window_hashes`]), for a needle short enough to
+    /// keep them (a long one is hashed where it is looked for).
+    pub window_hashes: Option<Vec<u64>>,
 }
 
 impl Needle {
@@ -35,7 +40,10 @@ impl Needle {
             .filter(|f| f.trim().chars().count() >= MIN_DERIVED_CHARS);
         let compact = Some(forms::normalized(&forms::compact(&text)))
             .filter(|c| c.chars().count() >= MIN_COMPACT_CHARS);
+        let window_hashes = (text.len() <= MAX_HASHED_BYTES).then(|| forms::window_hashes(&text));
         Needle {
+            finder: memchr::memmem::Finder::new(text.as_bytes()).into_owned(),
+            window_hashes,
             fixed: FIXED_PHRASES.iter().any(|p| p.contains(text.as_str())),
             form,
             text,
@@ -45,10 +53,18 @@ impl Needle {
         }
     }
 
+    /// Is the needle in `text`?
+    pub fn in_text(&self, text: &str) -> bool {
+        self.finder.find(text.as_bytes()).is_some()
+    }
+
     fn bytes(&self) -> usize {
-        self.text.len()
+        // The finder keeps a copy of the text, and its tables.
+        2 * self.text.len()
+            + 256
             + self.folded.as_ref().map_or(0, String::len)
             + self.compact.as_ref().map_or(0, String::len)
+            + self.window_hashes.as_ref().map_or(0, |h| h.len() * 8)
     }
 }
 
@@ -97,15 +113,19 @@ fn derive(secret: &str) -> Vec<Needle> {
     out
 }
 
-/// The needles derived so far, bounded: the catalog's secrets fit many times over, and a
-/// host's own catalog of long secrets only makes it start over.
+/// The needles derived so far, bounded: a run asks for each of its secrets twice, and most of
+/// them are other runs' too (the parent token, the harness's own environment, a prelude's
+/// strings); past the bound the cache starts over.
 static CACHE: Mutex<Cache> = Mutex::new(Cache {
     map: None,
     bytes: 0,
 });
 
-/// What the cache holds at most, in bytes of needle text.
-const CACHE_BYTES: usize = 4 << 20;
+/// What the cache holds at most, in bytes of needle text and window hashes.
+const CACHE_BYTES: usize = 1 << 20;
+
+/// The longest needle whose window hashes are kept.
+const MAX_HASHED_BYTES: usize = 512;
 
 struct Cache {
     map: Option<HashMap<String, Arc<[Needle]>, fnv::FnvBuildHasher>>,
