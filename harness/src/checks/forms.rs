@@ -322,12 +322,32 @@ impl WindowIndex {
         skip: &impl Fn(&str) -> bool,
         holds: &impl Fn(usize, &str) -> bool,
     ) -> Option<(&'n str, usize)> {
-        windows(needle).find_map(|w| {
-            let at = self.map.get(&hash(w))?;
+        self.find_hashed(needle, &window_hashes(needle), skip, holds)
+    }
+
+    /// [`WindowIndex::find`], `hashes` being [`window_hashes`] of `needle` (a needle looked
+    /// for in many texts is hashed once).
+    pub fn find_hashed<'n>(
+        &self,
+        needle: &'n str,
+        hashes: &[u64],
+        skip: &impl Fn(&str) -> bool,
+        holds: &impl Fn(usize, &str) -> bool,
+    ) -> Option<(&'n str, usize)> {
+        // The windows themselves only where a hash is in the index.
+        let mut windows: Option<Vec<&str>> = None;
+        hashes.iter().enumerate().find_map(|(k, h)| {
+            let at = self.map.get(h)?;
+            let w = windows.get_or_insert_with(|| self::windows(needle).collect())[k];
             let i = at.iter().copied().find(|i| holds(*i, w))?;
             (!skip(w)).then_some((w, i))
         })
     }
+}
+
+/// The hash of each window of `text` ([`windows`]), in order.
+pub fn window_hashes(text: &str) -> Vec<u64> {
+    windows(text).map(hash).collect()
 }
 
 /// `text` with every whitespace and format character removed: a secret split across two

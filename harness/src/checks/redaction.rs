@@ -47,20 +47,19 @@ const FIXED_PHRASES: &[&str] = &[
 ];
 
 pub fn judge(scenario: &Scenario, obs: &Observed, f: &mut Vec<Finding>) {
-    let expected = expected_texts(scenario);
-    let shown_by_contract = |s: &str| {
-        expected.iter().any(|e| e.contains(s)) || FIXED_PHRASES.iter().any(|p| p.contains(s))
-    };
+    let contract = Contract::of(scenario);
     // The label is the harness's own text, shown in notices by design.
     let label = format!("(subagent: {})", scenario.label());
     let texts: Vec<(&'static str, String)> = model_visible(obs)
         .into_iter()
         .map(|(what, text)| (what, text.replace(&label, "")))
         .collect();
-    let seen = Seen::new(&texts, obs, &expected);
+    let seen = Seen::new(&texts, obs, &contract.expected);
     let mut reported = std::collections::BTreeSet::new();
     for secret in run_secrets(scenario, obs) {
-        if let Some(hit) = seen.leak(&secret, &shown_by_contract)
+        // The run's folder is new every run: its needles are not kept.
+        let needles = needles::of(&secret, secret != obs.run_dir);
+        if let Some(hit) = seen.leak(&needles, &contract)
             && reported.insert((hit.what, secret.clone()))
         {
             f.push(Finding::new(
@@ -77,17 +76,14 @@ pub fn judge(scenario: &Scenario, obs: &Observed, f: &mut Vec<Finding>) {
 /// before `--accept` writes (or a pending `.snap.new` is left); the render holds what the
 /// redaction check reads and more (the start rejection's error name).
 pub fn secret_in_snapshot(scenario: &Scenario, rendered: &str) -> Option<String> {
-    let expected = expected_texts(scenario);
-    let shown_by_contract = |s: &str| {
-        expected.iter().any(|e| e.contains(s)) || FIXED_PHRASES.iter().any(|p| p.contains(s))
-    };
+    let contract = Contract::of(scenario);
     let label = format!("(subagent: {})", scenario.label());
     let text = rendered.replace(&label, "");
     let seen = Seen::new(&[("snapshot", text.clone())], &Observed::default(), &[]);
     let mut secrets = untrusted_strings(scenario);
     secrets.extend(runtime_secrets(scenario));
     secrets.iter().find_map(|secret| {
-        let hit = seen.leak(secret, &shown_by_contract)?;
+        let hit = seen.leak(&needles::of(secret, true), &contract)?;
         Some(format!(
             "{} ({})",
             hit.describe(secret),
@@ -337,27 +333,26 @@ impl Seen {
             .unwrap_or_else(|| &self.joined[i - self.views.len()])
     }
 
-    /// Where `secret` shows, in the plainest form and the first text it shows in: whole, one
-    /// of its lines, across texts (end to end, broken at one of its separators between the
-    /// diagnostic and the output, or with the separators gone), or a window of any of its
-    /// forms (a leak the bound cut).
-    fn leak(&self, secret: &str, shown_by_contract: &impl Fn(&str) -> bool) -> Option<Hit> {
-        let needles = needles(secret);
-        self.whole(&needles, shown_by_contract)
-            .or_else(|| self.broken_at_separator(&needles, shown_by_contract))
-            .or_else(|| self.without_separators(&needles, shown_by_contract))
-            .or_else(|| self.windowed(&needles, shown_by_contract))
+    /// Where a secret (as its `needles`) shows, in the plainest form and the first text it
+    /// shows in: whole, one of its lines, across texts (end to end, broken at one of its
+    /// separators between the diagnostic and the output, or with the separators gone), or a
+    /// window of any of its forms (a leak the bound cut).
+    fn leak(&self, needles: &[Needle], contract: &impl Shows) -> Option<Hit> {
+        self.whole(needles, contract)
+            .or_else(|| self.broken_at_separator(needles, contract))
+            .or_else(|| self.without_separators(needles, contract))
+            .or_else(|| self.windowed(needles, contract))
     }
 
     /// A form of the secret (or of one of its lines) whole in a text, else across texts.
-    fn whole(&self, needles: &[Needle], shown: &impl Fn(&str) -> bool) -> Option<Hit> {
+    fn whole(&self, needles: &[Needle], contract: &impl Shows) -> Option<Hit> {
         for views in [&self.views, &self.joined] {
-            for (form, needle, whole) in needles {
-                if shown(needle) {
+            for n in needles {
+                if contract.shows_needle(n) {
                     continue;
                 }
-                if let Some(v) = views.iter().find(|v| v.text.contains(needle.as_str())) {
-                    return Some(Hit::in_view(v, *form, needle, *whole));
+                if let Some(v) = views.iter().find(|v| n.in_text(&v.text)) {
+                    return Some(Hit::in_view(v, n.form, &n.text, n.whole));
                 }
             }
         }
@@ -367,53 +362,89 @@ impl Seen {
     /// A form of the secret that holds a separator, broken there between the diagnostic and
     /// the output: the presentation's line break stands where the secret's own separator was
     /// (kept or dropped). Short ones are left to chance no more than a derived string is.
-    fn broken_at_separator(
-        &self,
-        needles: &[Needle],
-        shown: &impl Fn(&str) -> bool,
-    ) -> Option<Hit> {
-        needles.iter().find_map(|(form, needle, whole)| {
-            if !needle.chars().any(forms::is_separator) || shown(needle) {
-                return None;
-            }
-            let folded = forms::fold_separators(needle);
-            let long_enough = folded.trim().chars().count() >= MIN_DERIVED_CHARS;
-            (long_enough && self.split.iter().any(|t| t.contains(folded.as_str()))).then(|| Hit {
-                what: "result read across the line between its diagnostic and its output",
-                form: *form,
-                piece: needle.clone(),
-                whole: *whole,
-            })
+    fn broken_at_separator(&self, needles: &[Needle], contract: &impl Shows) -> Option<Hit> {
+        needles.iter().find_map(|n| {
+            let folded = n.folded.as_deref()?;
+            (!contract.shows_needle(n) && self.split.iter().any(|t| t.contains(folded))).then(
+                || Hit {
+                    what: "result read across the line between its diagnostic and its output",
+                    form: n.form,
+                    piece: n.text.clone(),
+                    whole: n.whole,
+                },
+            )
         })
     }
 
     /// A form of the secret once the separators between the texts are gone.
-    fn without_separators(&self, needles: &[Needle], shown: &impl Fn(&str) -> bool) -> Option<Hit> {
-        needles.iter().find_map(|(form, needle, _)| {
-            let c = forms::normalized(&forms::compact(needle));
-            (c.chars().count() >= MIN_COMPACT_CHARS && self.compact.contains(&c) && !shown(needle))
-                .then_some(Hit {
-                    what: "model-visible texts with the separators between them removed",
-                    form: *form,
-                    piece: c,
-                    whole: true,
-                })
+    fn without_separators(&self, needles: &[Needle], contract: &impl Shows) -> Option<Hit> {
+        needles.iter().find_map(|n| {
+            let c = n.compact.as_deref()?;
+            (self.compact.contains(c) && !contract.shows_needle(n)).then(|| Hit {
+                what: "model-visible texts with the separators between them removed",
+                form: n.form,
+                piece: c.to_owned(),
+                whole: true,
+            })
         })
     }
 
     /// A window of a form of the secret: a leak the bound cut.
-    fn windowed(&self, needles: &[Needle], shown: &impl Fn(&str) -> bool) -> Option<Hit> {
+    fn windowed(&self, needles: &[Needle], contract: &impl Shows) -> Option<Hit> {
         let holds = |i: usize, w: &str| self.view(i).unstructured.contains(w);
-        needles.iter().find_map(|(form, needle, _)| {
-            self.index()
-                .find(needle, shown, &holds)
-                .map(|(w, i)| Hit::in_view(self.view(i), *form, w, false))
+        let shown = |w: &str| contract.shows(w);
+        needles.iter().find_map(|n| {
+            let found = match &n.window_hashes {
+                Some(hashes) => self.index().find_hashed(&n.text, hashes, &shown, &holds),
+                None => self.index().find(&n.text, &shown, &holds),
+            };
+            found.map(|(w, i)| Hit::in_view(self.view(i), n.form, w, false))
         })
     }
 }
 
-/// A form of a secret to look for, and whether it is the whole secret (not one of its lines).
-type Needle = (Form, String, bool);
+/// What the contract itself shows — the scenario's expected texts, the fixed presentation
+/// phrases — never counts as a leak.
+struct Contract<'s> {
+    expected: Vec<&'s str>,
+}
+
+impl<'s> Contract<'s> {
+    fn of(scenario: &'s Scenario) -> Contract<'s> {
+        Contract {
+            expected: expected_texts(scenario),
+        }
+    }
+}
+
+/// What proves nothing when it appears.
+trait Shows {
+    fn shows(&self, s: &str) -> bool;
+
+    /// [`Shows::shows`] of a needle.
+    fn shows_needle(&self, n: &Needle) -> bool {
+        self.shows(&n.text)
+    }
+}
+
+impl Shows for Contract<'_> {
+    fn shows(&self, s: &str) -> bool {
+        self.expected.iter().any(|e| e.contains(s)) || FIXED_PHRASES.iter().any(|p| p.contains(s))
+    }
+
+    /// The fixed phrases a needle is part of are known already.
+    fn shows_needle(&self, n: &Needle) -> bool {
+        n.fixed || self.expected.iter().any(|e| n.in_text(e))
+    }
+}
+
+/// Tests say what is shown as they like.
+#[cfg(test)]
+impl<F: Fn(&str) -> bool> Shows for F {
+    fn shows(&self, s: &str) -> bool {
+        self(s)
+    }
+}
 
 impl Hit {
     /// `piece` found in view `v`: a needle in its own form names that; a raw needle names the
@@ -426,35 +457,6 @@ impl Hit {
             whole,
         }
     }
-}
-
-/// What a leak of `secret` may look like: each of its forms whole, then each line of it (a CR
-/// or LF inside a secret may be where a provider splits it). Encoded forms shorter than the
-/// secret's own floor are left out (a short encoding meets other text by chance).
-fn needles(secret: &str) -> Vec<Needle> {
-    let floor = secret
-        .chars()
-        .count()
-        .min(MIN_DERIVED_CHARS)
-        .min(forms::normalized(secret).chars().count());
-    let mut out: Vec<Needle> = forms::encoded(secret)
-        .into_iter()
-        .filter(|(form, t)| *form == Form::Raw || t.chars().count() >= floor)
-        .map(|(form, t)| (form, t, true))
-        .collect();
-    if secret.contains(['\r', '\n']) {
-        for line in secret.split(['\r', '\n']) {
-            if line.chars().count() >= MIN_DERIVED_CHARS {
-                out.extend(
-                    forms::encoded(line)
-                        .into_iter()
-                        .filter(|(_, t)| t.chars().count() >= MIN_DERIVED_CHARS)
-                        .map(|(form, t)| (form, t, false)),
-                );
-            }
-        }
-    }
-    out
 }
 
 /// The head of the job status line the host composes from closed values (`[status: failed,
@@ -559,7 +561,9 @@ pub fn untrusted_strings(scenario: &Scenario) -> Vec<String> {
 }
 
 mod environment;
+mod needles;
 pub use environment::runtime_secrets;
+use needles::Needle;
 
 #[cfg(test)]
 mod tests;

@@ -15,6 +15,7 @@ pub mod scratch;
 pub mod settle;
 pub mod side;
 pub mod side_gate;
+pub mod side_index;
 pub mod side_read;
 pub mod stderr_log;
 pub mod stdio_links;

@@ -18,15 +18,53 @@ pub struct Stat {
 }
 
 pub fn stat(pid: i32) -> Option<Stat> {
-    let text = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    // Read into the stack: the scans read every process of the tree several times a run.
+    let mut path = [0u8; 32];
+    let path = proc_path(&mut path, pid, "stat")?;
+    let mut buf = [0u8; 1024];
+    let mut file = std::fs::File::open(path).ok()?;
+    let mut len = 0;
+    loop {
+        match std::io::Read::read(&mut file, &mut buf[len..]) {
+            Ok(0) => break,
+            Ok(n) => len += n,
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+            Err(_) => return None,
+        }
+        if len == buf.len() {
+            // A line longer than any the kernel writes today: read it whole.
+            let mut whole = buf.to_vec();
+            std::io::Read::read_to_end(&mut file, &mut whole).ok()?;
+            return parse_stat(&String::from_utf8(whole).ok()?);
+        }
+    }
+    parse_stat(std::str::from_utf8(&buf[..len]).ok()?)
+}
+
+/// `/proc/<pid>/<file>` written into `buf`.
+fn proc_path<'b>(buf: &'b mut [u8; 32], pid: i32, file: &str) -> Option<&'b str> {
+    use std::io::Write as _;
+    let mut at = &mut buf[..];
+    write!(at, "/proc/{pid}/{file}").ok()?;
+    let len = 32 - at.len();
+    std::str::from_utf8(&buf[..len]).ok()
+}
+
+/// A `/proc/<pid>/stat` line.
+fn parse_stat(text: &str) -> Option<Stat> {
     // The command name is in parentheses and may contain spaces: parse after the last ')'.
-    let rest = &text[text.rfind(')')? + 2..];
-    let fields: Vec<&str> = rest.split_whitespace().collect();
+    let rest = text.get(text.rfind(')')? + 2..)?;
+    let mut fields = rest.split_whitespace();
+    let state = fields.next()?.chars().next()?;
+    let ppid = fields.next()?.parse().ok()?;
+    let pgrp = fields.next()?.parse().ok()?;
+    // Field 22 of the line, the 20th after the name.
+    let start_time = fields.nth(16)?.parse().ok()?;
     Some(Stat {
-        state: fields.first()?.chars().next()?,
-        ppid: fields.get(1)?.parse().ok()?,
-        pgrp: fields.get(2)?.parse().ok()?,
-        start_time: fields.get(19)?.parse().ok()?,
+        state,
+        ppid,
+        pgrp,
+        start_time,
     })
 }
 
@@ -177,40 +215,47 @@ pub fn command_line(pid: i32) -> String {
     conform_protocol::lines::excerpt(&text.join(" "), 200)
 }
 
-/// Is `pid`'s descriptor `fd` close-on-exec (`O_CLOEXEC` in `/proc/<pid>/fdinfo/<fd>`), or
-/// already closed?
-/// `pid`'s open descriptors and what each links to (`pipe:[…]`, a path…), read through one
-/// handle on `/proc/<pid>/fd` (a settling scan reads every fd of every process in the tree;
-/// a path per fd would walk `/proc` again for each).
-pub fn fd_links(pid: i32) -> Vec<(String, String)> {
+/// The first of `links` (`pipe:[…]`, in the order of `pid`'s descriptors) that one of `pid`'s
+/// open descriptors links to and `held` accepts (given the descriptor), read through one handle
+/// on `/proc/<pid>/fd` (a settling scan reads every fd of every process in the tree; a path per
+/// fd would walk `/proc` again for each) into one buffer, up to the first found.
+pub fn fd_link_among(pid: i32, links: &[String], held: impl Fn(&str) -> bool) -> Option<&String> {
     use nix::dir::Dir;
-    use nix::fcntl::{OFlag, readlinkat};
+    use nix::fcntl::OFlag;
     use nix::sys::stat::Mode;
+    let mut path = [0u8; 32];
     let Ok(mut dir) = Dir::open(
-        format!("/proc/{pid}/fd").as_str(),
+        proc_path(&mut path, pid, "fd")?,
         OFlag::O_RDONLY | OFlag::O_DIRECTORY | OFlag::O_CLOEXEC,
         Mode::empty(),
     ) else {
-        return Vec::new();
+        return None;
     };
-    let names: Vec<std::ffi::CString> = dir
+    let fds: Vec<u32> = dir
         .iter()
         .flatten()
-        .map(|e| e.file_name().to_owned())
-        .filter(|n| n.as_bytes().first().is_some_and(u8::is_ascii_digit))
+        .filter_map(|e| e.file_name().to_str().ok()?.parse().ok())
         .collect();
-    names
-        .into_iter()
-        .filter_map(|name| {
-            let link = readlinkat(&dir, name.as_c_str()).ok()?;
-            Some((
-                name.to_string_lossy().into_owned(),
-                link.to_string_lossy().into_owned(),
-            ))
-        })
-        .collect()
+    let mut reuse = Vec::with_capacity(64);
+    for fd in fds {
+        let name = fd.to_string();
+        let Ok(link) = rustix::fs::readlinkat(&dir, name.as_str(), reuse) else {
+            reuse = Vec::with_capacity(64);
+            continue;
+        };
+        let found = links.iter().find(|l| l.as_bytes() == link.as_bytes());
+        if let Some(l) = found
+            && held(&name)
+        {
+            return Some(l);
+        }
+        reuse = link.into_bytes();
+    }
+    None
 }
 
+/// Is `pid`'s descriptor `fd` close-on-exec (`O_CLOEXEC` in `/proc/<pid>/fdinfo/<fd>`), or
+/// already closed?
 pub fn close_on_exec(pid: i32, fd: &str) -> bool {
     std::fs::read_to_string(format!("/proc/{pid}/fdinfo/{fd}"))
         .ok()

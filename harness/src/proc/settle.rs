@@ -443,10 +443,7 @@ fn holds_pipe(pid: i32, pipes: &[String]) -> Option<String> {
     if pipes.is_empty() {
         return None;
     }
-    pids::fd_links(pid).into_iter().find_map(|(fd, target)| {
-        let pipe = pipes.iter().find(|p| **p == target)?;
-        (!pids::close_on_exec(pid, &fd)).then(|| pipe.clone())
-    })
+    pids::fd_link_among(pid, pipes, |fd| !pids::close_on_exec(pid, fd)).cloned()
 }
 
 /// The members' states now, and the holders of `pipes` (`pipe:[inode]`) other than the

@@ -4,7 +4,7 @@
 //! window, and holds only processes the kernel vouched for. The runtime's script comes back in
 //! the acknowledgement, never through a file the subject could rewrite.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::os::fd::OwnedFd;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
@@ -35,6 +35,9 @@ pub struct Registered {
 #[derive(Default)]
 struct Shared {
     ledger: HashMap<String, Vec<Arc<Registered>>>,
+    /// The ledger by what each scan asks of every other run's registrations (the ledger grows
+    /// all suite long, and a run scans several times).
+    index: crate::proc::side_index::Index,
     /// Runtimes' stdouts the harness holds open for a run ([`FakeEvent::LendStdout`]).
     held: HashMap<String, Vec<OwnedFd>>,
     writers: HashMap<(String, i32), mpsc::UnboundedSender<ToFake>>,
@@ -150,6 +153,26 @@ impl SideServer {
     pub fn run_over(&self, run: &RunId) {
         self.gate.withdraw(run);
         self.shared.lock().unwrap().held.remove(run.as_str());
+    }
+
+    /// Every process registered for `run`, and the (pid, start time) of every other run's.
+    pub fn registered_and_elsewhere(
+        &self,
+        run: &RunId,
+    ) -> (Vec<Arc<Registered>>, HashSet<(i32, u64)>) {
+        let shared = self.shared.lock().unwrap();
+        let own = shared.ledger.get(run.as_str()).cloned().unwrap_or_default();
+        let elsewhere = shared.index.elsewhere(&own);
+        (own, elsewhere)
+    }
+
+    /// Which of `links` (`pipe:[…]`) some other run's registered process named as its stdio.
+    pub fn stdio_elsewhere(&self, run: &RunId, links: &[String]) -> Vec<bool> {
+        let shared = self.shared.lock().unwrap();
+        links
+            .iter()
+            .map(|l| shared.index.link_elsewhere(run.as_str(), l))
+            .collect()
     }
 
     /// Every process registered, for the end-of-suite sweep.
@@ -341,6 +364,7 @@ impl Conn {
         });
         watch_exit(entry.clone(), self.router.clone());
         let mut s = self.shared.lock().unwrap();
+        s.index.add(&entry);
         s.ledger.entry(fake.run.clone()).or_default().push(entry);
         s.writers.insert((fake.run.clone(), fake.pid), tx.clone());
         drop(s);

@@ -25,11 +25,15 @@ pub fn note_subject_stdio(fd: impl AsFd) {
 /// so evidence that whoever holds one belongs to the run: not one the harness handed out
 /// (module docs), and not one another run's runtime registered with (what the host hands
 /// every runtime it starts). Those are shared, and holding them proves nothing.
-pub fn specific(stdio: Vec<String>, other_runs: &[String]) -> Vec<String> {
+/// `other_runs`: for each of `stdio`, whether another run's runtime registered with it.
+pub fn specific(stdio: Vec<String>, other_runs: &[bool]) -> Vec<String> {
+    debug_assert_eq!(stdio.len(), other_runs.len());
     let subjects = SUBJECT_STDIO.lock().unwrap();
     stdio
         .into_iter()
-        .filter(|l| !subjects.contains(l) && !other_runs.contains(l))
+        .zip(other_runs.iter().copied())
+        .filter(|(l, elsewhere)| !subjects.contains(l) && !elsewhere)
+        .map(|(l, _)| l)
         .collect()
 }
 
@@ -68,19 +72,19 @@ mod tests {
         let shared = proc_link(&shared_read);
         let unnoted = vec![shared.clone()];
         assert_eq!(
-            specific(unnoted, &[]),
+            specific(unnoted, &[false]),
             std::slice::from_ref(&shared),
             "not noted yet"
         );
         note_subject_stdio(&shared_read);
         let stdio = vec![runtime.clone(), shared.clone(), "pipe:[424242]".to_owned()];
         assert_eq!(
-            specific(stdio.clone(), &[]),
+            specific(stdio.clone(), &[false, false, false]),
             [runtime.clone(), "pipe:[424242]".to_owned()],
             "a subject's stdio is shared"
         );
         assert_eq!(
-            specific(stdio, &["pipe:[424242]".to_owned()]),
+            specific(stdio, &[false, false, true]),
             [runtime],
             "another run's runtime holds it too"
         );

@@ -340,30 +340,19 @@ impl<'a> Run<'a> {
 
     /// The run's own registrations, and every other run's.
     fn registrations(&self) -> crate::proc::settle::Registrations {
-        let (own, elsewhere): (Vec<_>, Vec<_>) = self
-            .ctx
-            .side
-            .all()
-            .into_iter()
-            .partition(|r| r.run == self.id.as_str());
+        let (own, elsewhere) = self.ctx.side.registered_and_elsewhere(&self.id);
         crate::proc::settle::Registrations {
             own: registered(&own),
-            elsewhere: elsewhere.iter().map(|r| (r.pid, r.start_time)).collect(),
+            elsewhere,
         }
     }
 
     /// The run's own runtime stdio: what is evidence that a process holding it is the run's
     /// ([`crate::proc::stdio_links::specific`]).
     fn stdio(&self) -> Vec<String> {
-        let others: Vec<String> = self
-            .ctx
-            .side
-            .all()
-            .iter()
-            .filter(|r| r.run != self.id.as_str())
-            .flat_map(|r| r.stdio.iter().cloned())
-            .collect();
-        crate::proc::stdio_links::specific(self.rec.obs().runtime_stdio(), &others)
+        let stdio = self.rec.obs().runtime_stdio();
+        let elsewhere = self.ctx.side.stdio_elsewhere(&self.id, &stdio);
+        crate::proc::stdio_links::specific(stdio, &elsewhere)
     }
 
     /// The run is over: what the harness held open for it from outside the tree is let go,

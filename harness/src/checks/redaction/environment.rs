@@ -14,7 +14,10 @@ use crate::scenario::Scenario;
 /// credentials); and whatever the runtime echoes on stderr. A URL's password counts alone too
 /// (a provider may show the URL with it parsed out).
 pub fn runtime_secrets(scenario: &Scenario) -> Vec<String> {
-    handed_secrets(scenario, own_env())
+    // What the harness hands every subject is read once, not once a run.
+    static HANDED: std::sync::LazyLock<Shaped> =
+        std::sync::LazyLock::new(|| handed_to_every_subject(own_env()));
+    secrets_of(scenario, &HANDED, own_env())
 }
 
 /// The harness's own environment, read once (a variable whose name or value is not UTF-8 is
@@ -28,23 +31,46 @@ fn own_env() -> &'static [(String, String)] {
     &OWN
 }
 
-/// [`runtime_secrets`], the harness's own environment being `own`.
+/// [`runtime_secrets`], the harness's own environment being `own` (a test's).
+#[cfg(test)]
 pub(super) fn handed_secrets(scenario: &Scenario, own: &[(String, String)]) -> Vec<String> {
+    secrets_of(scenario, &handed_to_every_subject(own), own)
+}
+
+/// The secret-shaped values of the variables every subject is started with and of the
+/// harness's own environment `own`, which it inherits.
+fn handed_to_every_subject(own: &[(String, String)]) -> Shaped {
+    let parent = PARENT_ENV.iter().copied();
+    secret_shaped(parent.chain(own.iter().map(|(k, v)| (k.as_str(), v.as_str()))))
+}
+
+/// The scenario's env, then what every subject is handed (`handed`), each in the order
+/// [`secret_shaped`] gives them; then what the runtime echoes.
+fn secrets_of(scenario: &Scenario, handed: &Shaped, own: &[(String, String)]) -> Vec<String> {
     let env = scenario
         .file
         .subject
         .env
         .iter()
         .map(|(k, v)| (k.as_str(), v.as_str()));
-    let parent = PARENT_ENV.iter().copied();
-    let own_vars = own.iter().map(|(k, v)| (k.as_str(), v.as_str()));
-    let mut out = secret_shaped(env.chain(parent).chain(own_vars));
+    let scenario_shaped = secret_shaped(env);
+    let mut out = scenario_shaped.values;
+    out.extend(handed.values.iter().cloned());
+    out.extend(scenario_shaped.passwords);
+    out.extend(handed.passwords.iter().cloned());
     out.extend(echoed(scenario, own));
     out
 }
 
+/// Secret-shaped values of some variables: the values, then the passwords of those that are
+/// URLs (each list in the variables' order).
+struct Shaped {
+    values: Vec<String>,
+    passwords: Vec<String>,
+}
+
 /// The values of `vars` that look like secrets, and the passwords of those that are URLs.
-fn secret_shaped<'a>(vars: impl Iterator<Item = (&'a str, &'a str)>) -> Vec<String> {
+fn secret_shaped<'a>(vars: impl Iterator<Item = (&'a str, &'a str)>) -> Shaped {
     let mut out = Vec::new();
     let mut passwords = Vec::new();
     for (name, value) in vars {
@@ -57,12 +83,11 @@ fn secret_shaped<'a>(vars: impl Iterator<Item = (&'a str, &'a str)>) -> Vec<Stri
     }
     out.retain(|s| s.chars().count() >= MIN_DERIVED_CHARS);
     // A password is short more often than a token, and no less a secret.
-    out.extend(
-        passwords
-            .into_iter()
-            .filter(|p| p.chars().count() >= MIN_PASSWORD_CHARS),
-    );
-    out
+    passwords.retain(|p| p.chars().count() >= MIN_PASSWORD_CHARS);
+    Shaped {
+        values: out,
+        passwords,
+    }
 }
 
 /// What the runtime's `echo_to_stderr = "env:NAME"` steps write, whatever it looks like

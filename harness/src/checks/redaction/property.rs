@@ -216,7 +216,7 @@ fn found(secret: &str, obs: &Observed) -> Option<Hit> {
     // What the scenario behind these texts expects: the diagnostic and the real output.
     let seen = Seen::new(&texts, obs, &[DIAGNOSTIC, "partial answer"]);
     let fixed = |s: &str| FIXED_PHRASES.iter().any(|p| p.contains(s));
-    seen.leak(secret, &fixed)
+    seen.leak(&needles::of(secret, false), &fixed)
 }
 
 proptest! {

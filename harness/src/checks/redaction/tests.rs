@@ -9,7 +9,8 @@ fn leak(secret: &str, text: &str, shown: &impl Fn(&str) -> bool) -> Option<Strin
         &Observed::default(),
         &[],
     );
-    seen.leak(secret, shown).map(|h| h.piece)
+    seen.leak(&needles::of(secret, false), shown)
+        .map(|h| h.piece)
 }
 
 fn untrusted_of(id: &str) -> Vec<String> {
@@ -235,7 +236,9 @@ fn a_form_body_without_escapes_is_found() {
         Some("my secret value".into())
     );
     let seen = Seen::new(&[("diagnostic", text.into())], &Observed::default(), &[]);
-    let hit = seen.leak("my secret value", &none).expect("found");
+    let hit = seen
+        .leak(&needles::of("my secret value", false), &none)
+        .expect("found");
     assert_eq!(
         hit.describe("my secret value"),
         "the diagnostic contains untrusted text \"my secret value\" in its form-encoded form"
@@ -255,7 +258,9 @@ fn a_secret_html_escaped_is_found_in_every_spelling() {
             &Observed::default(),
             &[],
         );
-        let hit = seen.leak(secret, &none).map(|h| h.describe(secret));
+        let hit = seen
+            .leak(&needles::of(secret, false), &none)
+            .map(|h| h.describe(secret));
         assert_eq!(
             hit.as_deref(),
             Some(
@@ -306,7 +311,7 @@ fn a_secret_broken_at_its_own_separator_over_the_diagnostic_and_output_lines_is_
             .map(|(w, t)| (w, t.to_owned()))
             .collect();
         let seen = Seen::new(&texts, &obs, &["partial answer"]);
-        let hit = seen.leak(secret, &fixed);
+        let hit = seen.leak(&needles::of(secret, false), &fixed);
         assert!(hit.is_some(), "{secret:?} split as {head:?} / {tail:?}");
     }
     // The contract's own texts, split the same way, are no leak.
@@ -316,7 +321,10 @@ fn a_secret_broken_at_its_own_separator_over_the_diagnostic_and_output_lines_is_
         .map(|(w, t)| (w, t.to_owned()))
         .collect();
     let seen = Seen::new(&texts, &obs, &["partial answer"]);
-    assert_eq!(seen.leak("my secret value", &fixed), None);
+    assert_eq!(
+        seen.leak(&needles::of("my secret value", false), &fixed),
+        None
+    );
 }
 
 #[test]
