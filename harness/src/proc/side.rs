@@ -166,7 +166,8 @@ impl SideServer {
         (own, elsewhere)
     }
 
-    /// Which of `links` (`pipe:[…]`) some other run's registered process named as its stdio.
+    /// Which of `links` (`pipe:[…]`, `socket:[…]`: a runtime's own stdio) some other run's
+    /// registered process named as its stdio.
     pub fn stdio_elsewhere(&self, run: &RunId, links: &[String]) -> Vec<bool> {
         let shared = self.shared.lock().unwrap();
         links

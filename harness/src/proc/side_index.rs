@@ -12,19 +12,39 @@ use crate::proc::side::Registered;
 pub struct Index {
     /// The (pid, start time) of every registration.
     keys: HashSet<(i32, u64)>,
-    /// How many registrations have each (pid, start time) (one process may register twice).
-    counts: HashMap<(i32, u64), usize>,
-    /// Every stdio link registered, with the registrations naming it.
-    links: HashMap<String, Vec<Arc<Registered>>>,
+    /// How many registrations have a (pid, start time) that more than one has (a process may
+    /// register twice).
+    repeated: HashMap<(i32, u64), usize>,
+    /// Every pipe or socket a registration named as its stdio, and by which runs: the only
+    /// links a run asks about (its runtime's own stdio) are pipes and sockets.
+    links: HashMap<String, Runs>,
+}
+
+/// Which runs named a link: one (its first registration), or several (then, for any run,
+/// another).
+enum Runs {
+    One(Arc<Registered>),
+    Several,
 }
 
 impl Index {
     pub fn add(&mut self, r: &Arc<Registered>) {
         let key = (r.pid, r.start_time);
-        self.keys.insert(key);
-        *self.counts.entry(key).or_default() += 1;
+        if !self.keys.insert(key) {
+            *self.repeated.entry(key).or_insert(1) += 1;
+        }
         for link in &r.stdio {
-            self.links.entry(link.clone()).or_default().push(r.clone());
+            if !(link.starts_with("pipe:") || link.starts_with("socket:")) {
+                continue;
+            }
+            self.links
+                .entry(link.clone())
+                .and_modify(|runs| {
+                    if matches!(runs, Runs::One(first) if first.run != r.run) {
+                        *runs = Runs::Several;
+                    }
+                })
+                .or_insert_with(|| Runs::One(r.clone()));
         }
     }
 
@@ -37,18 +57,22 @@ impl Index {
             *own_counts.entry((r.pid, r.start_time)).or_default() += 1;
         }
         for (key, n) in own_counts {
-            if self.counts.get(&key).is_some_and(|total| *total <= n) {
+            let total = self.repeated.get(&key).copied().unwrap_or(1);
+            if self.keys.contains(&key) && total <= n {
                 out.remove(&key);
             }
         }
         out
     }
 
-    /// Did a registration of a run other than `run` name `link` as its stdio?
+    /// Did a registration of a run other than `run` name `link` (a pipe or a socket) as its
+    /// stdio?
     pub fn link_elsewhere(&self, run: &str, link: &str) -> bool {
-        self.links
-            .get(link)
-            .is_some_and(|rs| rs.iter().any(|r| r.run != run))
+        match self.links.get(link) {
+            None => false,
+            Some(Runs::One(first)) => first.run != run,
+            Some(Runs::Several) => true,
+        }
     }
 }
 
@@ -71,16 +95,20 @@ mod tests {
     #[test]
     fn another_runs_processes_and_links_are_told_from_a_runs_own() {
         let mut index = Index::default();
-        let a = reg("a", 10, &["pipe:[1]", "pipe:[2]"]);
+        let a = reg("a", 10, &["pipe:[1]", "pipe:[2]", "/dev/null"]);
         let b = reg("b", 20, &["pipe:[2]", "pipe:[3]"]);
         // Registered by run a and, again, by run c: another run's all the same.
-        let twice = [reg("a", 30, &[]), reg("c", 30, &[])];
+        let twice = [reg("a", 30, &["pipe:[1]"]), reg("c", 30, &[])];
         for r in [&a, &b, &twice[0], &twice[1]] {
             index.add(r);
         }
         let own = [a.clone(), twice[0].clone()];
         assert_eq!(index.elsewhere(&own), HashSet::from([(20, 7), (30, 7)]));
-        assert!(!index.link_elsewhere("a", "pipe:[1]"));
+        assert!(
+            !index.link_elsewhere("a", "pipe:[1]"),
+            "named twice, by a alone"
+        );
+        assert!(index.link_elsewhere("b", "pipe:[1]"));
         assert!(index.link_elsewhere("a", "pipe:[2]"), "b's too");
         assert!(index.link_elsewhere("a", "pipe:[3]"));
         assert!(!index.link_elsewhere("b", "pipe:[3]"));
