@@ -26,7 +26,7 @@ pub const AUTO_PER_CORE: usize = 8;
 /// Runnable tasks per core, above what ran before the suite began, past which `auto` starts
 /// no further run (beyond one per core). The queue the machine had already (another build,
 /// another suite) is not the runs' doing: it is read once, at the start, and added.
-const QUEUE_PER_CORE: usize = 4;
+const QUEUE_PER_CORE: usize = 6;
 
 impl Jobs {
     /// The most runs in flight at once.
