@@ -10,8 +10,6 @@ use std::time::Duration;
 use clap::{Args, FromArgMatches};
 use conform_protocol::vocab::Provider;
 
-pub use crate::suite::admit::Jobs;
-
 /// The flags of `conform run` that decide how its runs are run (also the settings of the
 /// other commands that run a suite, from their own flags).
 #[derive(Clone, Debug, Args)]
@@ -147,6 +145,57 @@ pub fn default_dir(name: &str) -> PathBuf {
     std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
         .join("..")
         .join(name)
+}
+
+/// `--jobs`: `auto`, or a fixed number of runs in flight.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Jobs {
+    Auto,
+    Fixed(usize),
+}
+
+/// The most runs per core `auto` lets in flight. Measured on 2 cores (docs/performance.md):
+/// the catalog's runs wait far more than they compute, and past 8 per core the runs' own
+/// tree scans and start-ups fill the queue before the waits do.
+pub const AUTO_PER_CORE: usize = 8;
+
+impl Jobs {
+    /// The most runs in flight at once.
+    pub fn most(self) -> usize {
+        match self {
+            Jobs::Auto => cores() * AUTO_PER_CORE,
+            Jobs::Fixed(n) => n.max(1),
+        }
+    }
+}
+
+impl std::fmt::Display for Jobs {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Jobs::Auto => write!(f, "auto ({} at most on {} cores)", self.most(), cores()),
+            Jobs::Fixed(n) => write!(f, "{n}"),
+        }
+    }
+}
+
+impl std::str::FromStr for Jobs {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Jobs, String> {
+        if s == "auto" {
+            return Ok(Jobs::Auto);
+        }
+        match s.parse::<usize>() {
+            Ok(n) if n >= 1 => Ok(Jobs::Fixed(n)),
+            _ => Err(format!(
+                "takes `auto` or a number of runs, at least 1; got `{s}`"
+            )),
+        }
+    }
+}
+
+/// The CPUs this process may run on.
+pub fn cores() -> usize {
+    std::thread::available_parallelism().map_or(1, |n| n.get())
 }
 
 #[cfg(test)]

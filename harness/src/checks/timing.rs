@@ -17,7 +17,7 @@ use conform_protocol::vocab::Provider;
 use serde_json::Value;
 
 use super::{Check, Finding};
-use crate::run::Observed;
+use crate::run::{Observed, Walked};
 use crate::scenario::Scenario;
 
 /// The records' default dispose graces (ms): SIGTERM → SIGKILL, and stdin EOF → SIGTERM.
@@ -150,18 +150,9 @@ fn ladder_waits(scenario: &Scenario, obs: &Observed) -> Vec<Wait> {
     waits
 }
 
-/// A wait a run walked: its `[waits]` key, how long (ms), and whether the scenario declares
-/// it (its point) or not (the least that makes the same thing happen).
-#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]
-pub struct Walked {
-    pub key: &'static str,
-    pub ms: u64,
-    pub declared: bool,
-}
-
 /// The waits a run walked: the ladder's, as its runtime's ledger measured them, and the
 /// script's delays and lingering helpers, as set (the fake sleeps exactly that).
-pub fn walked(scenario: &Scenario, obs: &Observed) -> Vec<Walked> {
+pub fn walked(scenario: &Scenario, obs: &Observed) -> Vec<crate::run::Walked> {
     let declared = |key: &str| scenario.file.waits.contains_key(key);
     let mut out: Vec<Walked> = ladder_waits(scenario, obs)
         .into_iter()

@@ -36,7 +36,7 @@ use observed::{Folded, Recorder};
 
 pub use observed::{
     CompletionReceipt, DispatchReceipt, HOST_LOGS_KEPT, Observed, RunResult, WIRE_LINES_KEPT,
-    WatchdogChange, rfc3339_ms,
+    Walked, WatchdogChange, rfc3339_ms,
 };
 
 /// Everything a run needs from the suite.

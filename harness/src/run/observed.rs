@@ -25,6 +25,15 @@ pub const HOST_LOGS_KEPT: usize = 200;
 const HOST_LOG_BYTES: usize = 2000;
 
 /// What the harness saw during one run.
+/// A wait a run walked: its `[waits]` key, how long (ms), and whether the scenario declares
+/// it (its point) or not (the least that makes the same thing happen).
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]
+pub struct Walked {
+    pub key: &'static str,
+    pub ms: u64,
+    pub declared: bool,
+}
+
 #[derive(Debug, Default)]
 pub struct Observed {
     pub run: RunId,
@@ -64,8 +73,8 @@ pub struct Observed {
     /// The largest peak RSS a fake of the run reported at its exit (KiB).
     pub fake_peak_rss_kib: Option<u64>,
     /// The waits the run walked, by `[waits]` key, and whether its scenario says why
-    /// ([`crate::checks::timing::walked`], taken when the run is judged).
-    pub walked: Vec<crate::checks::timing::Walked>,
+    /// (`checks::timing::walked`, taken when the run is judged).
+    pub walked: Vec<Walked>,
     /// When each line of `fake` arrived, in ms since the run started (timing that matters:
     /// a slow `initialize`, retries that outlast a deadline).
     pub fake_at_ms: Vec<u64>,

@@ -1,6 +1,6 @@
 //! How many runs are in flight at once (`--jobs`). A run spends most of its life waiting (a
 //! handshake, a teardown grace, a delayed answer), so on few cores a fixed small limit leaves
-//! them idle; `auto` lets up to [`AUTO_PER_CORE`] runs per core in flight, but starts one past
+//! them idle; `auto` lets up to [`AUTO_PER_CORE`](crate::settings::AUTO_PER_CORE) runs per core in flight, but starts one past
 //! the first run per core only while the machine's run queue has room (what it held before
 //! the suite began, plus [`QUEUE_PER_CORE`] per core). The queue is read when a
 //! slot is free and, while it is full, again each time a run ends: a wait on an event, never a
@@ -11,61 +11,12 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 
 use tokio::sync::{Notify, OwnedSemaphorePermit, Semaphore};
 
-/// `--jobs`: `auto`, or a fixed number of runs in flight.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Jobs {
-    Auto,
-    Fixed(usize),
-}
-
-/// The most runs per core `auto` lets in flight. Measured on 2 cores (docs/performance.md):
-/// the catalog's runs wait far more than they compute, and past 8 per core the runs' own
-/// tree scans and start-ups fill the queue before the waits do.
-pub const AUTO_PER_CORE: usize = 8;
+use crate::settings::{Jobs, cores};
 
 /// Runnable tasks per core, above what ran before the suite began, past which `auto` starts
 /// no further run (beyond one per core). The queue the machine had already (another build,
 /// another suite) is not the runs' doing: it is read once, at the start, and added.
 const QUEUE_PER_CORE: usize = 6;
-
-impl Jobs {
-    /// The most runs in flight at once.
-    pub fn most(self) -> usize {
-        match self {
-            Jobs::Auto => cores() * AUTO_PER_CORE,
-            Jobs::Fixed(n) => n.max(1),
-        }
-    }
-}
-
-impl std::fmt::Display for Jobs {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
-            Jobs::Auto => write!(f, "auto ({} at most on {} cores)", self.most(), cores()),
-            Jobs::Fixed(n) => write!(f, "{n}"),
-        }
-    }
-}
-
-impl std::str::FromStr for Jobs {
-    type Err = String;
-    fn from_str(s: &str) -> Result<Jobs, String> {
-        if s == "auto" {
-            return Ok(Jobs::Auto);
-        }
-        match s.parse::<usize>() {
-            Ok(n) if n >= 1 => Ok(Jobs::Fixed(n)),
-            _ => Err(format!(
-                "takes `auto` or a number of runs, at least 1; got `{s}`"
-            )),
-        }
-    }
-}
-
-/// The CPUs this process may run on.
-pub fn cores() -> usize {
-    std::thread::available_parallelism().map_or(1, |n| n.get())
-}
 
 /// Runnable tasks on the machine now (`/proc/loadavg`'s fourth field, before the slash);
 /// `None` where it cannot be read (then `auto` is held by its slots alone).
@@ -152,6 +103,7 @@ impl Drop for Admitted {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::settings::AUTO_PER_CORE;
 
     #[test]
     fn jobs_read_auto_or_a_positive_number() {

@@ -39,7 +39,7 @@ pub async fn alone(
         "conform: running {} case(s) again alone: a timing finding the load in flight might explain",
         suspect.len()
     );
-    let one = super::admit::Admission::new(super::admit::Jobs::Fixed(1));
+    let one = super::admit::Admission::new(crate::settings::Jobs::Fixed(1));
     for unit in again {
         let hidden = super::schedule::Progress::hidden();
         let alone = run_unit(ctx.clone(), one.clone(), hidden, unit.clone(), judging()).await;

@@ -46,7 +46,7 @@ pub async fn hint(
         "conform: running {} case(s) that failed on their output again with the fake speaking another product version",
         tried.len()
     );
-    let one = super::admit::Admission::new(super::admit::Jobs::Fixed(1));
+    let one = super::admit::Admission::new(crate::settings::Jobs::Fixed(1));
     for (index, (i, scenario, mode), others) in tried {
         for version in others {
             let mut speaking = (*scenario).clone();
