@@ -157,11 +157,7 @@ pub fn walked(scenario: &Scenario, obs: &Observed) -> Vec<crate::run::Walked> {
     let mut out: Vec<Walked> = ladder_waits(scenario, obs)
         .into_iter()
         .filter_map(|w| {
-            let key = match w.key? {
-                "disposeEofGraceMs" => "dispose_eof_grace_ms",
-                "disposeGraceMs" => "dispose_grace_ms",
-                _ => "shutdown_timeout_ms",
-            };
+            let key = crate::scenario::waits::key_of_config(w.key?)?;
             Some(Walked {
                 key,
                 ms: w.measured,
@@ -328,6 +324,33 @@ mod tests {
 
     fn messages(s: &Scenario, obs: &Observed) -> Vec<String> {
         graces(s, obs).into_iter().map(|f| f.message).collect()
+    }
+
+    /// The waits a run walked, by `[waits]` key: the ladder's as measured, declared or not.
+    #[test]
+    fn the_walked_waits_are_the_ladders_by_their_waits_keys() {
+        let text = "dispose_eof_grace_ms = 100\ndispose_grace_ms = 300\n[waits]\ndispose_grace_ms = \"the point\"";
+        let s = scenario("acp", text);
+        let obs = observed(
+            &[(100, FakeEvent::Eof), (210, sigterm("ignored"))],
+            Some(520),
+            530,
+        );
+        assert_eq!(
+            walked(&s, &obs),
+            [
+                Walked {
+                    key: "dispose_eof_grace_ms",
+                    ms: 110,
+                    declared: false
+                },
+                Walked {
+                    key: "dispose_grace_ms",
+                    ms: 310,
+                    declared: true
+                },
+            ]
+        );
     }
 
     #[test]

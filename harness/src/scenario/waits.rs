@@ -36,6 +36,14 @@ const CONFIG_KEYS: [(&str, &str); 3] = [
     ("shutdown_timeout_ms", "shutdownTimeoutMs"),
 ];
 
+/// The `[waits]` key of a provider configuration key (`disposeGraceMs` → `dispose_grace_ms`).
+pub fn key_of_config(config_key: &str) -> Option<&'static str> {
+    CONFIG_KEYS
+        .iter()
+        .find(|(_, c)| *c == config_key)
+        .map(|(key, _)| *key)
+}
+
 /// One wait the file sets: its `[waits]` key and its longest value (ms). A value that is not
 /// a number of ms (an invalid configuration, which is then the case's point) is not a wait.
 #[derive(Clone, Debug, PartialEq, Eq)]
