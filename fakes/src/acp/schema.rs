@@ -89,7 +89,10 @@ struct Validators {
 impl Validators {
     /// The validator of the subschema at `pointer` (`#/$defs/PromptRequest`, `#/anyOf/1`).
     fn at(&self, pointer: &str) -> Arc<Validator> {
-        if let Some(v) = self.compiled.lock().expect("compiled").get(pointer) {
+        // Compiled under the lock: runs judged at once asked for the same shape together and
+        // each compiled its megabytes.
+        let mut compiled = self.compiled.lock().expect("compiled");
+        if let Some(v) = compiled.get(pointer) {
             return v.clone();
         }
         let mut doc = closure_in(&self.root, pointer, "$defs", &[])
@@ -99,10 +102,7 @@ impl Validators {
             jsonschema::draft202012::new(&doc)
                 .unwrap_or_else(|e| panic!("ACP subschema {pointer} does not compile: {e}")),
         );
-        self.compiled
-            .lock()
-            .expect("compiled")
-            .insert(pointer.to_owned(), v.clone());
+        compiled.insert(pointer.to_owned(), v.clone());
         v
     }
 
@@ -122,8 +122,35 @@ impl Validators {
     }
 }
 
+/// The envelopes' payload members: each is the union of every method's payload and of the
+/// extension payload, which the schema lets be anything (`ExtRequest`, `ExtResponse`,
+/// `ExtNotification` assert nothing), so each accepts every value and never yields an error.
+/// Left as they are, they made each message shape (`Agent`, `Client`) compile the whole
+/// protocol — some 4 MB, for a check that cannot fail; the payload is held to its method's own
+/// definition after the envelope (`validate_frame`). A test holds that each still accepts
+/// everything in the vendored file.
+const OPEN_PAYLOADS: &[(&str, &str)] = &[
+    ("/$defs/AgentRequest", "/properties/params"),
+    ("/$defs/AgentNotification", "/properties/params"),
+    ("/$defs/ClientRequest", "/properties/params"),
+    ("/$defs/ClientNotification", "/properties/params"),
+    ("/$defs/AgentResponse", "/anyOf/0/properties/result"),
+    ("/$defs/ClientResponse", "/anyOf/0/properties/result"),
+];
+
+/// The patch that drops [`OPEN_PAYLOADS`] (an empty schema accepts what they accepted).
+fn open_payloads(pointer: &str, definition: &mut Value) {
+    for (def, member) in OPEN_PAYLOADS {
+        if pointer == *def
+            && let Some(m) = definition.pointer_mut(member)
+        {
+            *m = Value::Object(serde_json::Map::new());
+        }
+    }
+}
+
 static VALIDATORS: LazyLock<Validators> = LazyLock::new(|| Validators {
-    root: Pieces::new(bundle::ACP_V1, Pieces::unpatched),
+    root: Pieces::new(bundle::ACP_V1, open_payloads),
     compiled: Mutex::new(HashMap::new()),
 });
 
@@ -236,6 +263,60 @@ mod tests {
         let no_version =
             json!({"id":2,"method":"session/prompt","params":{"sessionId":"s","prompt":[]}});
         assert!(validate_received(&no_version, None).is_err());
+    }
+
+    /// Whether `schema` accepts every value: `true`, annotations only, or an `allOf` whose
+    /// members all do, an `anyOf` one of whose branches does, or a `$ref` to one that does.
+    fn accepts_anything(root: &Value, schema: &Value) -> bool {
+        const ANNOTATIONS: &[&str] = &["description", "title", "$comment", "examples", "default"];
+        let Some(map) = schema.as_object() else {
+            return schema == &Value::Bool(true);
+        };
+        map.iter().all(|(key, value)| match key.as_str() {
+            k if ANNOTATIONS.contains(&k) => true,
+            "allOf" => value
+                .as_array()
+                .is_some_and(|all| all.iter().all(|s| accepts_anything(root, s))),
+            "anyOf" => value
+                .as_array()
+                .is_some_and(|any| any.iter().any(|s| accepts_anything(root, s))),
+            "$ref" => value
+                .as_str()
+                .and_then(|r| r.strip_prefix('#'))
+                .and_then(|p| root.pointer(p))
+                .is_some_and(|target| accepts_anything(root, target)),
+            _ => false,
+        })
+    }
+
+    #[test]
+    fn the_payload_members_dropped_from_the_envelopes_accept_anything() {
+        let text = include_str!("../../schemas/acp-v1.schema.json");
+        let root: Value = serde_json::from_str(text).unwrap();
+        for (def, member) in OPEN_PAYLOADS {
+            let schema = root.pointer(&format!("{def}{member}")).unwrap();
+            assert!(schema.get("anyOf").is_some(), "{def}{member} is a union");
+            assert!(
+                accepts_anything(&root, schema),
+                "{def}{member} can reject a value"
+            );
+        }
+        // The test can tell: a method's own payload does not accept anything.
+        assert!(!accepts_anything(&root, &root["$defs"]["PromptRequest"]));
+        let result = &root["$defs"]["AgentResponse"]["anyOf"][0];
+        assert_eq!(result["title"], "Result");
+        // And the patch is applied: a message shape no longer pulls in any method's payload.
+        for shape in ["#/anyOf/0", "#/anyOf/1"] {
+            let doc = closure_in(&VALIDATORS.root, shape, "$defs", &[]).unwrap();
+            let defs = doc["$defs"].as_object().unwrap();
+            let payloads = [OUTGOING, RESULTS, INCOMING, CLIENT_RESULTS].concat();
+            let pulled: Vec<&str> = payloads
+                .iter()
+                .map(|(_, def)| *def)
+                .filter(|def| defs.contains_key(*def))
+                .collect();
+            assert!(pulled.is_empty(), "{shape} still pulls in {pulled:?}");
+        }
     }
 
     #[test]

@@ -117,7 +117,10 @@ impl Bundle {
     }
 
     fn validator(&self, pointer: &str) -> Arc<Validator> {
-        if let Some(v) = self.compiled.lock().expect("compiled").get(pointer) {
+        // Compiled under the lock: runs judged at once asked for the same subschema together
+        // and each compiled it.
+        let mut compiled = self.compiled.lock().expect("compiled");
+        if let Some(v) = compiled.get(pointer) {
             return v.clone();
         }
         let doc = closure(&self.root, pointer, &["v2"])
@@ -133,10 +136,7 @@ impl Bundle {
                     )
                 }),
         );
-        self.compiled
-            .lock()
-            .expect("compiled")
-            .insert(pointer.to_owned(), v.clone());
+        compiled.insert(pointer.to_owned(), v.clone());
         v
     }
 
