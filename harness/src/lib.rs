@@ -3,7 +3,7 @@
 //! Data flows one way: [`scenario`] → fake script + subject `start` ([`run`]) → subject events
 //! and side-channel ledger ([`proc`]) → [`checks`] and [`snapshot`] → [`suite`] → [`report`].
 //! The modules are layered; each imports only from its own layer or below (a test holds it):
-//! [`input`] < [`proc`], [`catalog`] (plumbing), [`settings`] < [`scenario`] < [`run`] < [`checks`],
+//! [`input`], [`provider`] < [`proc`], [`catalog`] (plumbing), [`settings`] < [`scenario`] < [`run`] < [`checks`],
 //! [`snapshot`] < [`suite`] < [`report`], [`differential`] < [`cmd`], [`cli`].
 
 pub mod catalog;
@@ -13,6 +13,7 @@ pub mod cmd;
 pub mod differential;
 pub mod input;
 pub mod proc;
+pub mod provider;
 pub mod report;
 pub mod run;
 pub mod scenario;

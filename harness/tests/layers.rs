@@ -6,8 +6,9 @@ use std::path::{Path, PathBuf};
 
 /// Bottom to top. A module may use its own items and anything of a lower layer.
 const LAYERS: &[&[&str]] = &[
-    // Files a person writes: how what is wrong with one is said.
-    &["input"],
+    // Files a person writes (how what is wrong with one is said), and what the harness knows
+    // of each provider (`provider`: the one place that matches on it).
+    &["input", "provider"],
     // Plumbing (processes, pipes, the side channel, signals, the real peers' installs) and the
     // resolved flags, the embedded catalog.
     &["proc", "settings", "catalog"],

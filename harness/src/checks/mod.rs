@@ -100,11 +100,10 @@ fn stated(
             };
             Some((level, r.source.clone().into()))
         }
-        _ if scenario.file.provider == conform_protocol::vocab::Provider::ClaudeCode
-            && matches!(check.family(), "expect" | "snapshot")
-            && level == Level::Record =>
-        {
-            Some((Level::Practice, CLAUDE_CODE_SOURCE.into()))
+        _ if matches!(check.family(), "expect" | "snapshot") && level == Level::Record => {
+            crate::provider::facts(scenario.file.provider)
+                .records_as_practice
+                .map(|source| (Level::Practice, source.into()))
         }
         _ => None,
     }
@@ -160,9 +159,6 @@ fn strictest_blocked(
         })
         .min_by_key(|(_, level, _)| *level)
 }
-
-/// Where what the Claude Code cases expect of results and texts comes from.
-pub const CLAUDE_CODE_SOURCE: &str = "conform, after the real host: seed 001 gives Claude Code's categories, stages and checks to a later record that is not among the seeds";
 
 /// `text` cut after `keep` characters, saying how long it was.
 pub fn cut(text: &str, keep: usize) -> String {

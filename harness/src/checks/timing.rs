@@ -13,18 +13,12 @@
 //! finding it explains is load-suspect, an advisory.
 
 use conform_protocol::side::{Direction, FakeEvent};
-use conform_protocol::vocab::Provider;
 use serde_json::Value;
 
 use super::{Check, Finding};
+use crate::provider::{DISPOSE_EOF_GRACE, DISPOSE_GRACE, EofWait, Grace, Ladder};
 use crate::run::{Observed, Walked};
 use crate::scenario::Scenario;
-
-/// The records' default dispose graces (ms): SIGTERM → SIGKILL, and stdin EOF → SIGTERM.
-const DEFAULT_DISPOSE_GRACE_MS: u64 = 3000;
-const DEFAULT_DISPOSE_EOF_GRACE_MS: u64 = 6000;
-/// The DSH SDK's default bound on its `shutdown` request (ms).
-const DEFAULT_SHUTDOWN_TIMEOUT_MS: u64 = 1000;
 
 /// The least bound ever applied (ms): below it, scheduling noise on a loaded machine could be
 /// mistaken for a wait.
@@ -33,20 +27,19 @@ pub const MIN_BOUND_MS: u64 = 500;
 /// How long after its last process was gone a run may take to report (ms).
 pub fn bound_ms(scenario: &Scenario) -> u64 {
     let config = scenario.file.subject.provider_config();
-    let shortest = configured_ms(&config, "disposeGraceMs", DEFAULT_DISPOSE_GRACE_MS).min(
-        configured_ms(&config, "disposeEofGraceMs", DEFAULT_DISPOSE_EOF_GRACE_MS),
-    );
+    let shortest =
+        configured_ms(&config, DISPOSE_GRACE).min(configured_ms(&config, DISPOSE_EOF_GRACE));
     (shortest / 2).max(MIN_BOUND_MS)
 }
 
 /// A duration the scenario configures (a valid one: an invalid one fails the start), else the
 /// records' default.
-fn configured_ms(config: &serde_json::Map<String, Value>, key: &str, default: u64) -> u64 {
+fn configured_ms(config: &serde_json::Map<String, Value>, grace: Grace) -> u64 {
     config
-        .get(key)
+        .get(grace.key)
         .and_then(Value::as_f64)
         .filter(|ms| ms.is_finite() && *ms > 0.0)
-        .map_or(default, |ms| ms.ceil() as u64)
+        .map_or(grace.default_ms, |ms| ms.ceil() as u64)
 }
 
 pub fn judge(scenario: &Scenario, obs: &Observed) -> Vec<Finding> {
@@ -73,11 +66,15 @@ struct Wait {
     measured: u64,
 }
 
-/// The ladder's waits this run walked, read from its runtime's ledger: stdin EOF → SIGTERM
-/// (`disposeEofGraceMs`; Codex terminates at once), a trapped SIGTERM → the
-/// SIGKILL that ended it (`disposeGraceMs`), and the DSH SDK's unanswered `shutdown` → stdin
-/// EOF (`shutdownTimeoutMs`).
+/// The ladder's waits this run walked, as its provider's row ([`crate::provider`]) has them.
 fn ladder_waits(scenario: &Scenario, obs: &Observed) -> Vec<Wait> {
+    let ladder = &crate::provider::facts(scenario.file.provider).ladder;
+    waits_of(ladder, scenario, obs)
+}
+
+/// The waits of `ladder` this run walked, read from its runtime's ledger: stdin EOF → SIGTERM,
+/// a trapped SIGTERM → the SIGKILL that ended it, and an unanswered `shutdown` → stdin EOF.
+fn waits_of(ladder: &Ladder, scenario: &Scenario, obs: &Observed) -> Vec<Wait> {
     let lines = || obs.fake.iter().zip(&obs.fake_at_ms);
     let Some(pid) = conform_protocol::side::runtime_pid(&obs.fake) else {
         return Vec::new();
@@ -89,24 +86,21 @@ fn ladder_waits(scenario: &Scenario, obs: &Observed) -> Vec<Wait> {
             .map(|(i, (_, at))| (i, *at))
     };
     let config = scenario.file.subject.provider_config();
-    let provider = scenario.file.provider;
     let eof = first(&|e| matches!(e, FakeEvent::Eof));
     let term = first(&|e| matches!(e, FakeEvent::Signal { signal, .. } if signal == "SIGTERM"));
     let mut waits = Vec::new();
-    // Claude Code's SDK ends the CLI's input itself, after the result: the records time no
-    // wait from there to the terminate.
     if let (Some((_, eof)), Some((_, term))) = (eof, term)
         && term >= eof
-        && provider != Provider::ClaudeCode
+        && ladder.eof != EofWait::EndedBySdk
     {
-        let key =
-            matches!(provider, Provider::Acp | Provider::DshSdk).then_some("disposeEofGraceMs");
+        let grace = match ladder.eof {
+            EofWait::Grace(grace) => Some(grace),
+            EofWait::None | EofWait::EndedBySdk => None,
+        };
         waits.push(Wait {
             between: "stdin EOF and SIGTERM",
-            key,
-            configured: key.map_or(0, |k| {
-                configured_ms(&config, k, DEFAULT_DISPOSE_EOF_GRACE_MS)
-            }),
+            key: grace.map(|g| g.key),
+            configured: grace.map_or(0, |g| configured_ms(&config, g)),
             measured: term - eof,
         });
     }
@@ -123,12 +117,12 @@ fn ladder_waits(scenario: &Scenario, obs: &Observed) -> Vec<Wait> {
     {
         waits.push(Wait {
             between: "a trapped SIGTERM and the SIGKILL",
-            key: Some("disposeGraceMs"),
-            configured: configured_ms(&config, "disposeGraceMs", DEFAULT_DISPOSE_GRACE_MS),
+            key: Some(ladder.sigterm.key),
+            configured: configured_ms(&config, ladder.sigterm),
             measured: gone.saturating_sub(term),
         });
     }
-    if provider == Provider::DshSdk
+    if let Some(shutdown) = ladder.shutdown
         && let Some((_, asked)) = first(&|e| {
             matches!(e, FakeEvent::Frame { dir: Direction::Recv, frame, .. }
                 if frame.get("method").and_then(Value::as_str) == Some("shutdown"))
@@ -142,8 +136,8 @@ fn ladder_waits(scenario: &Scenario, obs: &Observed) -> Vec<Wait> {
     {
         waits.push(Wait {
             between: "the unanswered `shutdown` request and stdin EOF",
-            key: Some("shutdownTimeoutMs"),
-            configured: configured_ms(&config, "shutdownTimeoutMs", DEFAULT_SHUTDOWN_TIMEOUT_MS),
+            key: Some(shutdown.key),
+            configured: configured_ms(&config, shutdown),
             measured: eof - asked,
         });
     }
@@ -187,7 +181,12 @@ pub fn walked(scenario: &Scenario, obs: &Observed) -> Vec<crate::run::Walked> {
 /// the next rung (a few ms short is the fake noting EOF late), and not much longer (a wait
 /// past its bound is a configured value not applied).
 fn graces(scenario: &Scenario, obs: &Observed) -> Vec<Finding> {
-    ladder_waits(scenario, obs)
+    held_to_graces(ladder_waits(scenario, obs), obs)
+}
+
+/// `timing.grace` over the waits a run walked.
+fn held_to_graces(waits: Vec<Wait>, obs: &Observed) -> Vec<Finding> {
+    waits
         .into_iter()
         .filter_map(|w| {
             let setting = w.key.map_or("the records give it none".to_owned(), |k| {
@@ -324,6 +323,68 @@ mod tests {
 
     fn messages(s: &Scenario, obs: &Observed) -> Vec<String> {
         graces(s, obs).into_iter().map(|f| f.message).collect()
+    }
+
+    /// A fifth provider fills its row of `crate::provider` and nothing else: `timing.grace`
+    /// holds its ladder to the row's own keys and defaults, from both sides.
+    #[test]
+    fn a_fifth_provider_is_judged_by_its_row_alone() {
+        use crate::provider::Facts;
+        static FIFTH: Facts = Facts {
+            ladder: Ladder {
+                eof: EofWait::Grace(Grace {
+                    key: "fifthEofGraceMs",
+                    default_ms: 400,
+                }),
+                sigterm: DISPOSE_GRACE,
+                shutdown: Some(Grace {
+                    key: "fifthShutdownMs",
+                    default_ms: 250,
+                }),
+            },
+            records_as_practice: None,
+            publishes_schema: false,
+            fake_profiles: false,
+            sdk_flags: false,
+        };
+        // The scenario's provider only loads the file; the row judged is the fifth's.
+        let s = scenario("acp", "config = { fifthShutdownMs = 300 }");
+        let judged = |obs: &Observed| -> Vec<String> {
+            held_to_graces(waits_of(&FIFTH.ladder, &s, obs), obs)
+                .into_iter()
+                .map(|f| f.message)
+                .collect()
+        };
+        let asked = FakeEvent::Frame {
+            dir: Direction::Recv,
+            frame: json!({"method": "shutdown", "id": 1}),
+            violation: None,
+            answers: None,
+        };
+        // On time: the unanswered shutdown's configured 300 ms, then the default 400 ms.
+        let on_time = observed(
+            &[
+                (0, asked.clone()),
+                (300, FakeEvent::Eof),
+                (705, sigterm("exit")),
+            ],
+            Some(706),
+            710,
+        );
+        assert!(judged(&on_time).is_empty(), "{:?}", judged(&on_time));
+        // Neither waited: each named by the fifth provider's own key.
+        let hasty = observed(
+            &[(0, asked), (1, FakeEvent::Eof), (2, sigterm("exit"))],
+            Some(3),
+            10,
+        );
+        assert_eq!(
+            judged(&hasty),
+            [
+                "dispose waited 1 ms between stdin EOF and SIGTERM (`fifthEofGraceMs` = 400 ms): 399 ms short, the grace was not waited out",
+                "dispose waited 1 ms between the unanswered `shutdown` request and stdin EOF (`fifthShutdownMs` = 300 ms): 299 ms short, the grace was not waited out",
+            ]
+        );
     }
 
     /// The waits a run walked, by `[waits]` key: the ladder's as measured, declared or not.
