@@ -65,10 +65,10 @@ pub fn judge(scenario: &Scenario, obs: &Observed, f: &mut Vec<Finding>) {
                 "a completed result carries a diagnostic",
             ));
         }
-        if r.stop_reason == "aborted" && (obs.cancel_sent || obs.dispose_sent) {
+        if r.stop_reason == "aborted" && obs.sent.host_cancelled() {
             f.push(Finding::new(
                 Check::ContractNoDiagnostic,
-                if obs.cancel_sent {
+                if obs.sent.cancel {
                     "a locally cancelled result carries a diagnostic"
                 } else {
                     "a result the host's dispose cancelled carries a diagnostic"

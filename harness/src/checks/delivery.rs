@@ -110,7 +110,7 @@ pub fn background(scenario: &Scenario, mode: Mode, obs: &Observed, f: &mut Vec<F
     let Some(job) = presentation::background_start(started, f) else {
         return;
     };
-    let killed = obs.cancel_sent;
+    let killed = obs.sent.cancel;
     let expected = scenario
         .file
         .expect
@@ -216,7 +216,7 @@ pub fn blackhole(mode: Mode, obs: &Observed) -> bool {
     mode == Mode::Background
         && obs.settled
         && obs.notices.is_empty()
-        && !obs.cancel_sent
+        && !obs.sent.cancel
         && obs.start_rejected.is_none()
 }
 

@@ -85,10 +85,10 @@ fn cross_talk(
 /// A run that was not cancelled but ended as a local cancel does (stop reason `aborted`, no
 /// diagnostic), while another member was cancelled: that cancel reached the wrong run.
 fn cancel_target(obs: &Observed, members: &[(&Scenario, &Observed)], f: &mut Vec<Finding>) {
-    if obs.cancel_sent {
+    if obs.sent.cancel {
         return;
     }
-    let Some((cs, cobs)) = members.iter().find(|(_, o)| o.cancel_sent) else {
+    let Some((cs, cobs)) = members.iter().find(|(_, o)| o.sent.cancel) else {
         return;
     };
     if let Some(r) = &obs.result

@@ -40,11 +40,11 @@ pub fn judge(scenario: &Scenario, mode: Mode, obs: &Observed) -> Vec<Finding> {
     health::judge(scenario, obs, &mut f);
     subject::runtime(scenario, obs, &mut f);
     subject::liveness_and_protocol(mode, obs, &mut f);
-    if obs.subject_gone.is_none() && obs.timed_out.is_none() {
+    if obs.subject_gone.is_none() && obs.sent.timed_out.is_none() {
         script::judge(scenario, obs, &mut f);
     }
     script::recorded_wire(scenario, obs, &mut f);
-    if obs.subject_gone.is_some() || obs.timed_out.is_some() {
+    if obs.subject_gone.is_some() || obs.sent.timed_out.is_some() {
         return f;
     }
     expect::judge(scenario, mode, obs, &mut f);

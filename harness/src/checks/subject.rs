@@ -19,7 +19,7 @@ pub fn runtime(scenario: &Scenario, obs: &Observed, f: &mut Vec<Finding>) {
         && obs.start_rejected.is_none()
         && obs.refused.is_none()
         && obs.subject_gone.is_none()
-        && obs.timed_out.is_none()
+        && obs.sent.timed_out.is_none()
     {
         // The subject claims a run whose runtime never ran: the fake registers before it reads
         // a byte, so the subject did not spawn what it was given (or the fake could not start,
@@ -41,7 +41,7 @@ pub fn liveness_and_protocol(mode: Mode, obs: &Observed, f: &mut Vec<Finding>) {
     if let Some(detail) = &obs.subject_gone {
         f.push(Finding::new(Check::SubjectAlive, detail.clone()).blocking());
     }
-    if let Some(d) = obs.timed_out {
+    if let Some(d) = obs.sent.timed_out {
         if super::delivery::blackhole(mode, obs) {
             // A background run that settled but whose completion never reached the parent is
             // a blackhole, not a hang: say which watchdog status it ended in.
@@ -106,7 +106,7 @@ pub fn liveness_and_protocol(mode: Mode, obs: &Observed, f: &mut Vec<Finding>) {
 /// is not valid is a protocol failure like any other; anything else is `subject.after-end`.
 pub fn judge_late(obs: &Observed, late: &Late) -> Vec<Finding> {
     let mut f = Vec::new();
-    if obs.timed_out.is_some() || obs.subject_gone.is_some() {
+    if obs.sent.timed_out.is_some() || obs.subject_gone.is_some() {
         // That run already failed, and whatever trickles in after a hang proves nothing more.
         return f;
     }
@@ -124,7 +124,7 @@ pub fn judge_late(obs: &Observed, late: &Late) -> Vec<Finding> {
         };
         match msg {
             FromSubject::HostLog { .. } => {}
-            FromSubject::Notice { job, .. } if obs.cancel_sent => f.push(Finding::new(
+            FromSubject::Notice { job, .. } if obs.sent.cancel => f.push(Finding::new(
                 Check::DeliveryNoNoticeAfterKill,
                 format!("a job killed through job_kill still sent a completion notice (job `{job}`, after the run was over)"),
             )),
@@ -167,7 +167,7 @@ pub fn still_awaited(mode: Mode, obs: &Observed) -> String {
         "the `result`"
     } else if !background && obs.tool_result.is_none() {
         "`settled` and the `tool_result` (dispose had not finished)"
-    } else if obs.notices.is_empty() && !obs.cancel_sent {
+    } else if obs.notices.is_empty() && !obs.sent.cancel {
         "the completion `notice`"
     } else {
         "the answer to `job_output`"
@@ -260,7 +260,10 @@ mod tests {
         // Cut off by its deadline, the run's runtime killed: the subject's notice about it came
         // after, and the harness never asked job_output — the deadline is what it missed.
         let mut obs = Observed {
-            timed_out: Some(std::time::Duration::from_millis(1200)),
+            sent: crate::run::sent::Sent {
+                timed_out: Some(std::time::Duration::from_millis(1200)),
+                ..Default::default()
+            },
             tool_result: Some((false, "started background subagent job subagent-1".into())),
             notices: vec![("subagent-1".into(), "finished".into())],
             ..Observed::default()

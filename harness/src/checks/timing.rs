@@ -43,7 +43,7 @@ fn configured_ms(config: &serde_json::Map<String, Value>, grace: Grace) -> u64 {
 }
 
 pub fn judge(scenario: &Scenario, obs: &Observed) -> Vec<Finding> {
-    if obs.timed_out.is_some() || obs.subject_gone.is_some() || obs.not_run.is_some() {
+    if obs.sent.timed_out.is_some() || obs.subject_gone.is_some() || obs.not_run.is_some() {
         return Vec::new();
     }
     let mut f = graces(scenario, obs);

@@ -243,7 +243,7 @@ pub(super) async fn ledgers(
                 c.scenario.id.clone(),
                 Ledger {
                     outcome: crate::suite::recording::outcome(&c.verdict, &c.findings),
-                    cut_off: obs.timed_out.is_some(),
+                    cut_off: obs.sent.timed_out.is_some(),
                     lines: obs.fake,
                     run_dir: obs.run_dir,
                     at_ms: obs.fake_at_ms,

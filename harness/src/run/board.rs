@@ -9,6 +9,7 @@ use conform_protocol::side::FakeEvent;
 use tokio::sync::watch;
 
 use crate::run::observed::Observed;
+use crate::run::sent::Sent;
 
 /// What every member has reached, by member.
 pub type Reached = BTreeMap<String, BTreeSet<String>>;
@@ -56,7 +57,7 @@ pub struct Membership {
 }
 
 /// Publishes what this run reached so far on its group's board (`scenario::MILESTONES`).
-pub fn publish(g: &Membership, obs: &Observed) {
+pub fn publish(g: &Membership, obs: &Observed, sent: &Sent) {
     let reached = [
         ("dispatched", obs.dispatched),
         ("start-rejected", obs.start_rejected.is_some()),
@@ -64,7 +65,7 @@ pub fn publish(g: &Membership, obs: &Observed) {
         ("settled", obs.settled),
         ("tool-result", obs.tool_result.is_some()),
         ("notice", !obs.notices.is_empty()),
-        ("cancel", obs.cancel_sent || obs.dispose_sent),
+        ("cancel", sent.host_cancelled()),
     ];
     for (milestone, yes) in reached {
         if yes {

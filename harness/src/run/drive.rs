@@ -13,6 +13,7 @@ use crate::proc::router::RunEvent;
 use crate::proc::run_id::RunId;
 use crate::run::board::{self, Membership};
 use crate::run::observed::{Folded, Recorder};
+use crate::run::sent::Sent;
 use crate::run::watchdog;
 use crate::scenario::{CancelBy, Scenario, Trigger};
 
@@ -86,6 +87,8 @@ pub struct Drive<'a> {
     /// The `[cancel] by = "dispose"` checkpoint came before the run was published: the
     /// dispose waits for `dispatched` (the host holds no handle before it).
     dispose_due: bool,
+    /// What the harness decided and did: only the drive writes it.
+    sent: Sent,
 }
 
 impl<'a> Drive<'a> {
@@ -96,6 +99,7 @@ impl<'a> Drive<'a> {
         run: &RunId,
         deadline: Duration,
         expected_in: Duration,
+        aborted: bool,
     ) -> Drive<'a> {
         Drive {
             scenario,
@@ -110,7 +114,17 @@ impl<'a> Drive<'a> {
             job_output_read: false,
             job_output_asked: 0,
             dispose_due: false,
+            // The local cancel came with the start: its signal is already aborted.
+            sent: Sent {
+                cancel: aborted,
+                ..Sent::default()
+            },
         }
+    }
+
+    /// What the harness decided and did so far.
+    pub fn sent(&self) -> &Sent {
+        &self.sent
     }
 
     /// Whether `expectedBy` is still to pass while the run is in flight: at or past the
@@ -137,11 +151,11 @@ impl<'a> Drive<'a> {
             Input::ExpectedByPassed => self.past_expected = true,
             Input::JobOutputRead => self.job_output_read = true,
             Input::Deadline => {
-                rec.obs_mut().timed_out = Some(self.deadline);
+                self.sent.timed_out = Some(self.deadline);
                 return vec![Move::Finish];
             }
             Input::Interrupted(signo) => {
-                rec.obs_mut().interrupted = Some(signo);
+                self.sent.interrupted = Some(signo);
                 return vec![Move::Finish];
             }
             Input::RouteClosed => return vec![Move::Finish],
@@ -197,13 +211,13 @@ impl<'a> Drive<'a> {
         match event {
             FakeEvent::Checkpoint { name }
                 if file.cancel.as_ref().is_some_and(|c| &c.at == name)
-                    && !rec.obs().cancel_sent
+                    && !self.sent.cancel
                     && !self.dispose_due =>
             {
                 if file.cancel.as_ref().map(|c| c.by) == Some(CancelBy::Dispose) {
                     self.dispose_due = true;
                 } else {
-                    rec.obs_mut().cancel_sent = true;
+                    self.sent.cancel = true;
                     moves.push(Move::Send(ToSubject::Cancel {
                         run: self.run.to_string(),
                     }));
@@ -247,13 +261,13 @@ impl<'a> Drive<'a> {
     /// `job_output`, finish.
     fn rules(&mut self, rec: &mut Recorder, moves: &mut Vec<Move>) {
         if let Some(g) = self.group {
-            board::publish(g, rec.obs());
+            board::publish(g, rec.obs(), &self.sent);
         }
         self.dispose(rec, moves);
         self.release_due(rec, moves);
         if self.mode == Mode::Background {
             let at = rec.at_ms();
-            watchdog::watch(rec.obs_mut(), self.past_expected, false, at);
+            watchdog::watch(rec.obs_mut(), &self.sent, self.past_expected, false, at);
         }
         self.kill_after_notice(rec, moves);
         self.job_output(rec, moves);
@@ -262,8 +276,8 @@ impl<'a> Drive<'a> {
     /// The host's own dispose, once it is due and the run is published; never for a start
     /// that was rejected.
     fn dispose(&mut self, rec: &mut Recorder, moves: &mut Vec<Move>) {
-        if self.dispose_due && !rec.obs().dispose_sent && rec.obs().dispatched {
-            rec.obs_mut().dispose_sent = true;
+        if self.dispose_due && !self.sent.dispose && rec.obs().dispatched {
+            self.sent.dispose = true;
             moves.push(Move::Send(ToSubject::Dispose {
                 run: self.run.to_string(),
             }));
@@ -273,18 +287,19 @@ impl<'a> Drive<'a> {
     /// Releases every pending `await` whose trigger is due, and forgets it.
     fn release_due(&mut self, rec: &Recorder, moves: &mut Vec<Move>) {
         let obs = rec.obs();
-        let (past_expected, job_output_read, mode, group) = (
+        let (past_expected, job_output_read, mode, group, sent) = (
             self.past_expected,
             self.job_output_read,
             self.mode,
             self.group,
+            &self.sent,
         );
         self.pending.retain(|p| {
             let due = match &p.trigger {
                 Trigger::Immediately => true,
                 Trigger::Dispatched => obs.dispatched,
                 Trigger::Result => obs.result.is_some(),
-                Trigger::Cancel => obs.cancel_sent || obs.dispose_sent,
+                Trigger::Cancel => sent.host_cancelled(),
                 Trigger::Peeked => obs.peeked.is_some(),
                 // A background child late past expectedBy is released only once the subject
                 // has read the parent's waiting job_output, so that read is first (released
@@ -313,9 +328,9 @@ impl<'a> Drive<'a> {
         if self.mode == Mode::Background
             && self.scenario.file.job.kill_after_notice
             && !obs.notices.is_empty()
-            && !obs.killed_after_notice
+            && !self.sent.killed_after_notice
         {
-            rec.obs_mut().killed_after_notice = true;
+            self.sent.killed_after_notice = true;
             moves.push(Move::Send(ToSubject::Cancel {
                 run: self.run.to_string(),
             }));
@@ -349,15 +364,18 @@ impl<'a> Drive<'a> {
             Mode::Background
                 if obs.tool_result.is_some()
                     && (!obs.notices.is_empty()
-                        || obs.cancel_sent
+                        || self.sent.cancel
                         || (self.past_expected && obs.completion_receipt.is_none()))
                     && !self.job_output_sent =>
             {
-                let fetched = obs.notices.is_empty() && !obs.cancel_sent;
-                rec.obs_mut().fetched_at_expected_by = fetched;
+                let fetched = obs.notices.is_empty() && !self.sent.cancel;
                 self.job_output_sent = true;
                 self.job_output_asked = 1;
-                rec.asked_job_output();
+                if fetched {
+                    rec.asked_job_output_at_expected_by();
+                } else {
+                    rec.asked_job_output();
+                }
                 moves.push(Move::SendAndAwaitRead(ask));
             }
             _ => {}

@@ -7,6 +7,7 @@ pub mod board;
 pub mod drive;
 pub mod lifecycle;
 pub mod observed;
+pub mod sent;
 pub mod start;
 pub mod teardown;
 pub mod watchdog;
@@ -194,19 +195,13 @@ impl<'a> Run<'a> {
                 return Err(not_started(obs, Err(fault)));
             }
         };
-        if let ToSubject::Start {
-            expected_by,
-            aborted,
-            ..
-        } = &start
-        {
+        if let ToSubject::Start { expected_by, .. } = &start {
             obs.expected_by = Some(expected_by.clone());
-            // The local cancel came with the start: its signal is already aborted.
-            obs.cancel_sent = *aborted;
         }
+        let aborted = matches!(start, ToSubject::Start { aborted: true, .. });
         let run = Run {
             ctx,
-            drive: Drive::new(scenario, mode, group, &id, deadline, expected_in),
+            drive: Drive::new(scenario, mode, group, &id, deadline, expected_in, aborted),
             id,
             mode,
             group,
@@ -254,7 +249,10 @@ impl<'a> Run<'a> {
             }
             for step in self.drive.on(&mut self.rec, input) {
                 match step {
-                    Move::Finish => return,
+                    Move::Finish => {
+                        self.rec.join(self.drive.sent().clone());
+                        return;
+                    }
                     Move::SendAndAwaitRead(msg) => {
                         self.send(&msg);
                         read_barrier = Some(self.subject.until_read());
@@ -409,16 +407,18 @@ impl<'a> Run<'a> {
         self.subject.release(&self.id);
         if self.mode == Mode::Background {
             let (past, at) = (self.drive.past_expected(), self.rec.at_ms());
-            watchdog::watch(self.rec.obs_mut(), past, true, at);
+            watchdog::watch(self.rec.obs_mut(), self.drive.sent(), past, true, at);
         }
         if let Some(g) = self.group {
-            board::publish(g, self.rec.obs());
+            board::publish(g, self.rec.obs(), self.drive.sent());
             g.board.reach(&g.member, "over");
         }
         let started = self.rec.started();
         let mut obs = self.rec.into_observed();
         obs.cpu_waited = Some(self.load.waited());
-        if obs.timed_out.is_some() || obs.subject_gone.is_some() || !obs.subject_invalid.is_empty()
+        if obs.sent.timed_out.is_some()
+            || obs.subject_gone.is_some()
+            || !obs.subject_invalid.is_empty()
         {
             obs.stderr_tail = self.subject.stderr_of(&self.id, started);
         }

@@ -1,6 +1,8 @@
 //! The record of one run ([`Observed`]) and the one place where what a run hears is folded
-//! into it ([`Recorder::fold`]). The checks read the record; nothing else writes it but the
-//! drive (what the harness itself did) and the teardown (what it found left).
+//! into it ([`Recorder::fold`]). The checks read the record. What the harness itself decided
+//! and did is [`Sent`], the drive's alone, joined when the drive stops; besides the recorder,
+//! only the run's own phases write the record (the teardown what it found left, the deadline's
+//! put-off, the delivery watchdog's status).
 
 use std::collections::BTreeSet;
 use std::time::{Duration, Instant, SystemTime};
@@ -14,6 +16,7 @@ use crate::proc::router::RunEvent;
 use crate::proc::run_id::RunId;
 use crate::proc::settle::Claim;
 use crate::run::lifecycle::Lifecycle;
+use crate::run::sent::Sent;
 
 /// Frames the subject sent a fake, and violations the fake saw, kept per run: a subject that
 /// floods its runtime must not flood the harness. Every other ledger line is kept (a process's
@@ -53,8 +56,6 @@ pub struct Observed {
     /// and what that call answered.
     pub peek_asked: bool,
     pub peeked: Option<String>,
-    /// The harness called `job_kill` after the completion notice (`[job] kill_after_notice`).
-    pub killed_after_notice: bool,
     pub settled: bool,
     pub host_logs: Vec<String>,
     /// Frames and violations kept, and those past [`WIRE_LINES_KEPT`], counted, not kept.
@@ -78,20 +79,15 @@ pub struct Observed {
     /// When each line of `fake` arrived, in ms since the run started (timing that matters:
     /// a slow `initialize`, retries that outlast a deadline).
     pub fake_at_ms: Vec<u64>,
-    /// The harness sent the local cancel (`cancel`: abort / `job_kill`).
-    pub cancel_sent: bool,
-    /// The harness sent the host's own `dispose` of the run (`[cancel] by = "dispose"`).
-    pub dispose_sent: bool,
+    /// What the harness itself decided and did: the drive's, joined when it stops.
+    pub sent: Sent,
     /// The run's deadline: the scenario's, else its real peer's, else the suite's.
     pub deadline: Duration,
-    pub timed_out: Option<Duration>,
     /// How far the deadline was put off: as long as the run's own processes waited for a CPU.
     pub deadline_put_off: Duration,
     /// How long the harness's and the subject's threads waited for a CPU during the run:
     /// lateness up to that much is the machine's, not the subject's.
     pub cpu_waited: Option<Duration>,
-    /// The suite was interrupted by this signal while the run was in flight.
-    pub interrupted: Option<i32>,
     /// Processes of this run still alive when they should have been gone (then killed).
     pub leftovers: Vec<String>,
     /// The run's process tree as it stood when the subject claimed it was gone (`settled` or
@@ -123,9 +119,6 @@ pub struct Observed {
     pub expected_by: Option<String>,
     /// Background: the delivery watchdog's status each time it changed, as time passed.
     pub watchdog: Vec<WatchdogChange>,
-    /// The harness asked `job_output` (with `wait`) because `expectedBy` passed with no
-    /// completion: what it answers is a status fetched back, not a pushed notice.
-    pub fetched_at_expected_by: bool,
     /// The harness asked `job_output` at least once (a notice that only came as the deadline
     /// cut the run off is never asked about).
     pub job_output_asked: bool,
@@ -199,6 +192,9 @@ pub struct Recorder {
     started: Instant,
     /// Fake processes whose side connection closed (all their lines are in).
     closed: BTreeSet<i32>,
+    /// The harness asked `job_output` (with `wait`) because `expectedBy` passed with no
+    /// completion: what it answers is a status fetched back, not a pushed notice.
+    fetching: bool,
 }
 
 impl Recorder {
@@ -208,6 +204,7 @@ impl Recorder {
             lifecycle: Lifecycle::new(mode),
             started,
             closed: BTreeSet::new(),
+            fetching: false,
         }
     }
 
@@ -272,6 +269,13 @@ impl Recorder {
         self.obs.job_output_asked = true;
     }
 
+    /// The harness sent `job_output` (with `wait`) because `expectedBy` passed with nothing
+    /// delivered: its answer is the completion fetched back.
+    pub fn asked_job_output_at_expected_by(&mut self) {
+        self.asked_job_output();
+        self.fetching = true;
+    }
+
     /// The run's tree as it stood at the subject's claim. What had exited by the claim did so
     /// no later than the claim, even if its pidfd's news is still on its way here.
     pub fn take_claim(&mut self, claim: Claim) {
@@ -281,6 +285,11 @@ impl Recorder {
             }
         }
         self.obs.claim = Some(claim);
+    }
+
+    /// The drive's part of the record, once it stops deciding.
+    pub fn join(&mut self, sent: Sent) {
+        self.obs.sent = sent;
     }
 
     pub fn into_observed(self) -> Observed {
@@ -313,7 +322,7 @@ impl Recorder {
         // Past the deadline the run is over: what its teardown shook loose (a result, a job's
         // end once the runtime was killed) is not what the subject did in time, and must not
         // change what the run is judged to have owed. Host logs still serve the report.
-        if self.obs.timed_out.is_some() && !matches!(msg, FromSubject::HostLog { .. }) {
+        if self.obs.sent.timed_out.is_some() && !matches!(msg, FromSubject::HostLog { .. }) {
             return;
         }
         let at = self.at_ms();
@@ -325,7 +334,7 @@ impl Recorder {
                     FromSubject::Settled { .. } => self.obs.settled_at_ms = Some(at),
                     _ => {}
                 }
-                self.obs.record_subject(msg)
+                self.obs.record_subject(msg, self.fetching)
             }
             Err(why) => self.obs.subject_invalid.push((
                 crate::proc::subject_process::shown(&msg),
@@ -347,7 +356,7 @@ impl Observed {
         )
     }
 
-    fn record_subject(&mut self, msg: FromSubject) {
+    fn record_subject(&mut self, msg: FromSubject, fetching: bool) {
         match msg {
             FromSubject::Hello { .. } => {}
             FromSubject::Dispatched {
@@ -395,7 +404,7 @@ impl Observed {
                 self.notices.push((job, text));
             }
             FromSubject::JobOutput { text, .. } => {
-                if self.fetched_at_expected_by {
+                if fetching {
                     self.completion_receipt.get_or_insert(CompletionReceipt {
                         completion_received_at: rfc3339_ms(SystemTime::now()),
                         forwarded_to_main: true,

@@ -49,7 +49,9 @@ pub async fn tear_down(
         registrations,
         stdio,
     } = found;
-    let clean = obs.timed_out.is_none() && obs.subject_gone.is_none() && obs.interrupted.is_none();
+    let clean = obs.sent.timed_out.is_none()
+        && obs.subject_gone.is_none()
+        && obs.sent.interrupted.is_none();
     let budget = if clean { SETTLE_BUDGET } else { Duration::ZERO };
     // What never registered is found by the ground-truth scans (a double-forked daemon, a
     // launcher, a helper of a real runtime).

@@ -8,12 +8,13 @@ use conform_protocol::side::FakeEvent;
 use conform_protocol::vocab::WatchdogStatus;
 
 use crate::run::observed::{Observed, WatchdogChange, rfc3339_ms};
+use crate::run::sent::Sent;
 
 /// Records the watchdog's status if it changed (`over`: the run ended, nothing more will
 /// arrive).
-pub fn watch(obs: &mut Observed, past_expected: bool, over: bool, at_ms: u64) {
+pub fn watch(obs: &mut Observed, sent: &Sent, past_expected: bool, over: bool, at_ms: u64) {
     let prev = obs.watchdog.last().map(|c| c.status);
-    if let Some(status) = status(prev, obs, past_expected, over)
+    if let Some(status) = status(prev, obs, sent, past_expected, over)
         && Some(status) != prev
     {
         obs.watchdog.push(WatchdogChange {
@@ -31,6 +32,7 @@ pub fn watch(obs: &mut Observed, past_expected: bool, over: bool, at_ms: u64) {
 pub fn status(
     prev: Option<WatchdogStatus>,
     obs: &Observed,
+    sent: &Sent,
     past_expected: bool,
     over: bool,
 ) -> Option<WatchdogStatus> {
@@ -42,7 +44,7 @@ pub fn status(
     if obs.completion_receipt.is_some() {
         return Some(if was_suspect { Recovered } else { Completed });
     }
-    if obs.cancel_sent && !was_suspect {
+    if sent.cancel && !was_suspect {
         return Some(Completed);
     }
     if obs.subject_gone.is_some() {

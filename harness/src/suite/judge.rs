@@ -105,7 +105,7 @@ pub struct Judging {
 /// One case's record against the checks and its snapshot, then `--strictness`.
 pub fn judge(s: &Arc<Scenario>, mode: Mode, obs: Observed, how: &Judging) -> CaseReport {
     let accept = how.accept;
-    if let Some(signo) = obs.interrupted {
+    if let Some(signo) = obs.sent.interrupted {
         // Its processes were killed; what it did so far proves nothing either way.
         return interrupted(s.clone(), mode, signo);
     }
@@ -130,7 +130,7 @@ pub fn judge(s: &Arc<Scenario>, mode: Mode, obs: Observed, how: &Judging) -> Cas
     }
     let mut findings = checks::judge(s, mode, &obs);
     let mut snapshot_note = None;
-    let ran_to_end = obs.subject_gone.is_none() && obs.timed_out.is_none();
+    let ran_to_end = obs.subject_gone.is_none() && obs.sent.timed_out.is_none();
     let harness_fault = findings.iter().any(|f| f.blame() == Blame::Harness);
     // A snapshot never blesses a leak: texts that fail redaction are neither compared, nor
     // accepted, nor left pending (the finding already shows where the leak is).

@@ -93,7 +93,7 @@ pub fn keep(peers: &Path, entry: &PeerEntry, case: &CaseReport) -> std::io::Resu
         run_dir: obs.run_dir.clone(),
         deadline_ms: obs.deadline.as_millis() as u64,
         deadline_put_off_ms: obs.deadline_put_off.as_millis() as u64,
-        cut_off: obs.timed_out.is_some(),
+        cut_off: obs.sent.timed_out.is_some(),
         outcome: outcome(&case.verdict, &case.findings),
         recorded_at: std::time::SystemTime::now()
             .duration_since(std::time::UNIX_EPOCH)

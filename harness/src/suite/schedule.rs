@@ -79,7 +79,7 @@ fn seal_unpacked(ctx: &Ctx, cases: &[CaseReport]) {
         let Some(entry) = peers.entries.get(&peer.name) else {
             continue;
         };
-        if done.contains(&peer.name) || !unpacked::uses(entry) || obs.timed_out.is_some() {
+        if done.contains(&peer.name) || !unpacked::uses(entry) || obs.sent.timed_out.is_some() {
             continue;
         }
         match unpacked::seal(&peers.dir, &peer.name, entry, Path::new(&obs.run_dir)) {

@@ -8,6 +8,7 @@ use super::*;
 use crate::proc::run_id::RunId;
 use crate::run::board::Board;
 use crate::run::observed::Observed;
+use crate::run::sent::Sent;
 
 const RUN: &str = "r1";
 const FAKE: i32 = 4242;
@@ -46,6 +47,7 @@ impl<'a> Case<'a> {
                 &RunId::from(RUN),
                 Duration::from_secs(20),
                 Duration::from_millis(300),
+                false,
             ),
             rec: Recorder::new(obs, mode, Instant::now()),
         }
@@ -70,6 +72,18 @@ impl<'a> Case<'a> {
 
     fn obs(&self) -> &Observed {
         self.rec.obs()
+    }
+
+    fn sent(&self) -> &Sent {
+        self.drive.sent()
+    }
+
+    /// How the completion reached the parent (`None`: it did not).
+    fn receipt_source(&self) -> Option<&'static str> {
+        self.obs()
+            .completion_receipt
+            .as_ref()
+            .map(|r| r.result_source)
     }
 }
 
@@ -180,9 +194,9 @@ fn the_cancel_goes_out_once_at_its_checkpoint() {
     let mut c = Case::new(&s, Mode::Foreground, None);
     let at = |name: &str| FakeEvent::Checkpoint { name: name.into() };
     assert_eq!(c.fake(at("other")), vec![]);
-    assert!(!c.obs().cancel_sent);
+    assert!(!c.sent().cancel);
     assert_eq!(c.fake(at("mid")), vec![Move::Send(cancel())]);
-    assert!(c.obs().cancel_sent);
+    assert!(c.sent().cancel);
     assert_eq!(c.fake(at("mid")), vec![], "one cancel per run");
 }
 
@@ -197,10 +211,10 @@ fn the_hosts_dispose_waits_for_the_publication_and_goes_out_once() {
     };
     // Due before the run is published: the host has no handle yet.
     assert_eq!(c.fake(early()), vec![]);
-    assert!(!c.obs().dispose_sent && !c.obs().cancel_sent);
+    assert!(!c.sent().host_cancelled());
     let dispose = ToSubject::Dispose { run: RUN.into() };
     assert_eq!(c.subject(dispatched()), vec![Move::Send(dispose.clone())]);
-    assert!(c.obs().dispose_sent && !c.obs().cancel_sent);
+    assert!(c.sent().dispose && !c.sent().cancel);
     assert_eq!(c.fake(early()), vec![], "one dispose per run");
     assert_eq!(c.subject(result()), vec![]);
     // Due after the publication: at once.
@@ -283,7 +297,6 @@ fn a_background_child_late_past_expected_by_waits_for_the_watchers_job_output() 
     // watcher fetches the status with a waiting job_output — before the child goes on.
     let moves = c.on(Input::ExpectedByPassed);
     assert_eq!(moves, vec![Move::SendAndAwaitRead(ask_job_output())]);
-    assert!(c.obs().fetched_at_expected_by);
     assert_eq!(
         c.obs().watchdog.last().map(|w| w.status),
         Some(WatchdogStatus::SuspectDeliveryFailure)
@@ -294,8 +307,9 @@ fn a_background_child_late_past_expected_by_waits_for_the_watchers_job_output() 
         name: "late".into(),
     };
     assert_eq!(c.on(Input::JobOutputRead), vec![release]);
-    // Its answer ends the run, recovered.
+    // Its answer ends the run, recovered: the completion fetched back by the waiting read.
     assert_eq!(c.subject(job_output()), vec![Move::Finish]);
+    assert_eq!(c.receipt_source(), Some("job_output_wait"));
     assert_eq!(
         c.obs().watchdog.last().map(|w| w.status),
         Some(WatchdogStatus::Recovered)
@@ -314,9 +328,13 @@ fn a_notice_is_followed_by_job_output_then_the_run_ends() {
         c.subject(notice()),
         vec![Move::SendAndAwaitRead(ask_job_output())]
     );
-    assert!(!c.obs().fetched_at_expected_by, "pushed, not fetched");
     assert_eq!(c.on(Input::OthersMoved), vec![], "asked once");
     assert_eq!(c.subject(job_output()), vec![Move::Finish]);
+    assert_eq!(
+        c.receipt_source(),
+        Some("completion_push"),
+        "pushed, not fetched"
+    );
 }
 
 #[test]
@@ -357,7 +375,7 @@ fn job_kill_after_the_notice_goes_out_once() {
             Move::SendAndAwaitRead(ask_job_output())
         ]
     );
-    assert!(c.obs().killed_after_notice);
+    assert!(c.sent().killed_after_notice);
     assert_eq!(c.on(Input::OthersMoved), vec![]);
 }
 
@@ -400,10 +418,10 @@ fn what_ends_the_run_from_outside_is_recorded_and_finishes_it() {
     let s = scenario(AWAIT_LATE);
     let mut c = Case::new(&s, Mode::Foreground, None);
     assert_eq!(c.on(Input::Deadline), vec![Move::Finish]);
-    assert_eq!(c.obs().timed_out, Some(Duration::from_secs(20)));
+    assert_eq!(c.sent().timed_out, Some(Duration::from_secs(20)));
     let mut c = Case::new(&s, Mode::Foreground, None);
     assert_eq!(c.on(Input::Interrupted(15)), vec![Move::Finish]);
-    assert_eq!(c.obs().interrupted, Some(15));
+    assert_eq!(c.sent().interrupted, Some(15));
     let mut c = Case::new(&s, Mode::Foreground, None);
     let gone = RunEvent::SubjectGone {
         detail: "exit 70".into(),
@@ -424,6 +442,7 @@ fn expected_by_at_or_past_the_deadline_is_never_awaited() {
         &RunId::from(RUN),
         Duration::from_secs(1),
         Duration::from_secs(1),
+        false,
     );
     assert!(!d.awaits_expected_by());
 }
@@ -439,4 +458,132 @@ fn a_process_gone_is_reaped_if_it_came_back_to_the_harness_and_its_orphans_are_l
     c.rec.take_claim(settled_claim());
     let moves = c.on(Input::Event(RunEvent::ProcessGone { pid: 78 }));
     assert_eq!(moves, vec![Move::Reap { pid: 78 }]);
+}
+
+/// A checkpoint `mid`, then an `await` released by `trigger`; `more`: the rest of the file.
+fn awaited(trigger: &str, more: &str) -> Scenario {
+    scenario(&format!(
+        "[[fake.steps]]\ncheckpoint = \"mid\"\n{AWAIT_LATE}[fake.release]\nlate = \"{trigger}\"\n{more}"
+    ))
+}
+
+const CANCEL_AT_MID: &str = "[cancel]\nat = \"mid\"\n";
+
+fn awaiting() -> FakeEvent {
+    FakeEvent::Awaiting {
+        name: "late".into(),
+    }
+}
+
+fn released() -> Move {
+    Move::Release {
+        pid: FAKE,
+        name: "late".into(),
+    }
+}
+
+/// Every release trigger but `expected-by` and another member's milestone (each has its own
+/// test above): the `await` stays blocked until its moment, then is released once.
+#[test]
+fn each_release_trigger_releases_at_its_moment_and_once() {
+    let s = awaited("immediately", "");
+    let mut c = Case::new(&s, Mode::Foreground, None);
+    assert_eq!(c.fake(awaiting()), vec![released()]);
+    assert_eq!(c.on(Input::OthersMoved), vec![]);
+
+    let s = awaited("dispatched", "");
+    let mut c = Case::new(&s, Mode::Foreground, None);
+    assert_eq!(c.fake(awaiting()), vec![]);
+    assert_eq!(c.subject(dispatched()), vec![released()]);
+    assert_eq!(c.subject(result()), vec![]);
+
+    let s = awaited("result", "");
+    let mut c = Case::new(&s, Mode::Foreground, None);
+    assert_eq!(c.fake(awaiting()), vec![]);
+    assert_eq!(c.subject(dispatched()), vec![]);
+    assert_eq!(c.subject(result()), vec![released()]);
+
+    let s = awaited("cancel", CANCEL_AT_MID);
+    let mut c = Case::new(&s, Mode::Foreground, None);
+    assert_eq!(c.fake(awaiting()), vec![]);
+    assert_eq!(c.subject(dispatched()), vec![]);
+    let mid = FakeEvent::Checkpoint { name: "mid".into() };
+    assert_eq!(c.fake(mid), vec![Move::Send(cancel()), released()]);
+
+    let s = awaited("peeked", "[job]\npeek_at = \"mid\"\n");
+    let mut c = Case::new(&s, Mode::Background, None);
+    c.subject(started_job());
+    c.subject(dispatched());
+    assert_eq!(c.fake(awaiting()), vec![]);
+    let peek = ToSubject::JobOutput {
+        run: RUN.into(),
+        wait: false,
+    };
+    let mid = FakeEvent::Checkpoint { name: "mid".into() };
+    assert_eq!(c.fake(mid), vec![Move::Send(peek)]);
+    let answer = FromSubject::JobOutput {
+        run: RUN.into(),
+        text: "[status: running]".into(),
+    };
+    assert!(c.subject(answer).contains(&released()));
+    assert_eq!(c.obs().peeked.as_deref(), Some("[status: running]"));
+}
+
+/// The host's own dispose releases a `cancel` await as its local cancel does: "the host
+/// cancelled" is one fact.
+#[test]
+fn a_dispose_releases_what_waits_for_the_cancel() {
+    let s = scenario(
+        "[[fake.steps]]\ncheckpoint = \"mid\"\n[[fake.steps]]\nawait = \"late\"\n[[fake.steps]]\nstop = \"cancelled\"\n[fake.release]\nlate = \"cancel\"\n[cancel]\nat = \"mid\"\nby = \"dispose\"\n",
+    );
+    let mut c = Case::new(&s, Mode::Foreground, None);
+    assert_eq!(c.fake(awaiting()), vec![]);
+    assert_eq!(c.fake(FakeEvent::Checkpoint { name: "mid".into() }), vec![]);
+    let dispose = ToSubject::Dispose { run: RUN.into() };
+    assert_eq!(
+        c.subject(dispatched()),
+        vec![Move::Send(dispose), released()]
+    );
+    assert!(c.sent().host_cancelled() && !c.sent().cancel);
+}
+
+/// A cancel carried by the `start` (`aborted`) is sent already: a `cancel` await is released
+/// at once, and the checkpoint sends no second one.
+#[test]
+fn a_cancel_carried_by_the_start_is_already_sent() {
+    let s = awaited("cancel", CANCEL_AT_MID);
+    let mut c = Case::new(&s, Mode::Foreground, None);
+    c.drive = Drive::new(
+        &s,
+        Mode::Foreground,
+        None,
+        &RunId::from(RUN),
+        Duration::from_secs(20),
+        Duration::from_millis(300),
+        true,
+    );
+    assert!(c.sent().cancel);
+    assert_eq!(c.fake(awaiting()), vec![released()]);
+    assert_eq!(c.fake(FakeEvent::Checkpoint { name: "mid".into() }), vec![]);
+}
+
+/// `[job] peek_at`: a background run asks `job_output` without wait at the checkpoint, once;
+/// a foreground run has no job to ask about.
+#[test]
+fn the_peek_goes_out_once_at_its_checkpoint_and_only_in_background() {
+    let s = awaited("immediately", "[job]\npeek_at = \"mid\"\n");
+    let peek = ToSubject::JobOutput {
+        run: RUN.into(),
+        wait: false,
+    };
+    let mid = || FakeEvent::Checkpoint { name: "mid".into() };
+    let mut c = Case::new(&s, Mode::Background, None);
+    c.subject(started_job());
+    c.subject(dispatched());
+    assert_eq!(c.fake(mid()), vec![Move::Send(peek)]);
+    assert!(c.obs().peek_asked);
+    assert_eq!(c.fake(mid()), vec![], "one peek per run");
+    let mut c = Case::new(&s, Mode::Foreground, None);
+    assert_eq!(c.fake(mid()), vec![]);
+    assert!(!c.obs().peek_asked);
 }

@@ -30,7 +30,11 @@ fn a_job_output_answer_after_the_deadline_is_not_an_answer_within_it() {
     // answer, drained afterwards, must not make the hang look answered.
     let mut rec = Recorder::new(Observed::default(), Mode::Background, Instant::now());
     rec.asked_job_output();
-    rec.obs_mut().timed_out = Some(Duration::from_secs(5));
+    // The drive stopped at the deadline and joined its part.
+    rec.join(crate::run::sent::Sent {
+        timed_out: Some(Duration::from_secs(5)),
+        ..Default::default()
+    });
     let answer = FromSubject::JobOutput {
         run: String::new(),
         text: "(no new output)\n[status: failed]".into(),
