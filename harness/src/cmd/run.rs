@@ -63,6 +63,9 @@ pub fn exec(args: RunArgs) -> Result<ExitCode, Error> {
     // Every report is read from the JSON one (`conform report merge` prints the same), with
     // the comparison in it when one was asked for.
     let mut json = report::json(&report);
+    // Building that value is the harness's largest moment (the whole report as a tree beside
+    // the records it came from): its peak is read after it, not at the suite's end.
+    json["peakRssKiB"]["harness"] = serde_json::json!(crate::proc::pids::own_peak_rss_kib());
     let comparison = match &previous {
         Some(previous) => Some(
             previous
