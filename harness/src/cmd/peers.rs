@@ -12,7 +12,7 @@ use crate::cli::{
     PeersRecordArgs,
 };
 use crate::cmd::{Error, block_on, code};
-use crate::proc::peers::install::{self, InstallError, Outcome, Request};
+use crate::proc::peers::install::{self, InstallError, InstallOutcome, Request};
 use crate::proc::peers::manifest::Manifest;
 use crate::settings::default_dir;
 use crate::suite::exit;
@@ -144,7 +144,7 @@ fn install(args: PeersInstallArgs) -> Result<ExitCode, Error> {
     let skipped = done
         .outcomes
         .iter()
-        .filter(|(_, o)| matches!(o, Outcome::Skipped(_)))
+        .filter(|(_, o)| matches!(o, InstallOutcome::Skipped(_)))
         .count();
     let mut err = std::io::stderr();
     match &done.peers_json {

@@ -12,7 +12,7 @@ use conform_protocol::vocab::Provider;
 use crate::cli::{PeersCacheArgs, UpgradeArgs};
 use crate::cmd::{Error, block_on, code};
 use crate::differential::upgrade::{self, Side, UpgradeOptions};
-use crate::proc::peers::install::{self, Outcome, Request};
+use crate::proc::peers::install::{self, InstallOutcome, Request};
 use crate::proc::peers::manifest::Manifest;
 use crate::settings::default_dir;
 
@@ -369,7 +369,7 @@ fn side(
 ) -> Result<Side, Error> {
     let spec = manifest.get(peer).map_err(Error::Usage)?;
     let mut log = std::io::stderr();
-    if let Outcome::Skipped(why) = install::install_one(cache, spec, version, &mut log) {
+    if let InstallOutcome::Skipped(why) = install::install_one(cache, spec, version, &mut log) {
         return Err(Error::Usage(format!("SKIPPED: {why}")));
     }
     let req = Request {

@@ -66,7 +66,7 @@ impl Rank {
 }
 
 #[derive(Debug, Serialize)]
-pub struct Change {
+pub struct UpgradeChange {
     pub rank: Rank,
     /// The peer scenario that shows it.
     pub scenario: String,
@@ -99,12 +99,12 @@ pub struct UpgradeReport {
     /// dressed as); `None` for a provider whose fake speaks one version only.
     pub fakes_speak: Option<String>,
     /// The protocol schemas' definitions that changed (Codex), or why they were not read.
-    pub vocabulary: Result<Vec<vocabulary::Change>, String>,
+    pub vocabulary: Result<Vec<vocabulary::DefinitionChange>, String>,
     /// How the Agent SDK's command line for the CLI changed (Claude Code only), or why it was
     /// not read ([`super::sdk_flags`]).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub sdk_flags: Option<Result<Vec<String>, String>>,
-    pub changes: Vec<Change>,
+    pub changes: Vec<UpgradeChange>,
     pub against_fake: Vec<AgainstFake>,
     /// The fields `--accept` writes into the version's profile for the fake to send.
     pub learned: Vec<Addition>,
@@ -184,7 +184,7 @@ pub async fn upgrade(opts: &UpgradeOptions) -> Result<UpgradeReport, String> {
     let mut judged = Vec::new();
     for case in &cases {
         let (Some(p), Some(c)) = (pinned.get(&case.id), candidate.get(&case.id)) else {
-            changes.push(Change {
+            changes.push(UpgradeChange {
                 rank: Rank::Reports,
                 scenario: case.id.clone(),
                 text: "did not run on both sides (is the peer installed?)".into(),
@@ -265,8 +265,8 @@ fn case_changes(
     candidate: &Ledger,
     explained: &Explained,
     opts: &UpgradeOptions,
-) -> Vec<Change> {
-    let change = |rank, text: String| Change {
+) -> Vec<UpgradeChange> {
+    let change = |rank, text: String| UpgradeChange {
         rank,
         scenario: case.id.clone(),
         text,
@@ -474,11 +474,11 @@ impl<'a> Judged<'a> {
 fn schema_changes(
     product: Provider,
     opts: &UpgradeOptions,
-) -> Result<Vec<vocabulary::Change>, String> {
+) -> Result<Vec<vocabulary::DefinitionChange>, String> {
     if product != Provider::Codex {
         return Err(format!("{product} publishes no protocol schema to compare"));
     }
-    let generated = |side: &Side| -> Result<vocabulary::Vocabulary, String> {
+    let generated = |side: &Side| -> Result<vocabulary::DefinitionConstants, String> {
         let bin = binary(&side.dir, &opts.peer)?;
         let work = tempfile::tempdir().map_err(|e| e.to_string())?;
         let schema = vocabulary::codex_schema(&bin, work.path()).map_err(|e| e.to_string())?;

@@ -1,6 +1,6 @@
 use super::*;
 
-fn report(changes: Vec<Change>, against_fake: Vec<AgainstFake>) -> UpgradeReport {
+fn report(changes: Vec<UpgradeChange>, against_fake: Vec<AgainstFake>) -> UpgradeReport {
     UpgradeReport {
         peer: "codex-0.147.0".into(),
         product: Provider::Codex,
@@ -9,7 +9,7 @@ fn report(changes: Vec<Change>, against_fake: Vec<AgainstFake>) -> UpgradeReport
         downgrade: false,
         scenarios: vec!["peers/codex/success".into(), "peers/codex/http-401".into()],
         fakes_speak: Some("0.147.0".into()),
-        vocabulary: Ok(vec![vocabulary::Change {
+        vocabulary: Ok(vec![vocabulary::DefinitionChange {
             definition: "CodexErrorInfo".into(),
             whole: None,
             added: ["bioPolicy".to_owned()].into(),
@@ -23,8 +23,8 @@ fn report(changes: Vec<Change>, against_fake: Vec<AgainstFake>) -> UpgradeReport
     }
 }
 
-fn change(rank: Rank, scenario: &str, text: &str) -> Change {
-    Change {
+fn change(rank: Rank, scenario: &str, text: &str) -> UpgradeChange {
+    UpgradeChange {
         rank,
         scenario: scenario.into(),
         text: text.into(),

@@ -38,7 +38,7 @@ pub struct Request {
 
 /// What became of one selected peer.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub enum Outcome {
+pub enum InstallOutcome {
     /// Already in the cache.
     Cached,
     /// Installed now, in this long.
@@ -51,7 +51,7 @@ pub enum Outcome {
 #[derive(Debug)]
 pub struct Installed {
     /// Each selected peer, in the manifest's order.
-    pub outcomes: Vec<(String, Outcome)>,
+    pub outcomes: Vec<(String, InstallOutcome)>,
     /// What `peers.json` now says (every peer installed in the cache, selected or not).
     pub entries: BTreeMap<String, PeerEntry>,
     /// `peers.json`, or `None` when no peer is installed (any old one is removed).
@@ -133,7 +133,7 @@ pub fn install(
         }
         let version = version_of(name, spec, req);
         let outcome = install_one(cache, spec, version, log);
-        if let Outcome::Skipped(why) = &outcome {
+        if let InstallOutcome::Skipped(why) = &outcome {
             let _ = writeln!(log, "SKIPPED: {why}");
         }
         outcomes.push((name.clone(), outcome));
@@ -171,17 +171,22 @@ pub fn write_peers_json(dir: &Path, entries: &BTreeMap<String, PeerEntry>) -> st
 }
 
 /// One peer into its folder, unless it is there already.
-pub fn install_one(cache: &Path, spec: &PeerSpec, version: &str, log: &mut dyn Write) -> Outcome {
+pub fn install_one(
+    cache: &Path,
+    spec: &PeerSpec,
+    version: &str,
+    log: &mut dyn Write,
+) -> InstallOutcome {
     let dir = install_dir(cache, spec, version);
     if installed_binary(&dir, spec, version).is_some() {
-        return Outcome::Cached;
+        return InstallOutcome::Cached;
     }
     let what = match spec.registry {
         Registry::Npm => format!("{}@{version}", spec.package),
         Registry::Pypi => format!("{}=={version}", spec.package),
     };
     let skipped = |why: String| {
-        Outcome::Skipped(format!(
+        InstallOutcome::Skipped(format!(
             "could not install {what} from {}: {why}",
             spec.registry
         ))
@@ -235,7 +240,7 @@ pub fn install_one(cache: &Path, spec: &PeerSpec, version: &str, log: &mut dyn W
     }
     let took = started.elapsed();
     let _ = writeln!(log, "   installed {what} in {:.1} s", took.as_secs_f64());
-    Outcome::Installed(took)
+    InstallOutcome::Installed(took)
 }
 
 /// The wheel of `spec` at `version`, downloaded and unzipped into `dir`; the download is
