@@ -138,8 +138,8 @@ fn install(args: PeersInstallArgs) -> Result<ExitCode, Error> {
     println!("== peers cache: {}", cache.display());
     let done =
         install::install(&manifest, &cache, &req, &mut std::io::stderr()).map_err(|e| match e {
-            InstallError::Select(why) => Error::Usage(why),
             InstallError::Write { path, source } => Error::Write { path, source },
+            bad_request => Error::Usage(bad_request.to_string()),
         })?;
     let skipped = done
         .outcomes
@@ -178,7 +178,7 @@ fn install(args: PeersInstallArgs) -> Result<ExitCode, Error> {
 
 fn path(args: PeersPathArgs) -> Result<ExitCode, Error> {
     let (manifest, cache, req) = open(args.cache, vec![args.name.clone()])?;
-    let spec = manifest.get(&args.name).map_err(Error::Usage)?;
+    let spec = manifest.get(&args.name)?;
     let version = install::version_of(&args.name, spec, &req);
     let dir = install::install_dir(&cache, spec, version);
     let Some(binary) = install::installed_binary(&dir, spec, version) else {

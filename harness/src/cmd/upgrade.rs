@@ -31,7 +31,7 @@ pub fn exec(args: UpgradeArgs) -> Result<ExitCode, Error> {
     let peer = resolve(&manifest, &asked)?;
     crate::proc::peers::manifest::check_version(&version)
         .map_err(|why| Error::Usage(format!("{asked}@{version}: {why}")))?;
-    let spec = manifest.get(&peer).map_err(Error::Usage)?;
+    let spec = manifest.get(&peer)?;
     if version == spec.version {
         return Err(Error::Usage(format!(
             "{version} is the version `{peer}` is pinned to (ci/peers.toml): name another"
@@ -367,7 +367,7 @@ fn side(
     version: &str,
     dir: &Path,
 ) -> Result<Side, Error> {
-    let spec = manifest.get(peer).map_err(Error::Usage)?;
+    let spec = manifest.get(peer)?;
     let mut log = std::io::stderr();
     if let InstallOutcome::Skipped(why) = install::install_one(cache, spec, version, &mut log) {
         return Err(Error::Usage(format!("SKIPPED: {why}")));
