@@ -48,6 +48,8 @@ pub enum Error {
     #[error(transparent)]
     Pending(#[from] crate::snapshot::pending::PendingError),
     #[error(transparent)]
+    Differential(#[from] crate::differential::error::DifferentialError),
+    #[error(transparent)]
     UnknownPeer(#[from] crate::proc::peers::manifest::UnknownPeer),
     /// Bad input or a failure that already says all there is to say.
     #[error("{0}")]

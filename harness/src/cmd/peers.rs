@@ -17,6 +17,8 @@ use crate::proc::peers::manifest::Manifest;
 use crate::settings::default_dir;
 use crate::suite::exit;
 
+mod render;
+
 pub fn exec(command: PeersCommand) -> Result<ExitCode, Error> {
     match command {
         PeersCommand::Diff(args) => diff(args),
@@ -41,9 +43,12 @@ fn diff(args: PeersArgs) -> Result<ExitCode, Error> {
         deadline: args.runs.deadline_ms.map(std::time::Duration::from_millis),
         jobs: args.runs.jobs.map(|j| j as usize),
     };
-    block_on(crate::differential::diff(opts))?
-        .map(code)
-        .map_err(Error::Usage)
+    // What the recording finds is said as it is found: a recording takes minutes.
+    let report = block_on(crate::differential::diff(opts, &mut |found| {
+        println!("{}", render::progress(&found))
+    }))??;
+    print!("{}", render::diff(&report));
+    Ok(code(report.exit_code()))
 }
 
 fn coverage(args: PeersCoverageArgs) -> Result<ExitCode, Error> {
@@ -55,9 +60,9 @@ fn coverage(args: PeersCoverageArgs) -> Result<ExitCode, Error> {
             .unwrap_or_else(|| default_dir("fakes").join("peers")),
         jobs: args.jobs.map(|j| j as usize),
     };
-    block_on(crate::differential::coverage(opts))?
-        .map(code)
-        .map_err(Error::Usage)
+    let report = block_on(crate::differential::coverage(opts))??;
+    print!("{}", render::coverage(&report));
+    Ok(code(report.exit_code()))
 }
 
 fn record(args: PeersRecordArgs) -> Result<ExitCode, Error> {
@@ -82,8 +87,11 @@ fn record(args: PeersRecordArgs) -> Result<ExitCode, Error> {
         deadline: None,
         jobs: None,
     };
-    let drafts =
-        block_on(crate::differential::record_peer(opts, &args.name))?.map_err(Error::Usage)?;
+    let drafts = block_on(crate::differential::record_peer(
+        opts,
+        &args.name,
+        &mut |found| println!("{}", render::progress(&found)),
+    ))??;
     if drafts == 0 {
         println!("recorded; every difference from the fakes is explained");
         return Ok(code(exit::PASS));

@@ -75,7 +75,7 @@ pub fn exec(args: UpgradeArgs) -> Result<ExitCode, Error> {
         pinned,
         candidate,
     };
-    let report = block_on(upgrade::upgrade(&opts))?.map_err(Error::Usage)?;
+    let report = block_on(upgrade::upgrade(&opts))??;
     let text = upgrade::markdown(&report);
     println!("\n{text}");
     for dir in std::iter::once(&work).chain(args.out.as_ref()) {

@@ -101,8 +101,16 @@ pub enum GenerateError {
         status: String,
         stderr: String,
     },
-    #[error("{0}")]
-    Schema(String),
+    #[error("{path}: {source}")]
+    ReadSchema {
+        path: std::path::PathBuf,
+        source: std::io::Error,
+    },
+    #[error("{path}: {source}")]
+    ParseSchema {
+        path: std::path::PathBuf,
+        source: serde_json::Error,
+    },
 }
 
 /// The v2 protocol schema a Codex binary generates (`<bin> app-server generate-json-schema
@@ -136,10 +144,14 @@ pub fn codex_schema(bin: &Path, work: &Path) -> Result<Value, GenerateError> {
         });
     }
     let bundle = work.join("codex_app_server_protocol.v2.schemas.json");
-    let text = std::fs::read_to_string(&bundle)
-        .map_err(|e| GenerateError::Schema(format!("{}: {e}", bundle.display())))?;
-    serde_json::from_str(&text)
-        .map_err(|e| GenerateError::Schema(format!("{}: {e}", bundle.display())))
+    let text = std::fs::read_to_string(&bundle).map_err(|source| GenerateError::ReadSchema {
+        path: bundle.clone(),
+        source,
+    })?;
+    serde_json::from_str(&text).map_err(|source| GenerateError::ParseSchema {
+        path: bundle,
+        source,
+    })
 }
 
 /// One definition's change from one version to the next.

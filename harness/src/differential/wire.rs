@@ -11,6 +11,8 @@ use serde::Deserialize;
 use serde_json::Value;
 
 use super::DiffOptions;
+use super::diff::DiffProgress;
+use super::error::{DifferentialError, FixtureError};
 use super::lifecycle::{END, Ending};
 use super::normalise;
 
@@ -93,15 +95,18 @@ pub(super) fn fixture_path(dir: &Path, peer: &str, id: &str) -> std::path::PathB
         .join(format!("{}.jsonl", id.rsplit('/').next().unwrap_or(id)))
 }
 
-pub(super) fn read_fixture(
-    provider: Provider,
-    path: &Path,
-) -> Result<Vec<(String, Value)>, String> {
-    let text = std::fs::read_to_string(path).map_err(|e| format!("{}: {e}", path.display()))?;
+pub(super) fn read_fixture(provider: Provider, path: &Path) -> Result<Wire, FixtureError> {
+    let text = std::fs::read_to_string(path).map_err(|source| FixtureError::Read {
+        path: path.to_owned(),
+        source,
+    })?;
     let mut end = None;
     let mut records = Vec::new();
     for l in text.lines().filter(|l| !l.trim().is_empty()) {
-        let bad = |e: serde_json::Error| format!("{}: {e}", path.display());
+        let bad = |source| FixtureError::Json {
+            path: path.to_owned(),
+            source,
+        };
         let v: Value = serde_json::from_str(l).map_err(bad)?;
         match v.get("end") {
             Some(e) => end = Some(e.clone()),
@@ -158,8 +163,14 @@ impl From<crate::suite::recording::Recording> for Ledger {
 }
 
 /// The wires `conform run --peers` kept for these cases that can stand for a run now
-/// ([`crate::suite::recording::reusable`]), by id; none with `--rerun`.
-pub(super) fn kept(opts: &DiffOptions, cases: &[PeerCase], dir: &Path) -> BTreeMap<String, Ledger> {
+/// ([`crate::suite::recording::reusable`]), by id; none with `--rerun`. Each one reused is told
+/// to `progress`.
+pub(super) fn kept(
+    opts: &DiffOptions,
+    cases: &[PeerCase],
+    dir: &Path,
+    progress: &mut dyn FnMut(DiffProgress),
+) -> BTreeMap<String, Ledger> {
     use crate::suite::recording;
     let peers = match crate::proc::peers::Peers::load(dir) {
         Ok(p) if !opts.rerun => p,
@@ -178,11 +189,10 @@ pub(super) fn kept(opts: &DiffOptions, cases: &[PeerCase], dir: &Path) -> BTreeM
             continue;
         };
         if let Some(r) = recording::reusable(dir, &case.id, &stamp) {
-            println!(
-                "{}: the wire `conform run --peers` kept {} s ago (same peer, scenario and conform; --rerun runs it again)",
-                case.id,
-                now.saturating_sub(r.recorded_at)
-            );
+            progress(DiffProgress::Reused {
+                id: case.id.clone(),
+                age_s: now.saturating_sub(r.recorded_at),
+            });
             out.insert(case.id.clone(), Ledger::from(r));
         }
     }
@@ -214,7 +224,7 @@ pub(super) async fn ledgers(
     ids: &[String],
     peers: Option<std::path::PathBuf>,
     product_versions: BTreeMap<Provider, String>,
-) -> Result<BTreeMap<String, Ledger>, String> {
+) -> Result<BTreeMap<String, Ledger>, crate::suite::SuiteError> {
     let defaults = crate::settings::Settings::default();
     let settings = crate::settings::Settings {
         product_versions: product_versions.into_iter().collect(),
@@ -229,8 +239,7 @@ pub(super) async fn ledgers(
         filters: ids.to_vec(),
         ..wire_suite(&opts.scenarios, &opts.snapshots, settings)
     })
-    .await
-    .map_err(|e| e.to_string())?;
+    .await?;
     let mut out = BTreeMap::new();
     for c in report.cases {
         if c.mode != conform_protocol::subject::Mode::Foreground || !ids.contains(&c.scenario.id) {
@@ -318,13 +327,8 @@ pub(super) struct PeerCase {
 pub(super) type Wire = Vec<(String, Value)>;
 
 /// Every peer scenario that names an analog.
-pub(super) fn peer_cases(scenarios: &Path) -> Result<Vec<PeerCase>, String> {
-    let all = crate::scenario::discover(scenarios).map_err(|errs| {
-        errs.iter()
-            .map(|e| e.to_string())
-            .collect::<Vec<_>>()
-            .join("\n")
-    })?;
+pub(super) fn peer_cases(scenarios: &Path) -> Result<Vec<PeerCase>, DifferentialError> {
+    let all = crate::scenario::discover(scenarios).map_err(DifferentialError::Scenarios)?;
     let cases: Vec<PeerCase> = all
         .iter()
         .filter_map(|s| {
@@ -340,7 +344,7 @@ pub(super) fn peer_cases(scenarios: &Path) -> Result<Vec<PeerCase>, String> {
         })
         .collect();
     if cases.is_empty() {
-        return Err("no peer scenario names an analog".into());
+        return Err(DifferentialError::NoAnalog);
     }
     Ok(cases)
 }
@@ -404,7 +408,7 @@ pub(super) fn refusal(run: &Ledger, provider: Provider) -> Option<String> {
 pub(super) async fn run_analogs(
     opts: &DiffOptions,
     cases: &[PeerCase],
-) -> Result<BTreeMap<(String, Option<String>), Ledger>, String> {
+) -> Result<BTreeMap<(String, Option<String>), Ledger>, crate::suite::SuiteError> {
     let mut by_version: BTreeMap<(Provider, Option<String>), Vec<String>> = BTreeMap::new();
     for case in cases {
         by_version

@@ -151,3 +151,20 @@ fn a_schema_rejection_both_versions_share_is_no_change() {
         "{new:?}"
     );
 }
+
+#[test]
+fn a_part_not_compared_is_kept_in_the_json_as_its_message() {
+    // `upgrade.json` keeps why, as it did when the reason was a string.
+    let mut r = report(Vec::new(), Vec::new());
+    r.vocabulary = Err(SchemaChangesError::NoSchema(Provider::ClaudeCode));
+    r.sdk_flags = Some(Err(PeerBinaryError::EmptyCommand("x".into()).into()));
+    let json = serde_json::to_value(&r).unwrap();
+    assert_eq!(
+        json["vocabulary"],
+        serde_json::json!({"Err": "claude-code publishes no protocol schema to compare"})
+    );
+    assert_eq!(
+        json["sdkFlags"],
+        serde_json::json!({"Err": "the peer `x` has an empty command"})
+    );
+}
