@@ -13,7 +13,7 @@ use crate::cli::{
 };
 use crate::cmd::{Error, block_on, code};
 use crate::proc::peers::install::{self, InstallError, InstallOutcome, Request};
-use crate::proc::peers::manifest::Manifest;
+use crate::proc::peers::manifest::PeerManifest;
 use crate::settings::default_dir;
 use crate::suite::exit;
 
@@ -107,11 +107,11 @@ fn record(args: PeersRecordArgs) -> Result<ExitCode, Error> {
 pub(crate) fn open(
     args: PeersCacheArgs,
     only: Vec<String>,
-) -> Result<(Manifest, PathBuf, Request), Error> {
+) -> Result<(PeerManifest, PathBuf, Request), Error> {
     let path = args
         .manifest
         .unwrap_or_else(|| default_dir("ci").join("peers.toml"));
-    let manifest = Manifest::load(&path)?;
+    let manifest = PeerManifest::load(&path)?;
     let cache = args.peers.or_else(install::default_cache).ok_or_else(|| {
         Error::Usage(format!(
             "no cache folder: give --peers DIR, or set ${} or $HOME",

@@ -13,7 +13,7 @@ use crate::cli::{PeersCacheArgs, UpgradeArgs};
 use crate::cmd::{Error, block_on, code};
 use crate::differential::upgrade::{self, Side, UpgradeOptions};
 use crate::proc::peers::install::{self, InstallOutcome, Request};
-use crate::proc::peers::manifest::Manifest;
+use crate::proc::peers::manifest::PeerManifest;
 use crate::settings::default_dir;
 
 pub fn exec(args: UpgradeArgs) -> Result<ExitCode, Error> {
@@ -190,7 +190,7 @@ fn accept_as_peer(
 ) -> Result<(), Error> {
     let new = format!("{}-{}", report.product, report.candidate_version);
     let manifest = read(manifest_path)?;
-    if Manifest::parse(manifest_path, &manifest)?
+    if PeerManifest::parse(manifest_path, &manifest)?
         .peers
         .contains_key(&new)
     {
@@ -328,7 +328,7 @@ fn analog_version(peer_scenario: &str, scenarios: &Path) -> Option<String> {
 
 /// The manifest's peer for `asked`: its own name, else the one peer of that product (or
 /// package) — of several, the one whose version the fakes speak by default.
-fn resolve(manifest: &Manifest, asked: &str) -> Result<String, Error> {
+fn resolve(manifest: &PeerManifest, asked: &str) -> Result<String, Error> {
     if manifest.peers.contains_key(asked) {
         return Ok(asked.to_owned());
     }
@@ -361,7 +361,7 @@ fn resolve(manifest: &Manifest, asked: &str) -> Result<String, Error> {
 /// One side: `peer` at package `version` installed (cached), and a peers folder whose
 /// `peers.json` names it alone.
 fn side(
-    manifest: &Manifest,
+    manifest: &PeerManifest,
     cache: &Path,
     peer: &str,
     version: &str,

@@ -249,7 +249,7 @@ pub(super) fn unspoken(cases: &[PeerCase]) -> BTreeMap<String, (Provider, String
 }
 
 /// The recorded wires by peer scenario, and why each case that was not recorded was not.
-pub(super) type Recorded = (BTreeMap<String, Wire>, BTreeMap<String, String>);
+pub(super) type RecordedWires = (BTreeMap<String, Wire>, BTreeMap<String, String>);
 
 /// Runs every peer scenario against its installed real runtime and records its wire
 /// (normalised); writes it over the fixture with `--update`, never a failed run's
@@ -260,7 +260,7 @@ pub(super) async fn record(
     dir: &Path,
     explained: &Explained,
     progress: &mut dyn FnMut(DiffProgress),
-) -> Result<Recorded, DifferentialError> {
+) -> Result<RecordedWires, DifferentialError> {
     let runs = run_peers(opts, cases, dir, progress).await?;
     keep_wires(opts, cases, &runs, explained, progress)
 }
@@ -293,7 +293,7 @@ pub(super) fn keep_wires(
     runs: &BTreeMap<String, Ledger>,
     explained: &Explained,
     progress: &mut dyn FnMut(DiffProgress),
-) -> Result<Recorded, DifferentialError> {
+) -> Result<RecordedWires, DifferentialError> {
     let mut fresh = BTreeMap::new();
     let mut not_recorded = BTreeMap::new();
     for case in cases {

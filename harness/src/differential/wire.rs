@@ -18,14 +18,14 @@ use super::normalise;
 
 /// One recorded frame in a fixture: the frame, and the method a response answers.
 #[derive(Debug, serde::Serialize, Deserialize)]
-pub(super) struct Recorded {
+pub(super) struct RecordedFrame {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     answers: Option<String>,
     frame: Value,
 }
 
 /// The frames the runtime (real or fake) sent, in order, from a run's ledger.
-pub(super) fn recorded(ledger: &[FakeLine]) -> Vec<Recorded> {
+pub(super) fn recorded(ledger: &[FakeLine]) -> Vec<RecordedFrame> {
     ledger
         .iter()
         .filter_map(|l| match &l.event {
@@ -34,7 +34,7 @@ pub(super) fn recorded(ledger: &[FakeLine]) -> Vec<Recorded> {
                 frame,
                 answers,
                 ..
-            } => Some(Recorded {
+            } => Some(RecordedFrame {
                 answers: answers.clone(),
                 frame: frame.clone(),
             }),
@@ -45,20 +45,20 @@ pub(super) fn recorded(ledger: &[FakeLine]) -> Vec<Recorded> {
 
 /// A run's frames as a fixture holds them: normalised ([`normalise`]), one id table for the
 /// run.
-pub(super) fn normalised(ledger: &[FakeLine], run_dir: &str) -> Vec<Recorded> {
+pub(super) fn normalised(ledger: &[FakeLine], run_dir: &str) -> Vec<RecordedFrame> {
     let mut ids = super::Ids::default();
     recorded(ledger)
         .into_iter()
-        .map(|r| Recorded {
+        .map(|r| RecordedFrame {
             frame: normalise(&r.frame, run_dir, &mut ids),
             ..r
         })
         .collect()
 }
 
-/// A run's frames as a fixture file holds them: one normalised [`Recorded`] per line, then
+/// A run's frames as a fixture file holds them: one normalised [`RecordedFrame`] per line, then
 /// how the runtime ended (`{"end": …}`, [`Ending`]).
-pub(super) fn fixture_text(records: &[Recorded], end: Option<&Ending>) -> String {
+pub(super) fn fixture_text(records: &[RecordedFrame], end: Option<&Ending>) -> String {
     let mut text: String = records
         .iter()
         .map(|r| serde_json::to_string(r).expect("serialises") + "\n")
@@ -82,7 +82,7 @@ pub(super) fn fixture_of(run: &Ledger) -> String {
     fixture_text(&normalised(&run.lines, &run.run_dir), run.ending().as_ref())
 }
 
-pub(super) fn kinds_of(provider: Provider, records: Vec<Recorded>) -> Vec<(String, Value)> {
+pub(super) fn kinds_of(provider: Provider, records: Vec<RecordedFrame>) -> Vec<(String, Value)> {
     let codec = conform_fakes::codec::for_provider(provider);
     records
         .into_iter()
@@ -110,14 +110,14 @@ pub(super) fn read_fixture(provider: Provider, path: &Path) -> Result<Wire, Fixt
         let v: Value = serde_json::from_str(l).map_err(bad)?;
         match v.get("end") {
             Some(e) => end = Some(e.clone()),
-            None => records.push(serde_json::from_value::<Recorded>(v).map_err(bad)?),
+            None => records.push(serde_json::from_value::<RecordedFrame>(v).map_err(bad)?),
         }
     }
     // Read as recorded now: the normalising rules may have grown since it was written.
     let mut ids = super::Ids::default();
     let records = records
         .into_iter()
-        .map(|r| Recorded {
+        .map(|r| RecordedFrame {
             frame: normalise(&r.frame, "", &mut ids),
             ..r
         })

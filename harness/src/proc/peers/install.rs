@@ -18,7 +18,7 @@ use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use super::PeerEntry;
-use super::manifest::{Manifest, PeerSpec, Registry, UnknownPeer, ValueError, resolve_binary};
+use super::manifest::{PeerManifest, PeerSpec, Registry, UnknownPeer, ValueError, resolve_binary};
 
 /// Written last into an install folder: `<registry> <package>@<version>`.
 pub const MARKER: &str = ".conform-installed";
@@ -112,7 +112,7 @@ pub fn version_of<'a>(name: &str, spec: &'a PeerSpec, req: &'a Request) -> &'a s
 
 /// Checks the request against the manifest: every name it gives is a peer, every version a
 /// folder name.
-pub fn check_request(manifest: &Manifest, req: &Request) -> Result<(), InstallError> {
+pub fn check_request(manifest: &PeerManifest, req: &Request) -> Result<(), InstallError> {
     for name in req.only.iter().chain(req.versions.keys()) {
         manifest.get(name)?;
     }
@@ -129,7 +129,7 @@ pub fn check_request(manifest: &Manifest, req: &Request) -> Result<(), InstallEr
 /// Installs the selected peers into `cache` (an absolute folder), then writes its `peers.json`.
 /// Progress, and each peer skipped, goes to `log`.
 pub fn install(
-    manifest: &Manifest,
+    manifest: &PeerManifest,
     cache: &Path,
     req: &Request,
     log: &mut dyn Write,
@@ -410,7 +410,7 @@ fn on_path(program: &str) -> bool {
 /// `peers.json`'s entries: every peer of the manifest installed in `cache` at the version the
 /// request asks for (its launcher, if any, on `PATH`).
 pub fn entries(
-    manifest: &Manifest,
+    manifest: &PeerManifest,
     cache: &Path,
     req: &Request,
     log: &mut dyn Write,

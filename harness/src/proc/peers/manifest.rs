@@ -17,7 +17,7 @@ const MAX_BYTES: u64 = 1 << 20;
 
 /// A loaded manifest: its path and its peers by name.
 #[derive(Clone, Debug)]
-pub struct Manifest {
+pub struct PeerManifest {
     pub path: PathBuf,
     pub peers: BTreeMap<String, PeerSpec>,
 }
@@ -114,13 +114,13 @@ struct RawPeer {
     scenarios: Spanned<Vec<String>>,
 }
 
-impl Manifest {
-    pub fn load(path: &Path) -> Result<Manifest, InputError> {
+impl PeerManifest {
+    pub fn load(path: &Path) -> Result<PeerManifest, InputError> {
         let text = crate::input::read_bounded(path, MAX_BYTES, "a peers manifest")?;
-        Manifest::parse(path, &text)
+        PeerManifest::parse(path, &text)
     }
 
-    pub fn parse(path: &Path, text: &str) -> Result<Manifest, InputError> {
+    pub fn parse(path: &Path, text: &str) -> Result<PeerManifest, InputError> {
         let invalid = |span: Option<Range<usize>>, message: String| {
             InputError::invalid(path, text, span, message)
         };
@@ -202,7 +202,7 @@ impl Manifest {
                 },
             );
         }
-        Ok(Manifest {
+        Ok(PeerManifest {
             path: path.to_owned(),
             peers,
         })
@@ -384,7 +384,7 @@ scenarios = ["peers/x/"]
 
     #[test]
     fn a_minimal_peer_parses_with_its_defaults() {
-        let m = Manifest::parse(Path::new("m.toml"), ONE).unwrap();
+        let m = PeerManifest::parse(Path::new("m.toml"), ONE).unwrap();
         let x = &m.peers["x"];
         assert_eq!(x.product, Provider::Codex);
         assert_eq!(x.registry, Registry::Npm);
@@ -396,7 +396,7 @@ scenarios = ["peers/x/"]
     }
 
     fn error(text: &str) -> String {
-        Manifest::parse(Path::new("ci/peers.toml"), text)
+        PeerManifest::parse(Path::new("ci/peers.toml"), text)
             .unwrap_err()
             .to_string()
     }
