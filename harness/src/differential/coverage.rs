@@ -101,7 +101,7 @@ pub struct CoverageReport {
     /// The `[[unsent]]` entries no unsent kind used: the catalog sends it now, or no fixture
     /// holds it.
     pub stale: Vec<Unsent>,
-    /// Per provider the fixtures hold: how many of their kinds the catalog sends, of how many.
+    /// Per provider the fixtures hold, in order.
     pub providers: Vec<ProviderCoverage>,
 }
 
@@ -116,6 +116,7 @@ pub struct UnsentKind {
     pub reason: Option<String>,
 }
 
+/// How many of the kinds one provider's fixtures hold the catalog sends, of how many.
 #[derive(Debug)]
 pub struct ProviderCoverage {
     pub provider: Provider,
