@@ -90,7 +90,7 @@ pub fn file_name(scenario: &Scenario, mode: Mode) -> String {
     format!("{}@{}.snap", scenario.id.replace('/', "__"), mode)
 }
 
-pub enum Outcome {
+pub enum SnapshotOutcome {
     Matches,
     /// No snapshot yet; a pending `.snap.new` written (unless pending snapshots are off, or the write
     /// failed or was refused — a link or non-file there, a text over the size bound: then `note`
@@ -293,7 +293,7 @@ pub fn check(
     actual: &str,
     accept: bool,
     pending: Option<&PendingDir>,
-) -> std::io::Result<Outcome> {
+) -> std::io::Result<SnapshotOutcome> {
     let case = Case {
         snapshots: dir,
         name: file_name(scenario, mode),
@@ -333,7 +333,7 @@ fn check_file(
     actual: &str,
     update: impl FnOnce(bool) -> std::io::Result<Update>,
     pending: Option<&PendingDir>,
-) -> std::io::Result<Outcome> {
+) -> std::io::Result<SnapshotOutcome> {
     let path = case.snapshots.join(&case.name);
     let stored = read_stored(&path)?;
     let remove_stale = || {
@@ -343,7 +343,7 @@ fn check_file(
     };
     if stored.as_ref().is_some_and(|s| s.text == actual) {
         remove_stale();
-        return Ok(Outcome::Matches);
+        return Ok(SnapshotOutcome::Matches);
     }
     let visible = format!("{}\n", visible::encode(actual));
     let body = format!("{}{visible}", case.header);
@@ -366,7 +366,7 @@ fn check_file(
             std::io::Error::other(format!("cannot write {}: {why}", path.display()))
         })?;
         remove_stale();
-        return Ok(Outcome::Accepted);
+        return Ok(SnapshotOutcome::Accepted);
     }
     let mut new = None;
     if let (Update::Pending, Some(pending)) = (update, pending) {
@@ -386,8 +386,8 @@ fn check_file(
         }
     }
     Ok(match stored {
-        None => Outcome::Missing { new, note },
-        Some(old) => Outcome::Differs {
+        None => SnapshotOutcome::Missing { new, note },
+        Some(old) => SnapshotOutcome::Differs {
             diff: diff(&old.text, actual, note),
             new,
         },

@@ -9,14 +9,14 @@ use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 
 use conform::proc::peers::install::{MARKER, install_dir};
-use conform::proc::peers::manifest::Manifest;
+use conform::proc::peers::manifest::PeerManifest;
 use serde_json::{Value, json};
 
 mod common;
 use common::{conform, stderr, stdout, workspace};
 
-fn manifest() -> Manifest {
-    Manifest::load(&workspace().join("ci/peers.toml")).unwrap()
+fn manifest() -> PeerManifest {
+    PeerManifest::load(&workspace().join("ci/peers.toml")).unwrap()
 }
 
 #[test]

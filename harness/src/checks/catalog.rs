@@ -220,7 +220,7 @@ pub struct Finding {
     pub level: Level,
     pub source: std::borrow::Cow<'static, str>,
     /// Found while the machine was starved of CPU, by a check that reads the clock: shown as
-    /// an advisory, never a failure ([`crate::proc::load`]).
+    /// an advisory, never a failure ([`crate::proc::cpu_load`]).
     pub load_suspect: bool,
     /// The run never got to its end (a hang, a dead subject, a script not played): what it
     /// kept from being judged is judged as this finding, which takes the strictest level among

@@ -27,7 +27,7 @@ use crate::cmd::output::out;
 use crate::cmd::{Error as CmdError, block_on};
 use crate::settings::Jobs;
 
-pub struct Plan {
+pub struct BenchPlan {
     pub scenarios: PathBuf,
     pub snapshots: PathBuf,
     /// `--jobs` values for the catalog's wall time.
@@ -152,18 +152,18 @@ fn conform_json(
 }
 
 /// One line of the table: the figure, what was measured, what it stands beside.
-type Row = (String, String, String);
+type BenchRow = (String, String, String);
 
 /// One catalog run: its `-j`, its wall time, its JSON report.
 type CatalogRun = (Jobs, Duration, Value);
 
 /// Measures every figure, one after another, and renders the table.
-pub async fn run(plan: &Plan, mut progress: impl FnMut(&str)) -> Result<String, BenchError> {
+pub async fn run(plan: &BenchPlan, mut progress: impl FnMut(&str)) -> Result<String, BenchError> {
     let exe = std::env::current_exe()?.to_string_lossy().into_owned();
     let work = tempfile::Builder::new()
         .prefix("conform-bench-")
         .tempdir()?;
-    let mut rows: Vec<Row> = Vec::new();
+    let mut rows: Vec<BenchRow> = Vec::new();
     progress("the floor");
     let (floor_p50, fake_rss_idle) = the_floor(&exe, work.path(), plan, &mut rows)?;
     progress("the simplest run, one at a time");
@@ -201,8 +201,8 @@ pub async fn run(plan: &Plan, mut progress: impl FnMut(&str)) -> Result<String, 
 fn the_floor(
     exe: &str,
     work: &Path,
-    plan: &Plan,
-    rows: &mut Vec<Row>,
+    plan: &BenchPlan,
+    rows: &mut Vec<BenchRow>,
 ) -> Result<(f64, Option<u64>), BenchError> {
     let (mut floor_ms, fake_rss_idle) = floor(exe, work, plan.repeat)?;
     let floor_p50 = percentile(&mut floor_ms, 50.0);
@@ -220,9 +220,9 @@ fn the_floor(
 
 /// The simplest run end to end, one at a time, and the harness's own part of it.
 async fn the_simplest_run(
-    plan: &Plan,
+    plan: &BenchPlan,
     floor_p50: f64,
-    rows: &mut Vec<Row>,
+    rows: &mut Vec<BenchRow>,
 ) -> Result<(), BenchError> {
     let simplest = crate::scenario::discover(&plan.scenarios)
         .map_err(|e| BenchError::Other(format!("{} scenario file(s) failed to load", e.len())))?
@@ -290,7 +290,7 @@ async fn the_simplest_run(
 
 /// The catalog's wall time at each `-j`, then exit-to-verdict latency and peak RSS from the
 /// widest run that is not oversubscribed.
-fn catalog_rows(catalog: &[CatalogRun], fake_rss_idle: Option<u64>, rows: &mut Vec<Row>) {
+fn catalog_rows(catalog: &[CatalogRun], fake_rss_idle: Option<u64>, rows: &mut Vec<BenchRow>) {
     let cases = catalog
         .first()
         .map(|(_, _, v)| {
@@ -354,7 +354,7 @@ fn catalog_rows(catalog: &[CatalogRun], fake_rss_idle: Option<u64>, rows: &mut V
 
 /// The share of all run time spent in waits the runs walked, declared in `[waits]` (a case's
 /// point) or not (the least that makes the same thing happen), from the first catalog run.
-fn waits_row(v: &Value) -> Row {
+fn waits_row(v: &Value) -> BenchRow {
     let cases = v["cases"].as_array().map_or(&[][..], Vec::as_slice);
     let total: f64 = cases.iter().filter_map(|c| c["elapsedMs"].as_f64()).sum();
     let walked = |declared: bool| -> f64 {
@@ -383,7 +383,7 @@ fn waits_row(v: &Value) -> Row {
 }
 
 /// One provider's part of the catalog alone at the default `-j`: its wall per run.
-fn provider_row(exe: &str, work: &Path, provider: &str) -> Result<Row, BenchError> {
+fn provider_row(exe: &str, work: &Path, provider: &str) -> Result<BenchRow, BenchError> {
     let filter = format!("{provider}/");
     let (wall, v) = conform_json(
         exe,
@@ -404,7 +404,7 @@ fn provider_row(exe: &str, work: &Path, provider: &str) -> Result<Row, BenchErro
 /// The redaction property's speed (cases per second): against the reference, and against a
 /// host that leaks (`leak-raw-error`: most cases fail, the first per provider × channel is
 /// kept and shrunk).
-fn the_redaction_property(exe: &str, plan: &Plan) -> Result<Vec<Row>, BenchError> {
+fn the_redaction_property(exe: &str, plan: &BenchPlan) -> Result<Vec<BenchRow>, BenchError> {
     let leaking = format!("'{exe}' reference --defect leak-raw-error");
     let mut rows = Vec::new();
     for (what, subject, target) in [
@@ -446,7 +446,7 @@ fn the_redaction_property(exe: &str, plan: &Plan) -> Result<Vec<Row>, BenchError
 
 /// The table, then what sets the wall time at the first `-j` measured: the longest cases
 /// (their share of all run time).
-fn render(rows: Vec<Row>, catalog: &[CatalogRun]) -> String {
+fn render(rows: Vec<BenchRow>, catalog: &[CatalogRun]) -> String {
     let mut table = comfy_table::Table::new();
     table.load_preset(comfy_table::presets::UTF8_BORDERS_ONLY);
     table.set_header(["figure", "measured", "beside"]);
@@ -499,7 +499,7 @@ fn mib(kib: Option<u64>) -> String {
 
 /// `conform bench`: the figures of `ci/bench`.
 pub fn exec(args: crate::cli::BenchArgs) -> Result<ExitCode, CmdError> {
-    let plan = Plan {
+    let plan = BenchPlan {
         scenarios: crate::catalog::default_dir("scenarios")?,
         snapshots: crate::catalog::default_dir("snapshots")?,
         jobs: args.jobs,

@@ -18,7 +18,7 @@ use crate::cmd::{Error as CmdError, verdict};
 
 /// A vocabulary read from a schema (owned, unlike the pinned constants).
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub struct Vocabulary {
+pub struct SchemaVocabulary {
     pub strings: BTreeSet<String>,
     /// Object variant → field → type.
     pub objects: BTreeMap<String, BTreeMap<String, String>>,
@@ -26,9 +26,9 @@ pub struct Vocabulary {
     pub open: bool,
 }
 
-impl From<&ErrorInfoVocabulary> for Vocabulary {
+impl From<&ErrorInfoVocabulary> for SchemaVocabulary {
     fn from(v: &ErrorInfoVocabulary) -> Self {
-        Vocabulary {
+        SchemaVocabulary {
             strings: v.strings.iter().map(|s| s.to_string()).collect(),
             objects: v
                 .objects
@@ -56,12 +56,12 @@ pub enum DriftError {
 }
 
 /// Runs `<bin> app-server generate-json-schema --out <dir>` and reads the vocabulary.
-pub fn from_binary(bin: &Path, work: &Path) -> Result<Vocabulary, DriftError> {
+pub fn from_binary(bin: &Path, work: &Path) -> Result<SchemaVocabulary, DriftError> {
     from_schema(&crate::differential::vocabulary::codex_schema(bin, work)?)
 }
 
 /// Reads the `CodexErrorInfo` vocabulary from a generated schema document.
-pub fn from_schema(schema: &Value) -> Result<Vocabulary, DriftError> {
+pub fn from_schema(schema: &Value) -> Result<SchemaVocabulary, DriftError> {
     let def = find_definition(schema, "CodexErrorInfo").ok_or_else(|| {
         DriftError::Schema("the schema has no `CodexErrorInfo` definition".into())
     })?;
@@ -72,7 +72,7 @@ pub fn from_schema(schema: &Value) -> Result<Vocabulary, DriftError> {
         .ok_or_else(|| {
             DriftError::Schema("`CodexErrorInfo` is not a union (no oneOf/anyOf)".into())
         })?;
-    let mut vocab = Vocabulary::default();
+    let mut vocab = SchemaVocabulary::default();
     for v in variants {
         if let Some(values) = v.get("enum").and_then(Value::as_array) {
             vocab
@@ -168,7 +168,7 @@ impl Drift {
     }
 }
 
-pub fn compare(pinned: &Vocabulary, actual: &Vocabulary) -> Drift {
+pub fn compare(pinned: &SchemaVocabulary, actual: &SchemaVocabulary) -> Drift {
     let mut d = Drift::default();
     for s in actual.strings.difference(&pinned.strings) {
         d.added.push(format!("\"{s}\""));
@@ -205,7 +205,7 @@ fn show_fields(fields: &BTreeMap<String, String>) -> String {
 pub fn render(
     pinned_version: &str,
     actual_label: &str,
-    actual: &Vocabulary,
+    actual: &SchemaVocabulary,
     drift: &Drift,
 ) -> String {
     let mut out = format!(
@@ -260,7 +260,7 @@ pub fn exec(args: DriftArgs) -> Result<ExitCode, CmdError> {
 }
 
 /// A schema bundle already generated, read from its file.
-fn from_schema_file(path: &Path) -> Result<Vocabulary, DriftError> {
+fn from_schema_file(path: &Path) -> Result<SchemaVocabulary, DriftError> {
     std::fs::read_to_string(path)
         .map_err(|e| DriftError::Schema(format!("{}: {e}", path.display())))
         .and_then(|t| {
@@ -334,7 +334,7 @@ mod tests {
 
     #[test]
     fn removed_and_changed_variants_are_reported() {
-        let mut actual: Vocabulary = PINNED.into();
+        let mut actual: SchemaVocabulary = PINNED.into();
         actual.strings.remove("cyberPolicy");
         actual
             .objects

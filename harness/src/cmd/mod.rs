@@ -47,6 +47,10 @@ pub enum Error {
     Compare(#[from] crate::report::compare::CompareError),
     #[error(transparent)]
     Pending(#[from] crate::snapshot::pending::PendingError),
+    #[error(transparent)]
+    Differential(#[from] crate::differential::error::DifferentialError),
+    #[error(transparent)]
+    UnknownPeer(#[from] crate::proc::peers::manifest::UnknownPeer),
     /// Bad input or a failure that already says all there is to say.
     #[error("{0}")]
     Usage(String),

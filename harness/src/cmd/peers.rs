@@ -12,10 +12,12 @@ use crate::cli::{
     PeersRecordArgs,
 };
 use crate::cmd::{Error, block_on, code};
-use crate::proc::peers::install::{self, InstallError, Outcome, Request};
-use crate::proc::peers::manifest::Manifest;
+use crate::proc::peers::install::{self, InstallError, InstallOutcome, Request};
+use crate::proc::peers::manifest::PeerManifest;
 use crate::settings::default_dir;
 use crate::suite::exit;
+
+mod render;
 
 pub fn exec(command: PeersCommand) -> Result<ExitCode, Error> {
     match command {
@@ -41,9 +43,12 @@ fn diff(args: PeersArgs) -> Result<ExitCode, Error> {
         deadline: args.runs.deadline_ms.map(std::time::Duration::from_millis),
         jobs: args.runs.jobs.map(|j| j as usize),
     };
-    block_on(crate::differential::diff(opts))?
-        .map(code)
-        .map_err(Error::Usage)
+    // What the recording finds is said as it is found: a recording takes minutes.
+    let report = block_on(crate::differential::diff(opts, &mut |found| {
+        println!("{}", render::progress(&found))
+    }))??;
+    print!("{}", render::diff(&report));
+    Ok(code(report.exit_code()))
 }
 
 fn coverage(args: PeersCoverageArgs) -> Result<ExitCode, Error> {
@@ -55,9 +60,9 @@ fn coverage(args: PeersCoverageArgs) -> Result<ExitCode, Error> {
             .unwrap_or_else(|| default_dir("fakes").join("peers")),
         jobs: args.jobs.map(|j| j as usize),
     };
-    block_on(crate::differential::coverage(opts))?
-        .map(code)
-        .map_err(Error::Usage)
+    let report = block_on(crate::differential::coverage(opts))??;
+    print!("{}", render::coverage(&report));
+    Ok(code(report.exit_code()))
 }
 
 fn record(args: PeersRecordArgs) -> Result<ExitCode, Error> {
@@ -82,8 +87,11 @@ fn record(args: PeersRecordArgs) -> Result<ExitCode, Error> {
         deadline: None,
         jobs: None,
     };
-    let drafts =
-        block_on(crate::differential::record_peer(opts, &args.name))?.map_err(Error::Usage)?;
+    let drafts = block_on(crate::differential::record_peer(
+        opts,
+        &args.name,
+        &mut |found| println!("{}", render::progress(&found)),
+    ))??;
     if drafts == 0 {
         println!("recorded; every difference from the fakes is explained");
         return Ok(code(exit::PASS));
@@ -99,11 +107,11 @@ fn record(args: PeersRecordArgs) -> Result<ExitCode, Error> {
 pub(crate) fn open(
     args: PeersCacheArgs,
     only: Vec<String>,
-) -> Result<(Manifest, PathBuf, Request), Error> {
+) -> Result<(PeerManifest, PathBuf, Request), Error> {
     let path = args
         .manifest
         .unwrap_or_else(|| default_dir("ci").join("peers.toml"));
-    let manifest = Manifest::load(&path)?;
+    let manifest = PeerManifest::load(&path)?;
     let cache = args.peers.or_else(install::default_cache).ok_or_else(|| {
         Error::Usage(format!(
             "no cache folder: give --peers DIR, or set ${} or $HOME",
@@ -138,13 +146,13 @@ fn install(args: PeersInstallArgs) -> Result<ExitCode, Error> {
     println!("== peers cache: {}", cache.display());
     let done =
         install::install(&manifest, &cache, &req, &mut std::io::stderr()).map_err(|e| match e {
-            InstallError::Select(why) => Error::Usage(why),
             InstallError::Write { path, source } => Error::Write { path, source },
+            bad_request => Error::Usage(bad_request.to_string()),
         })?;
     let skipped = done
         .outcomes
         .iter()
-        .filter(|(_, o)| matches!(o, Outcome::Skipped(_)))
+        .filter(|(_, o)| matches!(o, InstallOutcome::Skipped(_)))
         .count();
     let mut err = std::io::stderr();
     match &done.peers_json {
@@ -178,7 +186,7 @@ fn install(args: PeersInstallArgs) -> Result<ExitCode, Error> {
 
 fn path(args: PeersPathArgs) -> Result<ExitCode, Error> {
     let (manifest, cache, req) = open(args.cache, vec![args.name.clone()])?;
-    let spec = manifest.get(&args.name).map_err(Error::Usage)?;
+    let spec = manifest.get(&args.name)?;
     let version = install::version_of(&args.name, spec, &req);
     let dir = install::install_dir(&cache, spec, version);
     let Some(binary) = install::installed_binary(&dir, spec, version) else {

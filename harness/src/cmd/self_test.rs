@@ -104,7 +104,7 @@ pub const PROBES: &[Probe] = &[
 ];
 
 /// One row of the matrix.
-pub struct Row {
+pub struct SelfTestRow {
     pub name: String,
     pub help: String,
     pub killed: BTreeSet<&'static str>,
@@ -116,13 +116,13 @@ pub struct Row {
     pub error: Option<String>,
 }
 
-pub struct Matrix {
+pub struct SelfTestMatrix {
     pub clean: Result<(), String>,
-    pub rows: Vec<Row>,
+    pub rows: Vec<SelfTestRow>,
     pub elapsed: Duration,
 }
 
-impl Row {
+impl SelfTestRow {
     /// The declared checks that did not catch it this time.
     pub fn missed(&self) -> Vec<&'static str> {
         self.expected
@@ -133,13 +133,13 @@ impl Row {
     }
 }
 
-impl Matrix {
-    pub fn survivors(&self) -> impl Iterator<Item = &Row> {
+impl SelfTestMatrix {
+    pub fn survivors(&self) -> impl Iterator<Item = &SelfTestRow> {
         self.rows.iter().filter(|r| r.killed.is_empty())
     }
 
     /// Rows some declared check no longer catches (the matrix changed).
-    pub fn changed(&self) -> impl Iterator<Item = &Row> {
+    pub fn changed(&self) -> impl Iterator<Item = &SelfTestRow> {
         self.rows
             .iter()
             .filter(|r| !r.killed.is_empty() && !r.missed().is_empty())
@@ -188,7 +188,7 @@ fn killed(report: &SuiteReport) -> BTreeSet<&'static str> {
     out
 }
 
-pub struct Plan {
+pub struct SelfTestPlan {
     pub scenarios: PathBuf,
     pub snapshots: PathBuf,
     pub jobs: usize,
@@ -197,7 +197,10 @@ pub struct Plan {
 }
 
 /// Runs the clean reference, every defect and every probe, one suite after another.
-pub async fn run(plan: &Plan, mut progress: impl FnMut(&str)) -> Result<Matrix, suite::SuiteError> {
+pub async fn run(
+    plan: &SelfTestPlan,
+    mut progress: impl FnMut(&str),
+) -> Result<SelfTestMatrix, suite::SuiteError> {
     let started = Instant::now();
     let catalog = Catalog::new(plan)?;
     progress("the clean reference");
@@ -217,7 +220,7 @@ pub async fn run(plan: &Plan, mut progress: impl FnMut(&str)) -> Result<Matrix, 
         let t = Instant::now();
         let subject = catalog.reference(&format!(" --defect {}", defect.name));
         let (killed, _, late) = catalog.against(subject).await?;
-        rows.push(Row {
+        rows.push(SelfTestRow {
             name: defect.name.to_owned(),
             help: defect.help.to_owned(),
             killed,
@@ -231,7 +234,7 @@ pub async fn run(plan: &Plan, mut progress: impl FnMut(&str)) -> Result<Matrix, 
         progress(probe.name);
         rows.push(catalog.probe(probe).await?);
     }
-    Ok(Matrix {
+    Ok(SelfTestMatrix {
         clean,
         rows,
         elapsed: started.elapsed(),
@@ -241,7 +244,7 @@ pub async fn run(plan: &Plan, mut progress: impl FnMut(&str)) -> Result<Matrix, 
 /// The catalog as the self-test runs it: the whole of it, then each part that needs a newer
 /// product version, all with the self-test's deadline.
 struct Catalog<'a> {
-    plan: &'a Plan,
+    plan: &'a SelfTestPlan,
     exe: String,
     /// Scenarios that run only when their product speaks a newer version (`codex/upgrade/`):
     /// a suite of their own per version, so every defect meets them too.
@@ -249,7 +252,7 @@ struct Catalog<'a> {
 }
 
 impl<'a> Catalog<'a> {
-    fn new(plan: &'a Plan) -> Result<Catalog<'a>, suite::SuiteError> {
+    fn new(plan: &'a SelfTestPlan) -> Result<Catalog<'a>, suite::SuiteError> {
         let exe = std::env::current_exe()?.to_string_lossy().into_owned();
         let mut versioned: BTreeMap<_, Vec<String>> = BTreeMap::new();
         for s in crate::scenario::discover(&plan.scenarios).map_err(suite::SuiteError::Scenarios)? {
@@ -317,7 +320,7 @@ impl<'a> Catalog<'a> {
     }
 
     /// One probe: its broken input and its subject, on its part of the catalog.
-    async fn probe(&self, probe: &Probe) -> Result<Row, suite::SuiteError> {
+    async fn probe(&self, probe: &Probe) -> Result<SelfTestRow, suite::SuiteError> {
         let t = Instant::now();
         let work = tempfile::tempdir()?;
         let (scenarios, snapshots) = prepare(probe.breaks, work.path(), self.plan)?;
@@ -351,7 +354,7 @@ impl<'a> Catalog<'a> {
             Ok(killed) => (killed, None),
             Err(e) => (BTreeSet::new(), Some(e)),
         };
-        Ok(Row {
+        Ok(SelfTestRow {
             name: probe.name.to_owned(),
             help: probe.help.to_owned(),
             killed,
@@ -389,7 +392,11 @@ fn quote(s: &str) -> String {
 
 /// The scenario and snapshot folders a probe runs against: the workspace's own, or a copy of
 /// one scenario with the break in it.
-fn prepare(breaks: Breaks, work: &Path, plan: &Plan) -> std::io::Result<(PathBuf, PathBuf)> {
+fn prepare(
+    breaks: Breaks,
+    work: &Path,
+    plan: &SelfTestPlan,
+) -> std::io::Result<(PathBuf, PathBuf)> {
     let scenario = |steps: &str| -> std::io::Result<(PathBuf, PathBuf)> {
         let dir = work.join("scenarios");
         std::fs::create_dir_all(dir.join("probe"))?;
@@ -435,7 +442,7 @@ fn prepare(breaks: Breaks, work: &Path, plan: &Plan) -> std::io::Result<(PathBuf
 
 /// The matrix as text: one line per defect or probe with what killed it, then each check id
 /// with how many rows it killed, then the verdict.
-pub fn render(m: &Matrix) -> String {
+pub fn render(m: &SelfTestMatrix) -> String {
     let mut out = String::new();
     if let Err(why) = &m.clean {
         let _ = writeln!(out, "✗ {why}\n");
@@ -532,7 +539,7 @@ pub fn render(m: &Matrix) -> String {
 
 /// `conform self-test`: the kill matrix of the reference's seeded defects.
 pub fn exec(args: crate::cli::SelfTestArgs) -> Result<ExitCode, CmdError> {
-    let plan = Plan {
+    let plan = SelfTestPlan {
         scenarios: crate::catalog::or_default(args.scenarios, "scenarios")?,
         snapshots: crate::catalog::or_default(args.snapshots, "snapshots")?,
         jobs: args.jobs,

@@ -12,8 +12,8 @@ use conform_protocol::vocab::Provider;
 use crate::cli::{PeersCacheArgs, UpgradeArgs};
 use crate::cmd::{Error, block_on, code};
 use crate::differential::upgrade::{self, Side, UpgradeOptions};
-use crate::proc::peers::install::{self, Outcome, Request};
-use crate::proc::peers::manifest::Manifest;
+use crate::proc::peers::install::{self, InstallOutcome, Request};
+use crate::proc::peers::manifest::PeerManifest;
 use crate::settings::default_dir;
 
 pub fn exec(args: UpgradeArgs) -> Result<ExitCode, Error> {
@@ -31,7 +31,7 @@ pub fn exec(args: UpgradeArgs) -> Result<ExitCode, Error> {
     let peer = resolve(&manifest, &asked)?;
     crate::proc::peers::manifest::check_version(&version)
         .map_err(|why| Error::Usage(format!("{asked}@{version}: {why}")))?;
-    let spec = manifest.get(&peer).map_err(Error::Usage)?;
+    let spec = manifest.get(&peer)?;
     if version == spec.version {
         return Err(Error::Usage(format!(
             "{version} is the version `{peer}` is pinned to (ci/peers.toml): name another"
@@ -75,7 +75,7 @@ pub fn exec(args: UpgradeArgs) -> Result<ExitCode, Error> {
         pinned,
         candidate,
     };
-    let report = block_on(upgrade::upgrade(&opts))?.map_err(Error::Usage)?;
+    let report = block_on(upgrade::upgrade(&opts))??;
     let text = upgrade::markdown(&report);
     println!("\n{text}");
     for dir in std::iter::once(&work).chain(args.out.as_ref()) {
@@ -190,7 +190,7 @@ fn accept_as_peer(
 ) -> Result<(), Error> {
     let new = format!("{}-{}", report.product, report.candidate_version);
     let manifest = read(manifest_path)?;
-    if Manifest::parse(manifest_path, &manifest)?
+    if PeerManifest::parse(manifest_path, &manifest)?
         .peers
         .contains_key(&new)
     {
@@ -328,7 +328,7 @@ fn analog_version(peer_scenario: &str, scenarios: &Path) -> Option<String> {
 
 /// The manifest's peer for `asked`: its own name, else the one peer of that product (or
 /// package) — of several, the one whose version the fakes speak by default.
-fn resolve(manifest: &Manifest, asked: &str) -> Result<String, Error> {
+fn resolve(manifest: &PeerManifest, asked: &str) -> Result<String, Error> {
     if manifest.peers.contains_key(asked) {
         return Ok(asked.to_owned());
     }
@@ -361,15 +361,15 @@ fn resolve(manifest: &Manifest, asked: &str) -> Result<String, Error> {
 /// One side: `peer` at package `version` installed (cached), and a peers folder whose
 /// `peers.json` names it alone.
 fn side(
-    manifest: &Manifest,
+    manifest: &PeerManifest,
     cache: &Path,
     peer: &str,
     version: &str,
     dir: &Path,
 ) -> Result<Side, Error> {
-    let spec = manifest.get(peer).map_err(Error::Usage)?;
+    let spec = manifest.get(peer)?;
     let mut log = std::io::stderr();
-    if let Outcome::Skipped(why) = install::install_one(cache, spec, version, &mut log) {
+    if let InstallOutcome::Skipped(why) = install::install_one(cache, spec, version, &mut log) {
         return Err(Error::Usage(format!("SKIPPED: {why}")));
     }
     let req = Request {

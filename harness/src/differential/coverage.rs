@@ -9,6 +9,7 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use conform_protocol::vocab::Provider;
 
+use super::error::{DifferentialError, FixtureError};
 use super::explained::{Explained, Unsent};
 use super::wire::{
     PeerCase, fixture_path, kinds_of, peer_cases, read_fixture, recorded, wire_suite,
@@ -32,7 +33,7 @@ type Kind = (Provider, String);
 fn real_kinds(
     fixtures: &std::path::Path,
     cases: &[PeerCase],
-) -> Result<BTreeMap<Kind, BTreeSet<String>>, String> {
+) -> Result<BTreeMap<Kind, BTreeSet<String>>, FixtureError> {
     let mut out: BTreeMap<Kind, BTreeSet<String>> = BTreeMap::new();
     for case in cases {
         let path = fixture_path(fixtures, &case.peer, &case.id);
@@ -54,7 +55,7 @@ fn real_kinds(
 }
 
 /// Every kind of frame a fake sent in a run of the whole catalog (foreground).
-async fn fake_kinds(opts: &CoverageOptions) -> Result<BTreeSet<Kind>, String> {
+async fn fake_kinds(opts: &CoverageOptions) -> Result<BTreeSet<Kind>, crate::suite::SuiteError> {
     let defaults = crate::settings::Settings::default();
     let settings = crate::settings::Settings {
         jobs: opts
@@ -62,9 +63,7 @@ async fn fake_kinds(opts: &CoverageOptions) -> Result<BTreeSet<Kind>, String> {
             .map_or(defaults.jobs, crate::settings::Jobs::Fixed),
         ..defaults
     };
-    let report = crate::suite::run(wire_suite(&opts.scenarios, &opts.snapshots, settings))
-        .await
-        .map_err(|e| e.to_string())?;
+    let report = crate::suite::run(wire_suite(&opts.scenarios, &opts.snapshots, settings)).await?;
     let mut out = BTreeSet::new();
     for case in report.cases {
         let provider = case.scenario.file.provider;
@@ -94,49 +93,87 @@ pub(super) fn unsent<'a>(
         .collect()
 }
 
-/// `conform peers coverage`: prints what the catalog does not send; returns the exit code (0:
-/// every real kind sent or listed with its reason, and no listing stale; 1: not).
-pub async fn coverage(opts: CoverageOptions) -> Result<i32, String> {
+/// What `conform peers coverage` found.
+#[derive(Debug)]
+pub struct CoverageReport {
+    /// Each kind the real runtimes send that no fake sent, in order.
+    pub unsent: Vec<UnsentKind>,
+    /// The `[[unsent]]` entries no unsent kind used: the catalog sends it now, or no fixture
+    /// holds it.
+    pub stale: Vec<Unsent>,
+    /// Per provider the fixtures hold, in order.
+    pub providers: Vec<ProviderCoverage>,
+}
+
+/// A kind of frame the real runtimes send and no fake sent.
+#[derive(Debug)]
+pub struct UnsentKind {
+    pub provider: Provider,
+    pub kind: String,
+    /// The peers whose fixtures hold it.
+    pub peers: Vec<String>,
+    /// Why no provider can act on it (its `[[unsent]]` entry), if listed.
+    pub reason: Option<String>,
+}
+
+/// How many of the kinds one provider's fixtures hold the catalog sends, of how many.
+#[derive(Debug)]
+pub struct ProviderCoverage {
+    pub provider: Provider,
+    pub sent: usize,
+    pub all: usize,
+}
+
+impl CoverageReport {
+    /// The kinds unsent and unexplained, and the listings stale.
+    pub fn failed(&self) -> usize {
+        self.unsent.iter().filter(|u| u.reason.is_none()).count() + self.stale.len()
+    }
+
+    /// 0: every real kind sent or listed with its reason, and no listing stale; 1: not.
+    pub fn exit_code(&self) -> i32 {
+        i32::from(self.failed() > 0)
+    }
+}
+
+/// `conform peers coverage`: what the catalog does not send.
+pub async fn coverage(opts: CoverageOptions) -> Result<CoverageReport, DifferentialError> {
     let cases = peer_cases(&opts.scenarios)?;
     let explained = Explained::load_all(&opts.fixtures)?;
     let real = real_kinds(&opts.fixtures, &cases)?;
     let sent = fake_kinds(&opts).await?;
-    let mut failed = 0;
     let mut used = BTreeSet::new();
-    for ((provider, kind), peers, entry) in unsent(&real, &sent, &explained.unsent) {
-        let peers = peers.iter().cloned().collect::<Vec<_>>().join(", ");
-        match entry {
-            Some(i) => {
-                used.insert(i);
-                println!(
-                    "kept: {provider} `{kind}` (real: {peers}) is sent by no scenario\n      ({})",
-                    explained.unsent[i].reason
-                );
+    let unsent_kinds = unsent(&real, &sent, &explained.unsent)
+        .into_iter()
+        .map(|((provider, kind), peers, entry)| {
+            used.extend(entry);
+            UnsentKind {
+                provider: *provider,
+                kind: kind.clone(),
+                peers: peers.iter().cloned().collect(),
+                reason: entry.map(|i| explained.unsent[i].reason.clone()),
             }
-            None => {
-                failed += 1;
-                println!(
-                    "✗ {provider}: the real runtimes send `{kind}` ({peers}); no scenario makes a fake send it"
-                );
-            }
-        }
-    }
-    for (i, u) in explained.unsent.iter().enumerate() {
-        if !used.contains(&i) {
-            failed += 1;
-            println!(
-                "✗ stale: `[[unsent]]` {} `{}` lists a kind the catalog sends now, or no fixture holds (remove it)",
-                u.provider, u.kind
-            );
-        }
-    }
+        })
+        .collect();
+    let stale = (explained.unsent.iter().enumerate())
+        .filter(|(i, _)| !used.contains(i))
+        .map(|(_, u)| u.clone())
+        .collect();
     let providers: BTreeSet<Provider> = real.keys().map(|(p, _)| *p).collect();
-    for p in providers {
-        let of = |k: &&Kind| k.0 == p;
-        let all = real.keys().filter(of).count();
-        let hit = real.keys().filter(of).filter(|k| sent.contains(*k)).count();
-        println!("{p}: the catalog sends {hit} of the {all} kinds of frame the real fixtures hold");
-    }
-    println!("{failed} kind(s) unsent and unexplained or listed stale");
-    Ok(i32::from(failed > 0))
+    let providers = providers
+        .into_iter()
+        .map(|p| {
+            let of = |k: &&Kind| k.0 == p;
+            ProviderCoverage {
+                provider: p,
+                all: real.keys().filter(of).count(),
+                sent: real.keys().filter(of).filter(|k| sent.contains(*k)).count(),
+            }
+        })
+        .collect();
+    Ok(CoverageReport {
+        unsent: unsent_kinds,
+        stale,
+        providers,
+    })
 }

@@ -4,27 +4,28 @@
 use std::collections::BTreeMap;
 use std::path::Path;
 
-use super::diff::{DiffOptions, keep_wires, run_peers};
+use super::diff::{DiffOptions, DiffProgress, keep_wires, run_peers};
+use super::error::DifferentialError;
 use super::wire::{PeerCase, peer_cases, refusal, run_analogs, wire_of};
 use super::{Explained, compare, schema_rejections};
 
 /// `conform peers record <peer>`: the peer's scenarios recorded from its installed runtime over
 /// its fixtures, then a draft explanation for each kind of frame whose differences from the
 /// fakes nothing explains yet, appended to `<fixtures>/<peer>/differences.toml` for a person to
-/// review (a draft explains nothing until then). Returns how many drafts were written.
-pub async fn record_peer(opts: DiffOptions, peer: &str) -> Result<usize, String> {
-    let dir = opts
-        .peers
-        .clone()
-        .ok_or("recording needs the installed peers (--peers DIR)")?;
+/// review (a draft explains nothing until then). Returns how many drafts were written; what
+/// the recording finds on the way is told to `progress`.
+pub async fn record_peer(
+    opts: DiffOptions,
+    peer: &str,
+    progress: &mut dyn FnMut(DiffProgress),
+) -> Result<usize, DifferentialError> {
+    let dir = opts.peers.clone().ok_or(DifferentialError::NoPeersDir)?;
     let cases: Vec<PeerCase> = peer_cases(&opts.scenarios)?
         .into_iter()
         .filter(|c| c.peer == peer)
         .collect();
     if cases.is_empty() {
-        return Err(format!(
-            "no peer scenario names `{peer}` (write scenarios/peers/{peer}/*.toml with `[peer] name = \"{peer}\"` and an `analog`)"
-        ));
+        return Err(DifferentialError::NothingToRecord(peer.to_owned()));
     }
     let explained = Explained::load_all(&opts.fixtures)?;
     let opts = DiffOptions {
@@ -34,7 +35,7 @@ pub async fn record_peer(opts: DiffOptions, peer: &str) -> Result<usize, String>
     };
     // A failed run is no recording of the real wire: nothing is written or drafted from any
     // run until every one of them stands.
-    let runs = run_peers(&opts, &cases, &dir).await?;
+    let runs = run_peers(&opts, &cases, &dir, progress).await?;
     let refused: Vec<String> = cases
         .iter()
         .filter_map(|c| {
@@ -46,13 +47,12 @@ pub async fn record_peer(opts: DiffOptions, peer: &str) -> Result<usize, String>
         })
         .collect();
     if !refused.is_empty() {
-        return Err(format!(
-            "`{peer}` not recorded: a failed run is not its real wire (fix the run, then record \
-             again); nothing written or drafted:\n  {}",
-            refused.join("\n  ")
-        ));
+        return Err(DifferentialError::Refused {
+            peer: peer.to_owned(),
+            refused,
+        });
     }
-    let (fresh, _) = keep_wires(&opts, &cases, &runs, &explained)?;
+    let (fresh, _) = keep_wires(&opts, &cases, &runs, &explained, progress)?;
     let fakes = run_analogs(&opts, &cases).await?;
     let mut open: BTreeMap<String, Vec<String>> = BTreeMap::new();
     for case in &cases {
@@ -86,7 +86,7 @@ fn write_drafts(
     path: &Path,
     peer: &str,
     open: BTreeMap<String, Vec<String>>,
-) -> Result<usize, String> {
+) -> Result<usize, DifferentialError> {
     #[derive(serde::Serialize)]
     struct Draft<'a> {
         peer: &'a str,
@@ -114,7 +114,7 @@ fn write_drafts(
     if n == 0 {
         return Ok(0);
     }
-    let text = toml::to_string(&File { difference: drafts }).map_err(|e| e.to_string())?;
+    let text = toml::to_string(&File { difference: drafts })?;
     let head = if path.is_file() {
         String::new()
     } else {
@@ -122,13 +122,17 @@ fn write_drafts(
             "# Differences between the real `{peer}` and the fakes, kept on purpose (see\n# ../differences.toml for the format). Drafts from `conform peers record {peer}`.\n\n"
         )
     };
-    std::fs::create_dir_all(path.parent().expect("a peer folder")).map_err(|e| e.to_string())?;
+    std::fs::create_dir_all(path.parent().expect("a peer folder"))
+        .map_err(DifferentialError::Write)?;
+    let written = |source| DifferentialError::WriteDrafts {
+        path: path.to_owned(),
+        source,
+    };
     let mut f = std::fs::OpenOptions::new()
         .create(true)
         .append(true)
         .open(path)
-        .map_err(|e| format!("{}: {e}", path.display()))?;
-    std::io::Write::write_all(&mut f, format!("{head}{text}").as_bytes())
-        .map_err(|e| format!("{}: {e}", path.display()))?;
+        .map_err(written)?;
+    std::io::Write::write_all(&mut f, format!("{head}{text}").as_bytes()).map_err(written)?;
     Ok(n)
 }

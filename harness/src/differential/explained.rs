@@ -7,6 +7,7 @@ use std::path::Path;
 use serde::{Deserialize, Serialize};
 
 use super::Difference;
+use super::error::ExplainedError;
 use crate::input::wildcard;
 
 /// What a comparison leaves aside, by declared rule: kinds whose place in the order is not
@@ -110,7 +111,7 @@ pub struct ExplainedEntry {
 impl Explained {
     /// `differences.toml` of the fixtures folder, and each peer folder's own
     /// (`<peer>/differences.toml`, as `conform peers record` starts one).
-    pub fn load_all(fixtures: &Path) -> Result<Explained, String> {
+    pub fn load_all(fixtures: &Path) -> Result<Explained, ExplainedError> {
         let mut all = Explained::load(&fixtures.join(FILE))?;
         let mut own: Vec<std::path::PathBuf> = std::fs::read_dir(fixtures)
             .map(|dir| {
@@ -130,11 +131,17 @@ impl Explained {
         Ok(all)
     }
 
-    pub fn load(path: &Path) -> Result<Explained, String> {
+    pub fn load(path: &Path) -> Result<Explained, ExplainedError> {
         match std::fs::read_to_string(path) {
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(Explained::default()),
-            Err(e) => Err(format!("{}: {e}", path.display())),
-            Ok(text) => toml::from_str(&text).map_err(|e| format!("{}: {e}", path.display())),
+            Err(source) => Err(ExplainedError::Read {
+                path: path.to_owned(),
+                source,
+            }),
+            Ok(text) => toml::from_str(&text).map_err(|source| ExplainedError::Toml {
+                path: path.to_owned(),
+                source,
+            }),
         }
     }
 

@@ -18,6 +18,7 @@ pub mod accept;
 mod coverage;
 mod diff;
 mod drafts;
+pub mod error;
 mod explained;
 pub mod learn;
 mod lifecycle;
@@ -28,8 +29,8 @@ pub mod upgrade;
 pub mod vocabulary;
 mod wire;
 
-pub use coverage::{CoverageOptions, coverage};
-pub use diff::{DiffOptions, diff};
+pub use coverage::{CoverageOptions, CoverageReport, UnsentKind, coverage};
+pub use diff::{CaseDiff, DiffOptions, DiffProgress, DiffReport, diff, rebuild_first};
 pub use drafts::record_peer;
 pub use explained::{Explained, ExplainedEntry, FILE, Leave};
 pub use normalise::{Ids, normalise};

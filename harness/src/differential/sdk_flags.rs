@@ -6,6 +6,8 @@
 
 use std::path::{Path, PathBuf};
 
+use super::error::SdkFlagsError;
+
 /// One flag as written: its name, its value, and whether the value was inline (`--flag=value`).
 #[derive(Debug, PartialEq, Eq)]
 struct Flag {
@@ -109,25 +111,27 @@ pub fn sdk_of(cli: &Path) -> Option<PathBuf> {
 }
 
 /// The command line this SDK writes for the probe's `query()` (run with `node`).
-pub fn argv(sdk: &Path) -> Result<Vec<String>, String> {
+pub fn argv(sdk: &Path) -> Result<Vec<String>, SdkFlagsError> {
     let probe = crate::settings::default_dir("fakes").join("peers/claude-sdk/argv.mjs");
-    let work = tempfile::tempdir().map_err(|e| e.to_string())?;
+    let work = tempfile::tempdir().map_err(SdkFlagsError::TempDir)?;
     let out = std::process::Command::new("node")
         .arg(&probe)
         .arg(sdk)
         .arg(work.path())
         .stdin(std::process::Stdio::null())
         .output()
-        .map_err(|e| format!("could not run `node {}`: {e}", probe.display()))?;
+        .map_err(|source| SdkFlagsError::Run {
+            probe: probe.clone(),
+            source,
+        })?;
     if !out.status.success() {
-        return Err(format!(
-            "`node {}` failed ({}): {}",
-            probe.display(),
-            out.status,
-            String::from_utf8_lossy(&out.stderr).trim()
-        ));
+        return Err(SdkFlagsError::Failed {
+            probe,
+            status: out.status,
+            stderr: String::from_utf8_lossy(&out.stderr).trim().to_owned(),
+        });
     }
-    serde_json::from_slice(&out.stdout).map_err(|e| format!("the probe printed no argv: {e}"))
+    serde_json::from_slice(&out.stdout).map_err(SdkFlagsError::NoArgv)
 }
 
 #[cfg(test)]

@@ -209,7 +209,7 @@ fn a_peer_whose_version_the_fakes_do_not_speak_yet_is_not_compared_and_fails() {
         )]
     );
     assert_eq!(
-        diff::rebuild_first("codex-9.9.9", Provider::Codex, "9.9.9", 2),
+        super::rebuild_first("codex-9.9.9", Provider::Codex, "9.9.9", 2),
         "`codex-9.9.9`: this build's fakes do not speak codex 9.9.9 yet (accepted into \
          fakes/profiles/, not built in): rebuild first, then run again; its 2 peer scenario(s) \
          not compared"
@@ -232,7 +232,8 @@ fn a_peer_whose_version_the_fakes_do_not_speak_yet_is_not_compared_and_fails() {
     };
     let code = tokio::runtime::Runtime::new()
         .unwrap()
-        .block_on(super::diff(opts))
-        .unwrap();
+        .block_on(super::diff(opts, &mut |_| {}))
+        .unwrap()
+        .exit_code();
     assert_eq!(code, 1);
 }

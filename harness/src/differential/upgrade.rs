@@ -22,6 +22,7 @@ use conform_protocol::vocab::Provider;
 use serde::Serialize;
 
 use super::DiffOptions;
+use super::error::{DifferentialError, PeerBinaryError, SchemaChangesError, SdkFlagsError};
 use super::learn::{self, Addition};
 use super::vocabulary;
 use super::wire::{self, Ledger, PeerCase, Wire};
@@ -66,7 +67,7 @@ impl Rank {
 }
 
 #[derive(Debug, Serialize)]
-pub struct Change {
+pub struct UpgradeChange {
     pub rank: Rank,
     /// The peer scenario that shows it.
     pub scenario: String,
@@ -99,12 +100,12 @@ pub struct UpgradeReport {
     /// dressed as); `None` for a provider whose fake speaks one version only.
     pub fakes_speak: Option<String>,
     /// The protocol schemas' definitions that changed (Codex), or why they were not read.
-    pub vocabulary: Result<Vec<vocabulary::Change>, String>,
+    pub vocabulary: Result<Vec<vocabulary::DefinitionChange>, SchemaChangesError>,
     /// How the Agent SDK's command line for the CLI changed (Claude Code only), or why it was
     /// not read ([`super::sdk_flags`]).
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub sdk_flags: Option<Result<Vec<String>, String>>,
-    pub changes: Vec<Change>,
+    pub sdk_flags: Option<Result<Vec<String>, SdkFlagsError>>,
+    pub changes: Vec<UpgradeChange>,
     pub against_fake: Vec<AgainstFake>,
     /// The fields `--accept` writes into the version's profile for the fake to send.
     pub learned: Vec<Addition>,
@@ -148,7 +149,7 @@ impl UpgradeReport {
 }
 
 /// Runs the peer's scenarios on both sides and compares them.
-pub async fn upgrade(opts: &UpgradeOptions) -> Result<UpgradeReport, String> {
+pub async fn upgrade(opts: &UpgradeOptions) -> Result<UpgradeReport, DifferentialError> {
     let cases: Vec<PeerCase> = wire::peer_cases(&opts.diff.scenarios)?
         .into_iter()
         .filter(|c| c.peer == opts.peer)
@@ -157,10 +158,7 @@ pub async fn upgrade(opts: &UpgradeOptions) -> Result<UpgradeReport, String> {
         })
         .collect();
     let Some(product) = cases.first().map(|c| c.provider) else {
-        return Err(format!(
-            "no peer scenario names the peer `{}` (scenarios/peers/ `[peer] name`)",
-            opts.peer
-        ));
+        return Err(DifferentialError::NoScenarioOfPeer(opts.peer.clone()));
     };
     let ids: Vec<String> = cases.iter().map(|c| c.id.clone()).collect();
     let pinned = wire::ledgers(
@@ -184,7 +182,7 @@ pub async fn upgrade(opts: &UpgradeOptions) -> Result<UpgradeReport, String> {
     let mut judged = Vec::new();
     for case in &cases {
         let (Some(p), Some(c)) = (pinned.get(&case.id), candidate.get(&case.id)) else {
-            changes.push(Change {
+            changes.push(UpgradeChange {
                 rank: Rank::Reports,
                 scenario: case.id.clone(),
                 text: "did not run on both sides (is the peer installed?)".into(),
@@ -265,8 +263,8 @@ fn case_changes(
     candidate: &Ledger,
     explained: &Explained,
     opts: &UpgradeOptions,
-) -> Vec<Change> {
-    let change = |rank, text: String| Change {
+) -> Vec<UpgradeChange> {
+    let change = |rank, text: String| UpgradeChange {
         rank,
         scenario: case.id.clone(),
         text,
@@ -474,14 +472,14 @@ impl<'a> Judged<'a> {
 fn schema_changes(
     product: Provider,
     opts: &UpgradeOptions,
-) -> Result<Vec<vocabulary::Change>, String> {
+) -> Result<Vec<vocabulary::DefinitionChange>, SchemaChangesError> {
     if product != Provider::Codex {
-        return Err(format!("{product} publishes no protocol schema to compare"));
+        return Err(SchemaChangesError::NoSchema(product));
     }
-    let generated = |side: &Side| -> Result<vocabulary::Vocabulary, String> {
+    let generated = |side: &Side| -> Result<vocabulary::DefinitionConstants, SchemaChangesError> {
         let bin = binary(&side.dir, &opts.peer)?;
-        let work = tempfile::tempdir().map_err(|e| e.to_string())?;
-        let schema = vocabulary::codex_schema(&bin, work.path()).map_err(|e| e.to_string())?;
+        let work = tempfile::tempdir().map_err(SchemaChangesError::TempDir)?;
+        let schema = vocabulary::codex_schema(&bin, work.path())?;
         Ok(vocabulary::of_schema(&schema))
     };
     Ok(vocabulary::changes(
@@ -492,11 +490,11 @@ fn schema_changes(
 
 /// The Agent SDK's command line for the CLI, pinned against candidate: each side's SDK is the
 /// one installed beside its CLI.
-fn sdk_flag_changes(opts: &UpgradeOptions) -> Result<Vec<String>, String> {
-    let argv = |side: &Side| -> Result<Vec<String>, String> {
+fn sdk_flag_changes(opts: &UpgradeOptions) -> Result<Vec<String>, SdkFlagsError> {
+    let argv = |side: &Side| -> Result<Vec<String>, SdkFlagsError> {
         let cli = binary(&side.dir, &opts.peer)?;
-        let sdk = super::sdk_flags::sdk_of(&cli)
-            .ok_or_else(|| format!("no Agent SDK installed beside {}", cli.display()))?;
+        let sdk =
+            super::sdk_flags::sdk_of(&cli).ok_or_else(|| SdkFlagsError::NoSdk(cli.clone()))?;
         super::sdk_flags::argv(&sdk)
     };
     Ok(super::sdk_flags::changes(
@@ -506,17 +504,20 @@ fn sdk_flag_changes(opts: &UpgradeOptions) -> Result<Vec<String>, String> {
 }
 
 /// The program a peers folder runs for `peer` (its command's first word).
-pub fn binary(dir: &Path, peer: &str) -> Result<PathBuf, String> {
-    let peers = crate::proc::peers::Peers::load(dir).map_err(|e| e.to_string())?;
+pub fn binary(dir: &Path, peer: &str) -> Result<PathBuf, PeerBinaryError> {
+    let peers = crate::proc::peers::Peers::load(dir)?;
     let entry = peers
         .entries
         .get(peer)
-        .ok_or_else(|| format!("{} names no peer `{peer}`", dir.display()))?;
+        .ok_or_else(|| PeerBinaryError::NoPeer {
+            dir: dir.to_owned(),
+            peer: peer.to_owned(),
+        })?;
     entry
         .command
         .first()
         .map(PathBuf::from)
-        .ok_or_else(|| format!("the peer `{peer}` has an empty command"))
+        .ok_or_else(|| PeerBinaryError::EmptyCommand(peer.to_owned()))
 }
 
 mod markdown;

@@ -10,13 +10,13 @@ use std::path::Path;
 use serde_json::Value;
 
 /// Definition name → the string constants it holds (its own, not those of what it refers to).
-pub type Vocabulary = BTreeMap<String, BTreeSet<String>>;
+pub type DefinitionConstants = BTreeMap<String, BTreeSet<String>>;
 
 /// The vocabulary of a schema document with `definitions` (or `$defs`). A definition that is
 /// a namespace of definitions (Codex's bundle keeps its v2 types under `v2`) is read as its
 /// members, named `v2.Member`.
-pub fn of_schema(schema: &Value) -> Vocabulary {
-    let mut out = Vocabulary::new();
+pub fn of_schema(schema: &Value) -> DefinitionConstants {
+    let mut out = DefinitionConstants::new();
     if let Some(defs) = schema
         .get("definitions")
         .or_else(|| schema.get("$defs"))
@@ -27,7 +27,7 @@ pub fn of_schema(schema: &Value) -> Vocabulary {
     out
 }
 
-fn definitions(defs: &serde_json::Map<String, Value>, prefix: &str, out: &mut Vocabulary) {
+fn definitions(defs: &serde_json::Map<String, Value>, prefix: &str, out: &mut DefinitionConstants) {
     for (name, def) in defs {
         let name = format!("{prefix}{name}");
         match def.as_object().filter(|o| is_namespace(o)) {
@@ -101,8 +101,16 @@ pub enum GenerateError {
         status: String,
         stderr: String,
     },
-    #[error("{0}")]
-    Schema(String),
+    #[error("{path}: {source}")]
+    ReadSchema {
+        path: std::path::PathBuf,
+        source: std::io::Error,
+    },
+    #[error("{path}: {source}")]
+    ParseSchema {
+        path: std::path::PathBuf,
+        source: serde_json::Error,
+    },
 }
 
 /// The v2 protocol schema a Codex binary generates (`<bin> app-server generate-json-schema
@@ -136,15 +144,19 @@ pub fn codex_schema(bin: &Path, work: &Path) -> Result<Value, GenerateError> {
         });
     }
     let bundle = work.join("codex_app_server_protocol.v2.schemas.json");
-    let text = std::fs::read_to_string(&bundle)
-        .map_err(|e| GenerateError::Schema(format!("{}: {e}", bundle.display())))?;
-    serde_json::from_str(&text)
-        .map_err(|e| GenerateError::Schema(format!("{}: {e}", bundle.display())))
+    let text = std::fs::read_to_string(&bundle).map_err(|source| GenerateError::ReadSchema {
+        path: bundle.clone(),
+        source,
+    })?;
+    serde_json::from_str(&text).map_err(|source| GenerateError::ParseSchema {
+        path: bundle,
+        source,
+    })
 }
 
 /// One definition's change from one version to the next.
 #[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, serde::Serialize)]
-pub struct Change {
+pub struct DefinitionChange {
     pub definition: String,
     /// The definition is new (or gone) as a whole.
     pub whole: Option<Whole>,
@@ -159,7 +171,7 @@ pub enum Whole {
     Removed,
 }
 
-impl std::fmt::Display for Change {
+impl std::fmt::Display for DefinitionChange {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         let list = |s: &BTreeSet<String>| {
             s.iter()
@@ -185,7 +197,7 @@ impl std::fmt::Display for Change {
 /// What changed from `old` to `new`: definitions added or removed, and the constants each
 /// common definition gained or lost. A new definition without constants is listed too (a new
 /// payload type).
-pub fn changes(old: &Vocabulary, new: &Vocabulary) -> Vec<Change> {
+pub fn changes(old: &DefinitionConstants, new: &DefinitionConstants) -> Vec<DefinitionChange> {
     let names: BTreeSet<&String> = old.keys().chain(new.keys()).collect();
     names
         .into_iter()
@@ -200,11 +212,13 @@ pub fn changes(old: &Vocabulary, new: &Vocabulary) -> Vec<Change> {
             let (o, n) = (o.unwrap_or(&empty), n.unwrap_or(&empty));
             let added: BTreeSet<String> = n.difference(o).cloned().collect();
             let removed: BTreeSet<String> = o.difference(n).cloned().collect();
-            (whole.is_some() || !added.is_empty() || !removed.is_empty()).then(|| Change {
-                definition: name.clone(),
-                whole,
-                added,
-                removed,
+            (whole.is_some() || !added.is_empty() || !removed.is_empty()).then(|| {
+                DefinitionChange {
+                    definition: name.clone(),
+                    whole,
+                    added,
+                    removed,
+                }
             })
         })
         .collect()

@@ -11,19 +11,21 @@ use serde::Deserialize;
 use serde_json::Value;
 
 use super::DiffOptions;
+use super::diff::DiffProgress;
+use super::error::{DifferentialError, FixtureError};
 use super::lifecycle::{END, Ending};
 use super::normalise;
 
 /// One recorded frame in a fixture: the frame, and the method a response answers.
 #[derive(Debug, serde::Serialize, Deserialize)]
-pub(super) struct Recorded {
+pub(super) struct RecordedFrame {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     answers: Option<String>,
     frame: Value,
 }
 
 /// The frames the runtime (real or fake) sent, in order, from a run's ledger.
-pub(super) fn recorded(ledger: &[FakeLine]) -> Vec<Recorded> {
+pub(super) fn recorded(ledger: &[FakeLine]) -> Vec<RecordedFrame> {
     ledger
         .iter()
         .filter_map(|l| match &l.event {
@@ -32,7 +34,7 @@ pub(super) fn recorded(ledger: &[FakeLine]) -> Vec<Recorded> {
                 frame,
                 answers,
                 ..
-            } => Some(Recorded {
+            } => Some(RecordedFrame {
                 answers: answers.clone(),
                 frame: frame.clone(),
             }),
@@ -43,20 +45,20 @@ pub(super) fn recorded(ledger: &[FakeLine]) -> Vec<Recorded> {
 
 /// A run's frames as a fixture holds them: normalised ([`normalise`]), one id table for the
 /// run.
-pub(super) fn normalised(ledger: &[FakeLine], run_dir: &str) -> Vec<Recorded> {
+pub(super) fn normalised(ledger: &[FakeLine], run_dir: &str) -> Vec<RecordedFrame> {
     let mut ids = super::Ids::default();
     recorded(ledger)
         .into_iter()
-        .map(|r| Recorded {
+        .map(|r| RecordedFrame {
             frame: normalise(&r.frame, run_dir, &mut ids),
             ..r
         })
         .collect()
 }
 
-/// A run's frames as a fixture file holds them: one normalised [`Recorded`] per line, then
+/// A run's frames as a fixture file holds them: one normalised [`RecordedFrame`] per line, then
 /// how the runtime ended (`{"end": …}`, [`Ending`]).
-pub(super) fn fixture_text(records: &[Recorded], end: Option<&Ending>) -> String {
+pub(super) fn fixture_text(records: &[RecordedFrame], end: Option<&Ending>) -> String {
     let mut text: String = records
         .iter()
         .map(|r| serde_json::to_string(r).expect("serialises") + "\n")
@@ -80,7 +82,7 @@ pub(super) fn fixture_of(run: &Ledger) -> String {
     fixture_text(&normalised(&run.lines, &run.run_dir), run.ending().as_ref())
 }
 
-pub(super) fn kinds_of(provider: Provider, records: Vec<Recorded>) -> Vec<(String, Value)> {
+pub(super) fn kinds_of(provider: Provider, records: Vec<RecordedFrame>) -> Vec<(String, Value)> {
     let codec = conform_fakes::codec::for_provider(provider);
     records
         .into_iter()
@@ -93,26 +95,29 @@ pub(super) fn fixture_path(dir: &Path, peer: &str, id: &str) -> std::path::PathB
         .join(format!("{}.jsonl", id.rsplit('/').next().unwrap_or(id)))
 }
 
-pub(super) fn read_fixture(
-    provider: Provider,
-    path: &Path,
-) -> Result<Vec<(String, Value)>, String> {
-    let text = std::fs::read_to_string(path).map_err(|e| format!("{}: {e}", path.display()))?;
+pub(super) fn read_fixture(provider: Provider, path: &Path) -> Result<Wire, FixtureError> {
+    let text = std::fs::read_to_string(path).map_err(|source| FixtureError::Read {
+        path: path.to_owned(),
+        source,
+    })?;
     let mut end = None;
     let mut records = Vec::new();
     for l in text.lines().filter(|l| !l.trim().is_empty()) {
-        let bad = |e: serde_json::Error| format!("{}: {e}", path.display());
+        let bad = |source| FixtureError::Json {
+            path: path.to_owned(),
+            source,
+        };
         let v: Value = serde_json::from_str(l).map_err(bad)?;
         match v.get("end") {
             Some(e) => end = Some(e.clone()),
-            None => records.push(serde_json::from_value::<Recorded>(v).map_err(bad)?),
+            None => records.push(serde_json::from_value::<RecordedFrame>(v).map_err(bad)?),
         }
     }
     // Read as recorded now: the normalising rules may have grown since it was written.
     let mut ids = super::Ids::default();
     let records = records
         .into_iter()
-        .map(|r| Recorded {
+        .map(|r| RecordedFrame {
             frame: normalise(&r.frame, "", &mut ids),
             ..r
         })
@@ -158,8 +163,14 @@ impl From<crate::suite::recording::Recording> for Ledger {
 }
 
 /// The wires `conform run --peers` kept for these cases that can stand for a run now
-/// ([`crate::suite::recording::reusable`]), by id; none with `--rerun`.
-pub(super) fn kept(opts: &DiffOptions, cases: &[PeerCase], dir: &Path) -> BTreeMap<String, Ledger> {
+/// ([`crate::suite::recording::reusable`]), by id; none with `--rerun`. Each one reused is told
+/// to `progress`.
+pub(super) fn kept(
+    opts: &DiffOptions,
+    cases: &[PeerCase],
+    dir: &Path,
+    progress: &mut dyn FnMut(DiffProgress),
+) -> BTreeMap<String, Ledger> {
     use crate::suite::recording;
     let peers = match crate::proc::peers::Peers::load(dir) {
         Ok(p) if !opts.rerun => p,
@@ -178,11 +189,10 @@ pub(super) fn kept(opts: &DiffOptions, cases: &[PeerCase], dir: &Path) -> BTreeM
             continue;
         };
         if let Some(r) = recording::reusable(dir, &case.id, &stamp) {
-            println!(
-                "{}: the wire `conform run --peers` kept {} s ago (same peer, scenario and conform; --rerun runs it again)",
-                case.id,
-                now.saturating_sub(r.recorded_at)
-            );
+            progress(DiffProgress::Reused {
+                id: case.id.clone(),
+                age_s: now.saturating_sub(r.recorded_at),
+            });
             out.insert(case.id.clone(), Ledger::from(r));
         }
     }
@@ -214,7 +224,7 @@ pub(super) async fn ledgers(
     ids: &[String],
     peers: Option<std::path::PathBuf>,
     product_versions: BTreeMap<Provider, String>,
-) -> Result<BTreeMap<String, Ledger>, String> {
+) -> Result<BTreeMap<String, Ledger>, crate::suite::SuiteError> {
     let defaults = crate::settings::Settings::default();
     let settings = crate::settings::Settings {
         product_versions: product_versions.into_iter().collect(),
@@ -229,8 +239,7 @@ pub(super) async fn ledgers(
         filters: ids.to_vec(),
         ..wire_suite(&opts.scenarios, &opts.snapshots, settings)
     })
-    .await
-    .map_err(|e| e.to_string())?;
+    .await?;
     let mut out = BTreeMap::new();
     for c in report.cases {
         if c.mode != conform_protocol::subject::Mode::Foreground || !ids.contains(&c.scenario.id) {
@@ -318,13 +327,8 @@ pub(super) struct PeerCase {
 pub(super) type Wire = Vec<(String, Value)>;
 
 /// Every peer scenario that names an analog.
-pub(super) fn peer_cases(scenarios: &Path) -> Result<Vec<PeerCase>, String> {
-    let all = crate::scenario::discover(scenarios).map_err(|errs| {
-        errs.iter()
-            .map(|e| e.to_string())
-            .collect::<Vec<_>>()
-            .join("\n")
-    })?;
+pub(super) fn peer_cases(scenarios: &Path) -> Result<Vec<PeerCase>, DifferentialError> {
+    let all = crate::scenario::discover(scenarios).map_err(DifferentialError::Scenarios)?;
     let cases: Vec<PeerCase> = all
         .iter()
         .filter_map(|s| {
@@ -340,7 +344,7 @@ pub(super) fn peer_cases(scenarios: &Path) -> Result<Vec<PeerCase>, String> {
         })
         .collect();
     if cases.is_empty() {
-        return Err("no peer scenario names an analog".into());
+        return Err(DifferentialError::NoAnalog);
     }
     Ok(cases)
 }
@@ -404,7 +408,7 @@ pub(super) fn refusal(run: &Ledger, provider: Provider) -> Option<String> {
 pub(super) async fn run_analogs(
     opts: &DiffOptions,
     cases: &[PeerCase],
-) -> Result<BTreeMap<(String, Option<String>), Ledger>, String> {
+) -> Result<BTreeMap<(String, Option<String>), Ledger>, crate::suite::SuiteError> {
     let mut by_version: BTreeMap<(Provider, Option<String>), Vec<String>> = BTreeMap::new();
     for case in cases {
         by_version

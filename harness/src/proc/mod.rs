@@ -2,9 +2,9 @@
 //! knows what a scenario or a verdict is.
 
 pub mod cgroup;
+pub mod cpu_load;
 pub mod interrupt;
 pub mod keeper;
-pub mod load;
 pub mod own_tree;
 pub mod peers;
 pub mod pids;

@@ -21,7 +21,7 @@ use conform_protocol::side::{FakeEvent, FakeLine, Role};
 use conform_protocol::subject::{Mode, ToSubject};
 use tokio::sync::{mpsc, oneshot};
 
-use crate::proc::load;
+use crate::proc::cpu_load;
 use crate::proc::pids;
 use crate::proc::pool::SubjectPool;
 use crate::proc::router::{Router, RunEvent};
@@ -97,7 +97,7 @@ struct Run<'a> {
     expected_in: Duration,
     /// How long the run's threads had waited for a CPU at its start (a deadline is put off by
     /// what its own processes waited since).
-    load: load::Mark,
+    load: cpu_load::CpuWaitMark,
 }
 
 /// The most a deadline is put off, as a multiple of it: a subject starved without end still
@@ -211,7 +211,7 @@ impl<'a> Run<'a> {
             tree,
             deadline,
             expected_in,
-            load: load::Mark::now(subject_group),
+            load: cpu_load::CpuWaitMark::now(subject_group),
         };
         run.send(&start);
         Ok(run)

@@ -133,7 +133,7 @@ fn folder(stored: Option<&str>) -> (tempfile::TempDir, PathBuf) {
 
 const HEADER: &str = "---\nsource: case.toml\nexpression: case (foreground)\n---\n";
 
-fn check_with(path: &Path, actual: &str, update: Update) -> std::io::Result<Outcome> {
+fn check_with(path: &Path, actual: &str, update: Update) -> std::io::Result<SnapshotOutcome> {
     check_pending(path, actual, update, None)
 }
 
@@ -143,7 +143,7 @@ fn check_pending(
     actual: &str,
     update: Update,
     pending: Option<&PendingDir>,
-) -> std::io::Result<Outcome> {
+) -> std::io::Result<SnapshotOutcome> {
     let case = Case {
         snapshots: path.parent().unwrap(),
         name: path.file_name().unwrap().to_str().unwrap().to_owned(),
@@ -153,9 +153,9 @@ fn check_pending(
     check_file(&case, actual, |_| Ok(update), pending)
 }
 
-fn differs(outcome: Outcome) -> (String, Option<PathBuf>) {
+fn differs(outcome: SnapshotOutcome) -> (String, Option<PathBuf>) {
     match outcome {
-        Outcome::Differs { diff, new } => (diff, new),
+        SnapshotOutcome::Differs { diff, new } => (diff, new),
         _ => panic!("expected a difference"),
     }
 }
@@ -165,7 +165,7 @@ fn texts_are_compared_exactly_and_the_diff_shows_what_is_invisible() {
     let stored = "── job_output ──\nDone.\n[status: completed]\n";
     let (_dir, path) = folder(Some(stored));
     let same = check_with(&path, stored, Update::Nothing).unwrap();
-    assert!(matches!(same, Outcome::Matches));
+    assert!(matches!(same, SnapshotOutcome::Matches));
     // Line ends a subject wrote as CRLF, which insta's comparison took for LF.
     let crlf = stored.replace('\n', "\r\n");
     let (diff, _) = differs(check_with(&path, &crlf, Update::Nothing).unwrap());
@@ -187,10 +187,10 @@ fn an_accepted_text_reads_back_exactly() {
     let (_dir, path) = folder(None);
     let text = "── tool result ──\r\nA  \\ ␍ ·\t\n\u{1b}[0m\n\n";
     let accepted = check_with(&path, text, Update::InPlace).unwrap();
-    assert!(matches!(accepted, Outcome::Accepted));
+    assert!(matches!(accepted, SnapshotOutcome::Accepted));
     assert_eq!(read_stored(&path).unwrap().unwrap().text, text);
     let again = check_with(&path, text, Update::Nothing).unwrap();
-    assert!(matches!(again, Outcome::Matches));
+    assert!(matches!(again, SnapshotOutcome::Matches));
 }
 
 #[test]
@@ -213,7 +213,7 @@ fn a_planted_pending_link_is_not_written_through() {
     assert_eq!(std::fs::read_to_string(&target).unwrap(), "keep me");
     assert!(new_path.is_symlink());
     // A match leaves someone else's link alone too.
-    assert!(matches!(check("old\n").unwrap(), Outcome::Matches));
+    assert!(matches!(check("old\n").unwrap(), SnapshotOutcome::Matches));
     assert!(new_path.is_symlink());
     // So is a link planted where the folder of that snapshots folder's pending files goes.
     let folder = new_path.parent().unwrap();
@@ -287,7 +287,7 @@ fn a_text_too_big_to_pin_is_still_the_subjects_difference() {
     let (_dir, path) = folder(None);
     let huge = "x".repeat(MAX_SNAPSHOT_BYTES as usize) + "\n";
     match check_with(&path, &huge, Update::InPlace).unwrap() {
-        Outcome::Missing { new: None, note } => {
+        SnapshotOutcome::Missing { new: None, note } => {
             assert!(note.unwrap().contains("not written as a snapshot"));
         }
         _ => panic!("expected a missing snapshot, not written"),

@@ -127,14 +127,14 @@ impl Status {
 
 /// The baseline as applied to a suite.
 #[derive(Clone, Debug)]
-pub struct Outcome {
+pub struct BaselineOutcome {
     pub path: PathBuf,
     /// The catalog the file was written against, where it says.
     pub catalog: Option<String>,
     pub entries: Vec<(Entry, Status)>,
 }
 
-impl Outcome {
+impl BaselineOutcome {
     /// One line when the file was written against another catalog than `used` (the suite's):
     /// its entries may name cases that have changed since. A warning, never a failure; a file
     /// that names no catalog is taken as it is.
@@ -206,7 +206,7 @@ pub fn apply(report: &mut SuiteReport, baseline: &Baseline) {
             (e.clone(), status)
         })
         .collect();
-    report.baseline = Some(Outcome {
+    report.baseline = Some(BaselineOutcome {
         path: baseline.path.clone(),
         catalog: baseline.catalog.clone(),
         entries,

@@ -9,7 +9,7 @@ use crate::checks::{self, Blame, Check, Finding, Level};
 use crate::run::Observed;
 use crate::scenario::Scenario;
 use crate::settings::Strictness;
-use crate::snapshot::{self, Outcome};
+use crate::snapshot::{self, SnapshotOutcome};
 use crate::suite::outcome::{CaseReport, Verdict};
 
 pub fn interrupted(scenario: Arc<Scenario>, mode: Mode, signo: i32) -> CaseReport {
@@ -269,13 +269,13 @@ fn compare_snapshot(
         None => (accept, pending),
     };
     let finding = match snapshot::check(snapshots, s, mode, &actual, accept, pending) {
-        Ok(Outcome::Matches) => None,
-        Ok(Outcome::Accepted) => {
+        Ok(SnapshotOutcome::Matches) => None,
+        Ok(SnapshotOutcome::Accepted) => {
             let shown = snapshot::visible(&actual);
             note = Some(format!("accepted new snapshot:\n{shown}"));
             None
         }
-        Ok(Outcome::Missing { new, note: why }) => Some(Finding::new(
+        Ok(SnapshotOutcome::Missing { new, note: why }) => Some(Finding::new(
             Check::Snapshot,
             format!(
                 "no stored snapshot ({}):\n{}{}",
@@ -287,7 +287,7 @@ fn compare_snapshot(
                 why.map(|n| format!("\n{n}")).unwrap_or_default()
             ),
         )),
-        Ok(Outcome::Differs { diff, new }) => Some(Finding::new(
+        Ok(SnapshotOutcome::Differs { diff, new }) => Some(Finding::new(
             Check::Snapshot,
             format!(
                 "the model-visible texts differ from the snapshot{}:\n{diff}",

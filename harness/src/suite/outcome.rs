@@ -70,7 +70,7 @@ pub struct SuiteReport {
     /// The strong settling mode, as asked for and as had.
     pub cgroup: CgroupMode,
     /// The known-failure baseline, as applied (`--baseline`).
-    pub baseline: Option<crate::suite::baseline::Outcome>,
+    pub baseline: Option<crate::suite::baseline::BaselineOutcome>,
     /// The shard of the catalog this suite ran (`--partition`).
     pub partition: Option<crate::suite::partition::Partition>,
     /// Each scenario's place in the whole selection, before any partition.

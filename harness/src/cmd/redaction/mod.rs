@@ -145,10 +145,10 @@ fn rename_string(step: &mut Step, old: &str, new: &str) {
 
 mod search;
 
-pub use search::{Counterexample, Outcome, Plan, run};
+pub use search::{Counterexample, SearchOutcome, SearchPlan, run};
 
 /// The report: one line per failing case with its channel, secret and first finding.
-pub fn render(outcome: &Outcome, plan: &Plan, elapsed: std::time::Duration) -> String {
+pub fn render(outcome: &SearchOutcome, plan: &SearchPlan, elapsed: std::time::Duration) -> String {
     let mut out = String::new();
     for f in &outcome.failures {
         let first = f
@@ -237,7 +237,7 @@ pub fn exec(args: crate::cli::RedactionArgs) -> Result<ExitCode, CmdError> {
             crate::catalog::default_dir("snapshots")?,
         )
     };
-    let plan = Plan {
+    let plan = SearchPlan {
         cases: args.cases,
         seed: args.seed,
         max_failures: args.max_failures,

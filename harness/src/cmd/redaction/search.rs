@@ -22,7 +22,7 @@ use crate::scenario::Scenario;
 use crate::suite::{self, CaseReport, Options, SuiteError, Verdict};
 
 /// What `conform redaction` was asked.
-pub struct Plan {
+pub struct SearchPlan {
     pub cases: usize,
     pub seed: u64,
     /// Stop once this many counterexamples are kept (`None`: go through every case).
@@ -49,7 +49,7 @@ pub struct Counterexample {
     pub findings: Vec<Finding>,
 }
 
-pub struct Outcome {
+pub struct SearchOutcome {
     /// Cases run (fewer than asked when the search stopped early).
     pub cases: usize,
     pub scenarios: usize,
@@ -187,7 +187,7 @@ impl Stop {
 /// Runs up to `plan.cases` variants over the selected scenarios (round robin, both modes)
 /// against the subject in `opts`; keeps and shrinks the first counterexample per provider ×
 /// channel.
-pub async fn run(opts: &Options, plan: &Plan) -> Result<Outcome, SuiteError> {
+pub async fn run(opts: &Options, plan: &SearchPlan) -> Result<SearchOutcome, SuiteError> {
     let (slots, scenarios) = slots(opts, plan.seed)?;
     let stop = Stop {
         started: Instant::now(),
@@ -266,7 +266,7 @@ pub async fn run(opts: &Options, plan: &Plan) -> Result<Outcome, SuiteError> {
         shrink(opts, &mut kept, &stop).await;
     }
     let signal = stop.why().and_then(|(_, s)| s);
-    Ok(Outcome {
+    Ok(SearchOutcome {
         cases: done,
         scenarios,
         failing_cases,

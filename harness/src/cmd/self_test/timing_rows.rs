@@ -5,7 +5,7 @@
 use std::collections::BTreeSet;
 use std::time::Instant;
 
-use super::{Catalog, DEADLINE, Row};
+use super::{Catalog, DEADLINE, SelfTestRow};
 use crate::checks::Check;
 
 impl Catalog<'_> {
@@ -20,7 +20,7 @@ impl Catalog<'_> {
         &self,
         defect: &conform_reference::DefectInfo,
         late: &BTreeSet<String>,
-    ) -> Vec<Row> {
+    ) -> Vec<SelfTestRow> {
         let timing: Vec<&'static str> = defect
             .catches
             .iter()
@@ -44,7 +44,7 @@ impl Catalog<'_> {
                     0 => format!("{} (-j {jobs})", defect.name),
                     n => format!("{} (-j {jobs}, {n} CPU hogs)", defect.name),
                 };
-                Row {
+                SelfTestRow {
                     name,
                     help: defect.help.to_owned(),
                     killed,

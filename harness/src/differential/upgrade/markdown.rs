@@ -5,7 +5,7 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use conform_protocol::vocab::Provider;
 
-use super::{Change, Rank, UpgradeReport};
+use super::{Rank, UpgradeChange, UpgradeReport};
 use crate::differential::vocabulary;
 
 /// The report as Markdown (also what the terminal shows).
@@ -26,7 +26,7 @@ pub fn markdown(r: &UpgradeReport) -> String {
         r.scenarios.len(),
         r.scenarios.join(", ")
     ));
-    let mut ranks: BTreeMap<Rank, Vec<&Change>> = BTreeMap::new();
+    let mut ranks: BTreeMap<Rank, Vec<&UpgradeChange>> = BTreeMap::new();
     for c in &r.changes {
         ranks.entry(c.rank).or_default().push(c);
     }
@@ -79,11 +79,11 @@ pub fn markdown(r: &UpgradeReport) -> String {
             r.product
         )
     };
-    let open: Vec<Change> = r
+    let open: Vec<UpgradeChange> = r
         .against_fake
         .iter()
         .filter(|d| d.explained.is_none())
-        .map(|d| Change {
+        .map(|d| UpgradeChange {
             rank: Rank::Meaning,
             scenario: d.scenario.clone(),
             text: if d.learnable {
@@ -118,7 +118,7 @@ pub fn markdown(r: &UpgradeReport) -> String {
 /// The definitions a provider meets on the wire first (what a client may ask and be told, the
 /// error codes), every definition that lost a value next, then the rest in one line each for
 /// new, gone and changed definitions.
-fn vocabulary_lines(changes: &[vocabulary::Change]) -> String {
+fn vocabulary_lines(changes: &[vocabulary::DefinitionChange]) -> String {
     const SURFACE: &[&str] = &[
         "ServerNotification",
         "ServerRequest",
@@ -150,7 +150,7 @@ fn vocabulary_lines(changes: &[vocabulary::Change]) -> String {
 }
 
 /// One Markdown item per text, naming every scenario that shows it.
-fn grouped(list: &[&Change]) -> Vec<String> {
+fn grouped(list: &[&UpgradeChange]) -> Vec<String> {
     let mut by_text: BTreeMap<&str, BTreeSet<&str>> = BTreeMap::new();
     let mut order = Vec::new();
     for c in list {

@@ -1,6 +1,6 @@
 use super::*;
 
-fn report(changes: Vec<Change>, against_fake: Vec<AgainstFake>) -> UpgradeReport {
+fn report(changes: Vec<UpgradeChange>, against_fake: Vec<AgainstFake>) -> UpgradeReport {
     UpgradeReport {
         peer: "codex-0.147.0".into(),
         product: Provider::Codex,
@@ -9,7 +9,7 @@ fn report(changes: Vec<Change>, against_fake: Vec<AgainstFake>) -> UpgradeReport
         downgrade: false,
         scenarios: vec!["peers/codex/success".into(), "peers/codex/http-401".into()],
         fakes_speak: Some("0.147.0".into()),
-        vocabulary: Ok(vec![vocabulary::Change {
+        vocabulary: Ok(vec![vocabulary::DefinitionChange {
             definition: "CodexErrorInfo".into(),
             whole: None,
             added: ["bioPolicy".to_owned()].into(),
@@ -23,8 +23,8 @@ fn report(changes: Vec<Change>, against_fake: Vec<AgainstFake>) -> UpgradeReport
     }
 }
 
-fn change(rank: Rank, scenario: &str, text: &str) -> Change {
-    Change {
+fn change(rank: Rank, scenario: &str, text: &str) -> UpgradeChange {
+    UpgradeChange {
         rank,
         scenario: scenario.into(),
         text: text.into(),
@@ -149,5 +149,22 @@ fn a_schema_rejection_both_versions_share_is_no_change() {
     assert!(
         matches!(&new[..], [Difference::Schema { kind, .. }] if kind == "system:init"),
         "{new:?}"
+    );
+}
+
+#[test]
+fn a_part_not_compared_is_kept_in_the_json_as_its_message() {
+    // `upgrade.json` keeps why, as it did when the reason was a string.
+    let mut r = report(Vec::new(), Vec::new());
+    r.vocabulary = Err(SchemaChangesError::NoSchema(Provider::ClaudeCode));
+    r.sdk_flags = Some(Err(PeerBinaryError::EmptyCommand("x".into()).into()));
+    let json = serde_json::to_value(&r).unwrap();
+    assert_eq!(
+        json["vocabulary"],
+        serde_json::json!({"Err": "claude-code publishes no protocol schema to compare"})
+    );
+    assert_eq!(
+        json["sdkFlags"],
+        serde_json::json!({"Err": "the peer `x` has an empty command"})
     );
 }

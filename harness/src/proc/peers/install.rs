@@ -18,7 +18,7 @@ use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use super::PeerEntry;
-use super::manifest::{Manifest, PeerSpec, Registry, resolve_binary};
+use super::manifest::{PeerManifest, PeerSpec, Registry, UnknownPeer, ValueError, resolve_binary};
 
 /// Written last into an install folder: `<registry> <package>@<version>`.
 pub const MARKER: &str = ".conform-installed";
@@ -38,7 +38,7 @@ pub struct Request {
 
 /// What became of one selected peer.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub enum Outcome {
+pub enum InstallOutcome {
     /// Already in the cache.
     Cached,
     /// Installed now, in this long.
@@ -51,7 +51,7 @@ pub enum Outcome {
 #[derive(Debug)]
 pub struct Installed {
     /// Each selected peer, in the manifest's order.
-    pub outcomes: Vec<(String, Outcome)>,
+    pub outcomes: Vec<(String, InstallOutcome)>,
     /// What `peers.json` now says (every peer installed in the cache, selected or not).
     pub entries: BTreeMap<String, PeerEntry>,
     /// `peers.json`, or `None` when no peer is installed (any old one is removed).
@@ -60,8 +60,14 @@ pub struct Installed {
 
 #[derive(Debug, thiserror::Error)]
 pub enum InstallError {
-    #[error("{0}")]
-    Select(String),
+    #[error(transparent)]
+    UnknownPeer(#[from] UnknownPeer),
+    #[error("--version {name}={version}: {why}")]
+    Version {
+        name: String,
+        version: String,
+        why: ValueError,
+    },
     #[error("cannot write {path}: {source}")]
     Write {
         path: PathBuf,
@@ -106,13 +112,16 @@ pub fn version_of<'a>(name: &str, spec: &'a PeerSpec, req: &'a Request) -> &'a s
 
 /// Checks the request against the manifest: every name it gives is a peer, every version a
 /// folder name.
-pub fn check_request(manifest: &Manifest, req: &Request) -> Result<(), InstallError> {
+pub fn check_request(manifest: &PeerManifest, req: &Request) -> Result<(), InstallError> {
     for name in req.only.iter().chain(req.versions.keys()) {
-        manifest.get(name).map_err(InstallError::Select)?;
+        manifest.get(name)?;
     }
     for (name, version) in &req.versions {
-        super::manifest::check_version(version)
-            .map_err(|why| InstallError::Select(format!("--version {name}={version}: {why}")))?;
+        super::manifest::check_version(version).map_err(|why| InstallError::Version {
+            name: name.clone(),
+            version: version.clone(),
+            why,
+        })?;
     }
     Ok(())
 }
@@ -120,7 +129,7 @@ pub fn check_request(manifest: &Manifest, req: &Request) -> Result<(), InstallEr
 /// Installs the selected peers into `cache` (an absolute folder), then writes its `peers.json`.
 /// Progress, and each peer skipped, goes to `log`.
 pub fn install(
-    manifest: &Manifest,
+    manifest: &PeerManifest,
     cache: &Path,
     req: &Request,
     log: &mut dyn Write,
@@ -133,7 +142,7 @@ pub fn install(
         }
         let version = version_of(name, spec, req);
         let outcome = install_one(cache, spec, version, log);
-        if let Outcome::Skipped(why) = &outcome {
+        if let InstallOutcome::Skipped(why) = &outcome {
             let _ = writeln!(log, "SKIPPED: {why}");
         }
         outcomes.push((name.clone(), outcome));
@@ -171,17 +180,22 @@ pub fn write_peers_json(dir: &Path, entries: &BTreeMap<String, PeerEntry>) -> st
 }
 
 /// One peer into its folder, unless it is there already.
-pub fn install_one(cache: &Path, spec: &PeerSpec, version: &str, log: &mut dyn Write) -> Outcome {
+pub fn install_one(
+    cache: &Path,
+    spec: &PeerSpec,
+    version: &str,
+    log: &mut dyn Write,
+) -> InstallOutcome {
     let dir = install_dir(cache, spec, version);
     if installed_binary(&dir, spec, version).is_some() {
-        return Outcome::Cached;
+        return InstallOutcome::Cached;
     }
     let what = match spec.registry {
         Registry::Npm => format!("{}@{version}", spec.package),
         Registry::Pypi => format!("{}=={version}", spec.package),
     };
     let skipped = |why: String| {
-        Outcome::Skipped(format!(
+        InstallOutcome::Skipped(format!(
             "could not install {what} from {}: {why}",
             spec.registry
         ))
@@ -216,7 +230,7 @@ pub fn install_one(cache: &Path, spec: &PeerSpec, version: &str, log: &mut dyn W
     };
     if let Err(why) = fetched {
         let _ = std::fs::remove_dir_all(&dir);
-        return skipped(why);
+        return skipped(why.to_string());
     }
     let binary = match resolve_binary(&dir, &spec.binary) {
         Ok(b) => b,
@@ -235,17 +249,55 @@ pub fn install_one(cache: &Path, spec: &PeerSpec, version: &str, log: &mut dyn W
     }
     let took = started.elapsed();
     let _ = writeln!(log, "   installed {what} in {:.1} s", took.as_secs_f64());
-    Outcome::Installed(took)
+    InstallOutcome::Installed(took)
+}
+
+/// Why a package could not be fetched into its folder.
+#[derive(Debug, thiserror::Error)]
+enum FetchError {
+    #[error("`{program}` is not installed (not on PATH)")]
+    NotOnPath { program: String },
+    #[error("cannot run `{program}`: {source}")]
+    Start {
+        program: String,
+        source: std::io::Error,
+    },
+    /// The tool ran and failed: its exit, and the gist of what it said ([`gist`]).
+    #[error("`{program}` {status}{}", if .said.is_empty() { String::new() } else { format!(": {}", .said) })]
+    Failed {
+        program: String,
+        status: std::process::ExitStatus,
+        said: String,
+    },
+    #[error("cannot create {path}: {source}")]
+    Create {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+    #[error("cannot read {path}: {source}")]
+    Read {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+    #[error("expected one wheel in {dir}, found {found}")]
+    Wheels { dir: PathBuf, found: usize },
 }
 
 /// The wheel of `spec` at `version`, downloaded and unzipped into `dir`; the download is
 /// removed once unzipped.
-fn install_wheel(cache: &Path, spec: &PeerSpec, version: &str, dir: &Path) -> Result<(), String> {
+fn install_wheel(
+    cache: &Path,
+    spec: &PeerSpec,
+    version: &str,
+    dir: &Path,
+) -> Result<(), FetchError> {
     let downloads = cache
         .join("downloads")
         .join(format!("{}@{version}", spec.package));
-    std::fs::create_dir_all(&downloads)
-        .map_err(|e| format!("cannot create {}: {e}", downloads.display()))?;
+    std::fs::create_dir_all(&downloads).map_err(|source| FetchError::Create {
+        path: downloads.clone(),
+        source,
+    })?;
     run(Command::new("python3")
         .args([
             "-m",
@@ -259,17 +311,19 @@ fn install_wheel(cache: &Path, spec: &PeerSpec, version: &str, dir: &Path) -> Re
         .arg(&downloads)
         .arg(format!("{}=={version}", spec.package)))?;
     let wheels: Vec<PathBuf> = std::fs::read_dir(&downloads)
-        .map_err(|e| format!("cannot read {}: {e}", downloads.display()))?
+        .map_err(|source| FetchError::Read {
+            path: downloads.clone(),
+            source,
+        })?
         .flatten()
         .map(|e| e.path())
         .filter(|p| p.extension().is_some_and(|x| x == "whl"))
         .collect();
     let [wheel] = wheels.as_slice() else {
-        return Err(format!(
-            "expected one wheel in {}, found {}",
-            downloads.display(),
-            wheels.len()
-        ));
+        return Err(FetchError::Wheels {
+            dir: downloads.clone(),
+            found: wheels.len(),
+        });
     };
     run(Command::new("python3")
         .args(["-m", "zipfile", "-e"])
@@ -280,15 +334,15 @@ fn install_wheel(cache: &Path, spec: &PeerSpec, version: &str, dir: &Path) -> Re
 }
 
 /// Runs a tool to its end; why it failed, from its exit and the end of what it said.
-fn run(cmd: &mut Command) -> Result<(), String> {
+fn run(cmd: &mut Command) -> Result<(), FetchError> {
     let program = cmd.get_program().to_string_lossy().into_owned();
-    let out = cmd
-        .stdin(Stdio::null())
-        .output()
-        .map_err(|e| match e.kind() {
-            std::io::ErrorKind::NotFound => format!("`{program}` is not installed (not on PATH)"),
-            _ => format!("cannot run `{program}`: {e}"),
-        })?;
+    let out = match cmd.stdin(Stdio::null()).output() {
+        Ok(out) => out,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            return Err(FetchError::NotOnPath { program });
+        }
+        Err(source) => return Err(FetchError::Start { program, source }),
+    };
     if out.status.success() {
         return Ok(());
     }
@@ -298,16 +352,11 @@ fn run(cmd: &mut Command) -> Result<(), String> {
     } else {
         said
     };
-    let why = gist(&said);
-    Err(format!(
-        "`{program}` {}{}",
-        out.status,
-        if why.is_empty() {
-            String::new()
-        } else {
-            format!(": {why}")
-        }
-    ))
+    Err(FetchError::Failed {
+        program,
+        status: out.status,
+        said: gist(&said),
+    })
 }
 
 /// The first few lines of what a tool said on failure that say why: without npm's `npm error `
@@ -361,7 +410,7 @@ fn on_path(program: &str) -> bool {
 /// `peers.json`'s entries: every peer of the manifest installed in `cache` at the version the
 /// request asks for (its launcher, if any, on `PATH`).
 pub fn entries(
-    manifest: &Manifest,
+    manifest: &PeerManifest,
     cache: &Path,
     req: &Request,
     log: &mut dyn Write,
@@ -450,22 +499,59 @@ fn product_version(
     }
 }
 
+/// Why an installed package's product version could not be read.
+#[derive(Debug, thiserror::Error)]
+enum VersionFileError {
+    #[error("cannot read {path}: {source}")]
+    Read {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+    #[error("{path} is not JSON: {source}")]
+    NotJson {
+        path: PathBuf,
+        source: serde_json::Error,
+    },
+    #[error("{path} has no string `{key}`")]
+    NoKey { path: PathBuf, key: String },
+}
+
 /// A top-level string `key` of the JSON file at `path`.
-fn read_version(path: &Path, key: &str) -> Result<String, String> {
-    let text = std::fs::read_to_string(path)
-        .map_err(|e| format!("cannot read {}: {e}", path.display()))?;
+fn read_version(path: &Path, key: &str) -> Result<String, VersionFileError> {
+    let text = std::fs::read_to_string(path).map_err(|source| VersionFileError::Read {
+        path: path.to_owned(),
+        source,
+    })?;
     let value: serde_json::Value =
-        serde_json::from_str(&text).map_err(|e| format!("{} is not JSON: {e}", path.display()))?;
+        serde_json::from_str(&text).map_err(|source| VersionFileError::NotJson {
+            path: path.to_owned(),
+            source,
+        })?;
     value
         .get(key)
         .and_then(|v| v.as_str())
         .map(str::to_owned)
-        .ok_or_else(|| format!("{} has no string `{key}`", path.display()))
+        .ok_or_else(|| VersionFileError::NoKey {
+            path: path.to_owned(),
+            key: key.to_owned(),
+        })
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_failed_tool_is_said_with_its_exit_then_the_gist_if_any() {
+        use std::os::unix::process::ExitStatusExt;
+        let failed = |said: &str| FetchError::Failed {
+            program: "npm".into(),
+            status: std::process::ExitStatus::from_raw(256),
+            said: said.into(),
+        };
+        assert_eq!(failed("").to_string(), "`npm` exit status: 1");
+        assert_eq!(failed("E404").to_string(), "`npm` exit status: 1: E404");
+    }
 
     #[test]
     fn a_failure_is_said_in_the_lines_that_say_why() {

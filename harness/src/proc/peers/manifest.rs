@@ -17,7 +17,7 @@ const MAX_BYTES: u64 = 1 << 20;
 
 /// A loaded manifest: its path and its peers by name.
 #[derive(Clone, Debug)]
-pub struct Manifest {
+pub struct PeerManifest {
     pub path: PathBuf,
     pub peers: BTreeMap<String, PeerSpec>,
 }
@@ -114,13 +114,13 @@ struct RawPeer {
     scenarios: Spanned<Vec<String>>,
 }
 
-impl Manifest {
-    pub fn load(path: &Path) -> Result<Manifest, InputError> {
+impl PeerManifest {
+    pub fn load(path: &Path) -> Result<PeerManifest, InputError> {
         let text = crate::input::read_bounded(path, MAX_BYTES, "a peers manifest")?;
-        Manifest::parse(path, &text)
+        PeerManifest::parse(path, &text)
     }
 
-    pub fn parse(path: &Path, text: &str) -> Result<Manifest, InputError> {
+    pub fn parse(path: &Path, text: &str) -> Result<PeerManifest, InputError> {
         let invalid = |span: Option<Range<usize>>, message: String| {
             InputError::invalid(path, text, span, message)
         };
@@ -141,9 +141,9 @@ impl Manifest {
                 ));
             }
             check_package(r.registry, r.package.get_ref())
-                .map_err(|why| invalid(Some(r.package.span()), why))?;
+                .map_err(|why| invalid(Some(r.package.span()), why.to_string()))?;
             check_version(r.version.get_ref())
-                .map_err(|why| invalid(Some(r.version.span()), why))?;
+                .map_err(|why| invalid(Some(r.version.span()), why.to_string()))?;
             if let Some(v) = &r.product_version
                 && v.get_ref().trim().is_empty()
             {
@@ -202,22 +202,44 @@ impl Manifest {
                 },
             );
         }
-        Ok(Manifest {
+        Ok(PeerManifest {
             path: path.to_owned(),
             peers,
         })
     }
 
-    /// The peer named `name`, or a message listing the ones there are.
-    pub fn get(&self, name: &str) -> Result<&PeerSpec, String> {
-        self.peers.get(name).ok_or_else(|| {
-            format!(
-                "{} names no peer `{name}` (it names: {})",
-                self.path.display(),
-                self.peers.keys().cloned().collect::<Vec<_>>().join(", ")
-            )
+    /// The peer named `name`, or an error listing the ones there are.
+    pub fn get(&self, name: &str) -> Result<&PeerSpec, UnknownPeer> {
+        self.peers.get(name).ok_or_else(|| UnknownPeer {
+            manifest: self.path.clone(),
+            name: name.to_owned(),
+            known: self.peers.keys().cloned().collect(),
         })
     }
+}
+
+/// A peer name the manifest does not hold.
+#[derive(Debug, PartialEq, Eq, thiserror::Error)]
+#[error("{manifest} names no peer `{name}` (it names: {})", .known.join(", "))]
+pub struct UnknownPeer {
+    pub manifest: PathBuf,
+    pub name: String,
+    pub known: Vec<String>,
+}
+
+/// What is wrong with one value of a manifest (said at its place in the file).
+#[derive(Debug, PartialEq, Eq, thiserror::Error)]
+pub enum ValueError {
+    #[error("version `{0}`: not empty, no `/`, `\\` or spaces, not starting with `.`")]
+    Version(String),
+    #[error("`{package}` is not a {registry} package name")]
+    Package { registry: Registry, package: String },
+    #[error("`{0}` must be a path relative to the install folder")]
+    NotRelative(String),
+    #[error("`{0}`: no empty, `.` or `..` segment")]
+    Segment(String),
+    #[error("`{0}`: no `*` here")]
+    Glob(String),
 }
 
 fn valid_name(name: &str) -> bool {
@@ -228,23 +250,21 @@ fn valid_name(name: &str) -> bool {
 }
 
 /// A version becomes a folder name: no separators, nothing hidden.
-pub fn check_version(version: &str) -> Result<(), String> {
+pub fn check_version(version: &str) -> Result<(), ValueError> {
     if version.is_empty()
         || version.starts_with('.')
         || version
             .chars()
             .any(|c| c == '/' || c == '\\' || c.is_whitespace() || c.is_control())
     {
-        return Err(format!(
-            "version `{version}`: not empty, no `/`, `\\` or spaces, not starting with `.`"
-        ));
+        return Err(ValueError::Version(version.to_owned()));
     }
     Ok(())
 }
 
 /// A package name becomes a folder under the registry's: npm's `@scope/name` or `name`, PyPI's
 /// letters, digits, `.`, `_` and `-`.
-fn check_package(registry: Registry, package: &str) -> Result<(), String> {
+fn check_package(registry: Registry, package: &str) -> Result<(), ValueError> {
     let segment_ok = |s: &str| {
         !s.is_empty()
             && !s.starts_with('.')
@@ -263,24 +283,25 @@ fn check_package(registry: Registry, package: &str) -> Result<(), String> {
     if ok {
         Ok(())
     } else {
-        Err(format!("`{package}` is not a {registry} package name"))
+        Err(ValueError::Package {
+            registry,
+            package: package.to_owned(),
+        })
     }
 }
 
 /// A path inside the install folder: relative, no `..`, no empty segment; `*` only where
 /// `glob` allows it.
-fn check_relative(path: &str, glob: bool) -> Result<(), String> {
+fn check_relative(path: &str, glob: bool) -> Result<(), ValueError> {
     if path.is_empty() || path.starts_with('/') {
-        return Err(format!(
-            "`{path}` must be a path relative to the install folder"
-        ));
+        return Err(ValueError::NotRelative(path.to_owned()));
     }
     for segment in path.split('/') {
         if segment.is_empty() || segment == "." || segment == ".." {
-            return Err(format!("`{path}`: no empty, `.` or `..` segment"));
+            return Err(ValueError::Segment(path.to_owned()));
         }
         if !glob && segment.contains('*') {
-            return Err(format!("`{path}`: no `*` here"));
+            return Err(ValueError::Glob(path.to_owned()));
         }
     }
     Ok(())
@@ -363,7 +384,7 @@ scenarios = ["peers/x/"]
 
     #[test]
     fn a_minimal_peer_parses_with_its_defaults() {
-        let m = Manifest::parse(Path::new("m.toml"), ONE).unwrap();
+        let m = PeerManifest::parse(Path::new("m.toml"), ONE).unwrap();
         let x = &m.peers["x"];
         assert_eq!(x.product, Provider::Codex);
         assert_eq!(x.registry, Registry::Npm);
@@ -375,7 +396,7 @@ scenarios = ["peers/x/"]
     }
 
     fn error(text: &str) -> String {
-        Manifest::parse(Path::new("ci/peers.toml"), text)
+        PeerManifest::parse(Path::new("ci/peers.toml"), text)
             .unwrap_err()
             .to_string()
     }

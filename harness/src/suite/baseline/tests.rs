@@ -47,7 +47,7 @@ fn the_catalog_written_against_is_read_and_a_file_without_it_is_accepted() {
     let b =
         parse("catalog = \"0123456789ab\"\n\n[[known]]\nid = \"a/b\"\nreason = \"r\"\n").unwrap();
     assert_eq!(b.catalog.as_deref(), Some("0123456789ab"));
-    let outcome = |catalog: Option<&str>| Outcome {
+    let outcome = |catalog: Option<&str>| BaselineOutcome {
         path: PathBuf::from("known.toml"),
         catalog: catalog.map(str::to_owned),
         entries: Vec::new(),

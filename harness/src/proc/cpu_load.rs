@@ -10,16 +10,16 @@ use std::time::{Duration, Instant};
 /// A point in time to measure from, and how long the harness's and the subject's own threads
 /// had waited for a CPU by then.
 #[derive(Clone, Debug)]
-pub struct Mark {
+pub struct CpuWaitMark {
     subject_group: i32,
     harness: Duration,
     subject: Duration,
 }
 
-impl Mark {
+impl CpuWaitMark {
     /// A mark for a run served by the subject whose process group is `subject_group`.
-    pub fn now(subject_group: i32) -> Mark {
-        Mark {
+    pub fn now(subject_group: i32) -> CpuWaitMark {
+        CpuWaitMark {
             subject_group,
             harness: threads_waited(std::process::id() as i32),
             subject: group_waited(subject_group),
@@ -100,7 +100,7 @@ mod tests {
     #[test]
     fn threads_that_wait_for_a_cpu_are_counted() {
         // Two busy threads per core for a while: each waits its turn on the run queue.
-        let mark = Mark::now(0);
+        let mark = CpuWaitMark::now(0);
         let cpus = std::thread::available_parallelism().map_or(2, |n| n.get());
         let busy: Vec<_> = (0..cpus * 2)
             .map(|_| {
