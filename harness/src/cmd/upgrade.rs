@@ -38,7 +38,7 @@ pub fn exec(args: UpgradeArgs) -> Result<ExitCode, Error> {
         )));
     }
     // Refused before anything is installed or run: no report would change the answer.
-    if args.accept && spec.product != Provider::Codex {
+    if args.accept && !crate::provider::facts(spec.product).fake_profiles {
         return Err(Error::Usage(not_acceptable(&peer, spec.product)));
     }
     let work = cache.join("upgrade").join(format!("{peer}@{version}"));
@@ -94,7 +94,7 @@ pub fn exec(args: UpgradeArgs) -> Result<ExitCode, Error> {
 /// report: what the fakes would get wrong must be closed first.
 fn accept(report: &upgrade::UpgradeReport, candidate: &Path, peer: &str) -> Result<(), Error> {
     let version = &report.candidate_version;
-    if report.product != Provider::Codex {
+    if !crate::provider::facts(report.product).fake_profiles {
         return Err(Error::Usage(not_acceptable(peer, report.product)));
     }
     let verdict_changed = report

@@ -239,7 +239,9 @@ pub async fn upgrade(opts: &UpgradeOptions) -> Result<UpgradeReport, Differentia
                 .map(str::to_owned)
         }),
         vocabulary: schema_changes(product, opts),
-        sdk_flags: (product == Provider::ClaudeCode).then(|| sdk_flag_changes(opts)),
+        sdk_flags: crate::provider::facts(product)
+            .sdk_flags
+            .then(|| sdk_flag_changes(opts)),
         changes,
         against_fake,
         learned: learned.into_iter().collect(),
@@ -473,7 +475,7 @@ fn schema_changes(
     product: Provider,
     opts: &UpgradeOptions,
 ) -> Result<Vec<vocabulary::DefinitionChange>, SchemaChangesError> {
-    if product != Provider::Codex {
+    if !crate::provider::facts(product).publishes_schema {
         return Err(SchemaChangesError::NoSchema(product));
     }
     let generated = |side: &Side| -> Result<vocabulary::DefinitionConstants, SchemaChangesError> {

@@ -3,8 +3,6 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use conform_protocol::vocab::Provider;
-
 use super::{Rank, UpgradeChange, UpgradeReport};
 use crate::differential::vocabulary;
 
@@ -70,7 +68,7 @@ pub fn markdown(r: &UpgradeReport) -> String {
         unexplained
     ));
     // Only the Codex fake has version profiles for `--accept` to write.
-    let profiles = r.product == Provider::Codex;
+    let profiles = crate::provider::facts(r.product).fake_profiles;
     let learnable = if profiles {
         "learnable: `--accept` adds it to the profile".to_owned()
     } else {
