@@ -99,7 +99,7 @@ impl CauseChange {
 
 /// How many runs of a report ended each way.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct Counts {
+pub struct VerdictCounts {
     pub passed: usize,
     pub failed: usize,
     pub known: usize,
@@ -113,8 +113,8 @@ pub struct Comparison {
     /// The previous report's file, when it came from one.
     pub file: Option<PathBuf>,
     pub generated_before: Option<String>,
-    pub counts_before: Counts,
-    pub counts_after: Counts,
+    pub counts_before: VerdictCounts,
+    pub counts_after: VerdictCounts,
     /// What makes the two reports unlike (another subject, another catalog, another shard).
     pub notes: Vec<String>,
     /// Failing now; before passed, known, skipped or absent (`before` says which).
@@ -188,8 +188,8 @@ impl Judged {
         })
     }
 
-    fn counts(&self) -> Counts {
-        let mut n = Counts::default();
+    fn counts(&self) -> VerdictCounts {
+        let mut n = VerdictCounts::default();
         for (_, v) in &self.verdicts {
             match v.as_str() {
                 "pass" => n.passed += 1,
@@ -365,7 +365,7 @@ fn compare_causes(before: &Judged, now: &Judged, c: &mut Comparison) {
     }
 }
 
-impl Counts {
+impl VerdictCounts {
     pub fn to_json(self) -> Value {
         json!({"passed": self.passed, "failed": self.failed, "known": self.known, "skipped": self.skipped})
     }

@@ -6,7 +6,7 @@ use std::collections::BTreeMap;
 
 /// The counts of one cell.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct Counts {
+pub struct CellCounts {
     pub passed: usize,
     pub failed: usize,
     pub known: usize,
@@ -14,7 +14,7 @@ pub struct Counts {
     pub interrupted: usize,
 }
 
-impl Counts {
+impl CellCounts {
     /// A case of this verdict, as the JSON report names it.
     fn add(&mut self, verdict: &str) {
         match verdict {
@@ -60,14 +60,14 @@ pub fn family(id: &str) -> &str {
 /// Every case counted by family and provider; families in the order of their first case.
 pub struct Matrix {
     pub providers: Vec<String>,
-    pub rows: Vec<(String, BTreeMap<String, Counts>)>,
+    pub rows: Vec<(String, BTreeMap<String, CellCounts>)>,
 }
 
 impl Matrix {
     /// The matrix of a JSON report's cases (one run's, or shards' merged).
     pub fn of_json(cases: &[serde_json::Value]) -> Matrix {
         let mut providers: Vec<String> = Vec::new();
-        let mut rows: Vec<(String, BTreeMap<String, Counts>)> = Vec::new();
+        let mut rows: Vec<(String, BTreeMap<String, CellCounts>)> = Vec::new();
         for c in cases {
             let provider = c["provider"].as_str().unwrap_or_default().to_owned();
             if !providers.contains(&provider) {
@@ -99,7 +99,7 @@ mod tests {
 
     #[test]
     fn a_cell_counts_each_verdict_with_its_mark() {
-        let c = Counts {
+        let c = CellCounts {
             passed: 10,
             failed: 2,
             known: 1,
@@ -107,8 +107,8 @@ mod tests {
             interrupted: 0,
         };
         assert_eq!(c.cell(), "10 ✗2 ~1 −3");
-        assert_eq!(Counts::default().cell(), "");
-        let skipped = Counts {
+        assert_eq!(CellCounts::default().cell(), "");
+        let skipped = CellCounts {
             skipped: 8,
             ..Default::default()
         };

@@ -41,7 +41,7 @@ pub struct Admission {
 }
 
 /// A run's admission, held while it runs; dropping it frees the slot.
-pub struct Admitted {
+pub struct RunSlot {
     _slot: OwnedSemaphorePermit,
     admission: Arc<Admission>,
 }
@@ -59,7 +59,7 @@ impl Admission {
     }
 
     /// Waits for a slot and, under `auto`, for room in the run queue.
-    pub async fn admit(self: &Arc<Self>) -> Admitted {
+    pub async fn admit(self: &Arc<Self>) -> RunSlot {
         let slot = self
             .slots
             .clone()
@@ -70,7 +70,7 @@ impl Admission {
             self.room(floor, queue, runnable).await;
         }
         self.in_flight.fetch_add(1, Ordering::SeqCst);
-        Admitted {
+        RunSlot {
             _slot: slot,
             admission: self.clone(),
         }
@@ -93,7 +93,7 @@ impl Admission {
     }
 }
 
-impl Drop for Admitted {
+impl Drop for RunSlot {
     fn drop(&mut self) {
         self.admission.in_flight.fetch_sub(1, Ordering::SeqCst);
         self.admission.ended.notify_waiters();

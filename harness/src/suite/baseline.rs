@@ -46,16 +46,16 @@ pub use write::write;
 
 /// What an entry lists: a failure (`[[known]]`) or a refused call (`[[refused]]`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
-pub enum Kind {
+pub enum EntryKind {
     Known,
     Refused,
 }
 
-impl Kind {
+impl EntryKind {
     pub fn as_str(self) -> &'static str {
         match self {
-            Kind::Known => "known",
-            Kind::Refused => "refused",
+            EntryKind::Known => "known",
+            EntryKind::Refused => "refused",
         }
     }
 }
@@ -64,7 +64,7 @@ impl Kind {
 /// call the host refuses in a case that does not apply to it (one scenario in one mode).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Entry {
-    pub kind: Kind,
+    pub kind: EntryKind,
     /// As written: `scenario`, `scenario@mode`, `scenario:check` or `scenario@mode:check`.
     pub id: String,
     pub scenario: String,
@@ -80,7 +80,7 @@ pub struct Entry {
 
 impl Entry {
     fn covers(&self, scenario: &str, mode: Mode, finding: &Finding) -> bool {
-        self.kind == Kind::Known
+        self.kind == EntryKind::Known
             && self.scenario == scenario
             && self.mode.is_none_or(|m| m == mode)
             && self.check.is_none_or(|c| c == finding.check)
@@ -197,10 +197,10 @@ pub fn apply(report: &mut SuiteReport, baseline: &Baseline) {
         .enumerate()
         .map(|(i, e)| {
             let status = match (e.kind, &changed[i]) {
-                (Kind::Known, Some(now)) if matched[i] > 0 => Status::Changed(now.clone()),
-                (Kind::Refused, Some(now)) => Status::Changed(now.clone()),
-                (Kind::Known, _) if matched[i] > 0 => Status::Matched(matched[i]),
-                (Kind::Refused, None) if refused_as_pinned[i] => Status::Refused,
+                (EntryKind::Known, Some(now)) if matched[i] > 0 => Status::Changed(now.clone()),
+                (EntryKind::Refused, Some(now)) => Status::Changed(now.clone()),
+                (EntryKind::Known, _) if matched[i] > 0 => Status::Matched(matched[i]),
+                (EntryKind::Refused, None) if refused_as_pinned[i] => Status::Refused,
                 _ => unmatched(e, report, &catalog),
             };
             (e.clone(), status)
@@ -265,8 +265,8 @@ fn judge_pins(
         .enumerate()
         .filter(|(_, e)| e.pins(&case.scenario.id, case.mode))
         .filter(|(_, e)| match e.kind {
-            Kind::Known => failed,
-            Kind::Refused => refused,
+            EntryKind::Known => failed,
+            EntryKind::Refused => refused,
         })
         .map(|(i, _)| i)
         .collect();
@@ -280,7 +280,7 @@ fn judge_pins(
     let now = pin::digest(&texts);
     if now == pin.texts {
         for i in pinning {
-            refused_as_pinned[i] = baseline.entries[i].kind == Kind::Refused;
+            refused_as_pinned[i] = baseline.entries[i].kind == EntryKind::Refused;
         }
         return;
     }
@@ -373,7 +373,7 @@ fn unmatched(e: &Entry, report: &SuiteReport, catalog: &BTreeSet<String>) -> Sta
             .iter()
             .filter(|c| e.names(&c.scenario.id, c.mode))
     };
-    if e.kind == Kind::Refused {
+    if e.kind == EntryKind::Refused {
         if named().any(|c| c.obs.as_ref().is_some_and(|o| o.refused.is_some())) {
             // Refused, with a record the harness is to blame for: nothing can be said.
             return Status::NotRun;

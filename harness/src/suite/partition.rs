@@ -7,8 +7,9 @@ use std::hash::Hasher;
 
 use crate::scenario::Scenario;
 
+/// How units are spread over the shards.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Kind {
+pub enum Spread {
     /// Round-robin over the sorted units: shards as even as can be; adding a scenario may move
     /// others.
     Count,
@@ -19,7 +20,7 @@ pub enum Kind {
 /// Shard `shard` (1-based) of `of`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Partition {
-    pub kind: Kind,
+    pub kind: Spread,
     pub shard: u32,
     pub of: u32,
 }
@@ -30,12 +31,12 @@ impl std::str::FromStr for Partition {
     /// `k/n`, `count:k/n` or `hash:k/n`, with 1 ≤ k ≤ n.
     fn from_str(s: &str) -> Result<Partition, String> {
         let (kind, rest) = match s.split_once(':') {
-            Some(("count", rest)) => (Kind::Count, rest),
-            Some(("hash", rest)) => (Kind::Hash, rest),
+            Some(("count", rest)) => (Spread::Count, rest),
+            Some(("hash", rest)) => (Spread::Hash, rest),
             Some((other, _)) => {
                 return Err(format!("`{other}` is not a partition kind (count or hash)"));
             }
-            None => (Kind::Count, s),
+            None => (Spread::Count, s),
         };
         let bad = || format!("`{s}`: write k/n, count:k/n or hash:k/n with 1 ≤ k ≤ n");
         let (k, n) = rest.split_once('/').ok_or_else(bad)?;
@@ -51,8 +52,8 @@ impl std::str::FromStr for Partition {
 impl std::fmt::Display for Partition {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         let kind = match self.kind {
-            Kind::Count => "count",
-            Kind::Hash => "hash",
+            Spread::Count => "count",
+            Spread::Hash => "hash",
         };
         write!(f, "{kind}:{}/{}", self.shard, self.of)
     }
@@ -74,8 +75,8 @@ impl Partition {
             .enumerate()
             .filter(|(i, u)| {
                 let slot = match self.kind {
-                    Kind::Count => *i as u64,
-                    Kind::Hash => {
+                    Spread::Count => *i as u64,
+                    Spread::Hash => {
                         // FNV-1a: stable across Rust releases and machines, unlike std's hasher.
                         let mut h = fnv::FnvHasher::default();
                         h.write(u.as_bytes());
@@ -100,7 +101,7 @@ mod tests {
     #[test]
     fn forms_are_read_and_bad_ones_named() {
         let p: Partition = "2/3".parse().unwrap();
-        assert_eq!((p.kind, p.shard, p.of), (Kind::Count, 2, 3));
+        assert_eq!((p.kind, p.shard, p.of), (Spread::Count, 2, 3));
         assert_eq!(
             "hash:1/4".parse::<Partition>().unwrap().to_string(),
             "hash:1/4"

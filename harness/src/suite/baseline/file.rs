@@ -86,17 +86,17 @@ impl Baseline {
         let known = raw
             .known
             .into_iter()
-            .map(|r| (Kind::Known, r.id, Some(r.reason), r.texts, r.excerpt));
+            .map(|r| (EntryKind::Known, r.id, Some(r.reason), r.texts, r.excerpt));
         let refused = raw
             .refused
             .into_iter()
-            .map(|r| (Kind::Refused, r.id, r.reason, r.texts, r.excerpt));
+            .map(|r| (EntryKind::Refused, r.id, r.reason, r.texts, r.excerpt));
         for (kind, id, reason, texts, excerpt) in known.chain(refused) {
             let at = id.span().start;
             let (scenario, mode, check) =
                 parse_id(id.get_ref()).map_err(|why| invalid((at, why)))?;
             let line = crate::input::line_col(text, at).0;
-            if kind == Kind::Refused && (mode.is_none() || check.is_some()) {
+            if kind == EntryKind::Refused && (mode.is_none() || check.is_some()) {
                 return Err(invalid((
                     at,
                     format!(
@@ -106,7 +106,7 @@ impl Baseline {
                 )));
             }
             let reason = match (kind, &reason) {
-                (Kind::Known, Some(r)) if r.get_ref().trim().is_empty() => {
+                (EntryKind::Known, Some(r)) if r.get_ref().trim().is_empty() => {
                     return Err(invalid((
                         r.span().start,
                         "a known failure needs its reason".to_owned(),
@@ -120,7 +120,7 @@ impl Baseline {
                 return Err(invalid((at, format!("`{}` is listed twice", id.get_ref()))));
             }
             let pin = parse_pin(texts.as_ref(), excerpt.as_ref(), mode).map_err(invalid)?;
-            if kind == Kind::Refused && pin.is_none() {
+            if kind == EntryKind::Refused && pin.is_none() {
                 return Err(invalid((
                     at,
                     format!(

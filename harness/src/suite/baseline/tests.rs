@@ -128,7 +128,7 @@ texts = "{PIN_B}"
 "#
     ))
     .unwrap();
-    let got: Vec<(Kind, Option<&str>, Option<&str>, usize)> = b
+    let got: Vec<(EntryKind, Option<&str>, Option<&str>, usize)> = b
         .entries
         .iter()
         .map(|e| {
@@ -144,14 +144,14 @@ texts = "{PIN_B}"
         got,
         vec![
             (
-                Kind::Known,
+                EntryKind::Known,
                 Some(PIN_A),
                 Some("── tool result (isError: true) ──\nError: subagent run failed"),
                 2
             ),
-            (Kind::Known, Some(PIN_A), None, 8),
-            (Kind::Known, None, None, 13),
-            (Kind::Refused, Some(PIN_B), None, 17),
+            (EntryKind::Known, Some(PIN_A), None, 8),
+            (EntryKind::Known, None, None, 13),
+            (EntryKind::Refused, Some(PIN_B), None, 17),
         ]
     );
     let refused = &b.entries[3];
@@ -168,7 +168,7 @@ fn a_file_written_before_pins_is_read_as_it_was_and_pins_nothing() {
     )
     .unwrap();
     assert_eq!(b.entries.len(), 1);
-    assert_eq!(b.entries[0].kind, Kind::Known);
+    assert_eq!(b.entries[0].kind, EntryKind::Known);
     assert_eq!(b.entries[0].pin, None);
 }
 

@@ -20,7 +20,7 @@ pub fn write(report: &SuiteReport) -> String {
     let mut file = File::new(&report.catalog_digest);
     // What the baseline in use still says, first, in its own order (its known failures, then
     // its refused calls); then what it does not say yet.
-    for kind in [Kind::Known, Kind::Refused] {
+    for kind in [EntryKind::Known, EntryKind::Refused] {
         for e in previous.iter().filter(|e| e.kind == kind) {
             let pin = pin_now(report, &e.scenario, e.mode, kind)
                 .or_else(|| e.pin.clone())
@@ -29,8 +29,8 @@ pub fn write(report: &SuiteReport) -> String {
         }
         for case in &report.cases {
             let ids = match kind {
-                Kind::Known => new_known(case, &previous),
-                Kind::Refused => new_refused(case, &previous).into_iter().collect(),
+                EntryKind::Known => new_known(case, &previous),
+                EntryKind::Refused => new_refused(case, &previous).into_iter().collect(),
             };
             if ids.is_empty() {
                 continue;
@@ -38,8 +38,8 @@ pub fn write(report: &SuiteReport) -> String {
             // Taken once per case, and only for a case that gets an entry.
             let pin = pin_now(report, &case.scenario.id, Some(case.mode), kind);
             let reason = match kind {
-                Kind::Known => "TODO: say why this failure is acceptable for now",
-                Kind::Refused => "",
+                EntryKind::Known => "TODO: say why this failure is acceptable for now",
+                EntryKind::Refused => "",
             };
             for id in ids {
                 file.entry(kind, &id, reason, pin.clone());
@@ -52,7 +52,7 @@ pub fn write(report: &SuiteReport) -> String {
 /// The file's text as it is written, each entry once.
 struct File {
     text: String,
-    written: BTreeSet<(Kind, String)>,
+    written: BTreeSet<(EntryKind, String)>,
 }
 
 impl File {
@@ -77,7 +77,7 @@ impl File {
         }
     }
 
-    fn entry(&mut self, kind: Kind, id: &str, reason: &str, pin: Option<Pin>) {
+    fn entry(&mut self, kind: EntryKind, id: &str, reason: &str, pin: Option<Pin>) {
         if !self.written.insert((kind, id.to_owned())) {
             return;
         }
@@ -88,7 +88,7 @@ impl File {
             kind.as_str(),
             pin::toml_string(id)
         );
-        if kind == Kind::Known || !reason.is_empty() {
+        if kind == EntryKind::Known || !reason.is_empty() {
             let _ = writeln!(out, "reason = {}", pin::toml_string(reason));
         }
         if let Some(p) = pin {
@@ -101,14 +101,19 @@ impl File {
 }
 
 /// What this run pins of a case a pin may be taken from.
-fn pin_now(report: &SuiteReport, scenario: &str, mode: Option<Mode>, kind: Kind) -> Option<Pin> {
+fn pin_now(
+    report: &SuiteReport,
+    scenario: &str,
+    mode: Option<Mode>,
+    kind: EntryKind,
+) -> Option<Pin> {
     let c = report.cases.iter().find(|c| {
         c.scenario.id == scenario
             && Some(c.mode) == mode
             && pinnable(c)
             && match kind {
-                Kind::Known => matches!(c.verdict, Verdict::Fail | Verdict::Known(_)),
-                Kind::Refused => c.obs.as_ref().is_some_and(|o| o.refused.is_some()),
+                EntryKind::Known => matches!(c.verdict, Verdict::Fail | Verdict::Known(_)),
+                EntryKind::Refused => c.obs.as_ref().is_some_and(|o| o.refused.is_some()),
             }
     })?;
     Some(Pin::of(&c.scenario, c.obs.as_ref()?))
@@ -138,7 +143,7 @@ fn new_known(case: &CaseReport, previous: &[&Entry]) -> Vec<String> {
 fn new_refused(case: &CaseReport, previous: &[&Entry]) -> Option<String> {
     let listed = previous
         .iter()
-        .any(|e| e.kind == Kind::Refused && e.names(&case.scenario.id, case.mode));
+        .any(|e| e.kind == EntryKind::Refused && e.names(&case.scenario.id, case.mode));
     (refused_skip(case) && pinnable(case) && !listed)
         .then(|| format!("{}@{}", case.scenario.id, case.mode))
 }
