@@ -17,13 +17,10 @@ use tokio::sync::mpsc::UnboundedReceiver;
 
 use crate::codec::Codec;
 use crate::engine::{self, Engine, SideAddr};
-use crate::error::FakeError;
+use crate::error::{FAULT_EXIT, FakeError};
 use crate::process;
 use crate::side::Side;
 use crate::signals::{SignalPolicy, Signals};
-
-/// Exit code for the fake's own failures.
-pub const FAULT_EXIT: i32 = 2;
 
 #[derive(Debug, Default, PartialEq, clap::Parser)]
 #[command(

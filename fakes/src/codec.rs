@@ -356,16 +356,6 @@ pub fn classify_jsonrpc(frame: &Value) -> Msg<'_> {
     }
 }
 
-/// The codec of a provider's protocol.
-pub fn for_provider(provider: Provider) -> Box<dyn Codec> {
-    match provider {
-        Provider::Acp => Box::new(crate::acp::AcpCodec::new()),
-        Provider::DshSdk => Box::new(crate::dsh_sdk::DshSdkCodec::new()),
-        Provider::Codex => Box::new(crate::codex::CodexCodec::new()),
-        Provider::ClaudeCode => Box::new(crate::claude_code::ClaudeCodeCodec::new()),
-    }
-}
-
 /// Every string inside a JSON value (object keys excluded).
 pub fn string_leaves(v: &Value, out: &mut Vec<String>) {
     let mut at = Vec::new();

@@ -2,6 +2,10 @@
 
 use thiserror::Error;
 
+/// The exit status of a fake that failed its own job (bad arguments, an invalid script, a lost
+/// side channel): the one status the fake binaries and their side-channel client both exit with.
+pub const FAULT_EXIT: i32 = 2;
+
 #[derive(Debug, Error)]
 pub enum FakeError {
     #[error("usage: {0}")]

@@ -70,7 +70,7 @@ pub fn violations(
     steps: &[Step],
     recording: Recording,
 ) -> Result<Vec<String>, String> {
-    let mut codec = crate::codec::for_provider(provider);
+    let mut codec = crate::protocols::codec_for(provider);
     codec.set_product_version(product_version)?;
     let mut walk = Walk {
         codec,

@@ -2,8 +2,7 @@
 //! proof that a fake is valid by default. Two checks: the envelope against the schema's
 //! `Agent` message shape, then the payload against the definition its method names.
 
-use crate::bundle::{self, Lookup, Pieces};
-use crate::schema::{check, closure_in};
+use crate::bundle::{self, Lookup, Pieces, check, closure_in};
 use std::collections::HashMap;
 use std::sync::{Arc, LazyLock, Mutex};
 

@@ -11,8 +11,7 @@ use jsonschema::Validator;
 use serde_json::Value;
 
 use super::kind;
-use crate::bundle::{self, Lookup, Pieces};
-use crate::schema::{check, closure};
+use crate::bundle::{self, Lookup, Pieces, check, closure};
 
 /// The vendored file as generated, which the tests read whole.
 #[cfg(test)]

@@ -12,8 +12,7 @@
 //!
 //! The real server never sends `jsonrpc`, so a frame carrying it fails too.
 
-use crate::bundle::{self, Digest, Lookup, Pieces};
-use crate::schema::{check, closure};
+use crate::bundle::{self, Digest, Lookup, Pieces, check, closure};
 use std::collections::HashMap;
 use std::sync::{Arc, LazyLock, Mutex};
 

@@ -2,7 +2,7 @@
 //! (`schemas/dsh-sdk.schema.json`): notifications by their whole shape, responses by the
 //! envelope and then the result definition of the method they answer.
 
-use crate::schema::check;
+use crate::bundle::check;
 use std::collections::HashMap;
 use std::sync::LazyLock;
 
