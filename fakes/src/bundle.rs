@@ -9,6 +9,8 @@ use std::sync::OnceLock;
 use jsonschema::Validator;
 use serde_json::Value;
 
+use crate::error::InvalidFrame;
+
 /// What [`closure`] reads a bundle through: the value at a JSON pointer.
 pub(crate) trait Lookup {
     fn lookup(&self, pointer: &str) -> Option<&Value>;
@@ -87,7 +89,7 @@ impl Lookup for Pieces {
 }
 
 /// Validates `value`, naming `what` and the first few errors (with where they are).
-pub(crate) fn check(validator: &Validator, value: &Value, what: &str) -> Result<(), String> {
+pub(crate) fn check(validator: &Validator, value: &Value, what: &str) -> Result<(), InvalidFrame> {
     let errors: Vec<String> = validator
         .iter_errors(value)
         .take(3)
@@ -96,7 +98,10 @@ pub(crate) fn check(validator: &Validator, value: &Value, what: &str) -> Result<
     if errors.is_empty() {
         Ok(())
     } else {
-        Err(format!("{what}: {}", errors.join("; ")))
+        Err(InvalidFrame::Schema {
+            what: what.to_owned(),
+            errors,
+        })
     }
 }
 
@@ -179,6 +184,42 @@ fn refs(schema: &Value) -> Vec<String> {
     out
 }
 
+/// Holds a digest to the file it was cut from: every piece, and the closure of every
+/// definition, in the file's own member order (compared as text: a map's equality ignores its
+/// order).
+#[cfg(test)]
+pub(crate) fn assert_reads_as_its_file(digest: Digest, text: &str, key: &str, groups: &[&str]) {
+    let whole: Value = serde_json::from_str(text).expect("JSON");
+    let pieces = Pieces::new(digest, Pieces::unpatched);
+    assert!(!digest.table.is_empty());
+    for (pointer, _, _) in digest.table {
+        let piece = pieces.lookup(pointer).expect("a piece");
+        assert_eq!(
+            serde_json::to_string(piece).unwrap(),
+            serde_json::to_string(&whole.pointer(pointer).unwrap()).unwrap(),
+            "{pointer}"
+        );
+        // Inside a piece too.
+        if let Some((member, inner)) = piece.as_object().and_then(|m| m.iter().next()) {
+            let at = format!("{pointer}/{}", member.replace('~', "~0").replace('/', "~1"));
+            assert_eq!(pieces.lookup(&at), Some(inner), "{at}");
+        }
+        if pointer.starts_with(&format!("/{key}/")) {
+            let at = format!("#{pointer}");
+            let from_pieces = closure_in(&pieces, &at, key, groups);
+            let from_whole = closure_in(&whole, &at, key, groups);
+            assert_eq!(
+                from_pieces.map(|v| serde_json::to_string(&v).unwrap()),
+                from_whole.map(|v| serde_json::to_string(&v).unwrap()),
+                "{at}"
+            );
+        }
+    }
+    // A container of pieces is no value of its own; what the file lacks is absent.
+    assert_eq!(pieces.lookup(&format!("/{key}")), None);
+    assert_eq!(pieces.lookup("/no/such/thing"), None);
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -221,40 +262,4 @@ mod tests {
             assert_reads_as_its_file(digest, text, key, groups);
         }
     }
-}
-
-/// Holds a digest to the file it was cut from: every piece, and the closure of every
-/// definition, in the file's own member order (compared as text: a map's equality ignores its
-/// order).
-#[cfg(test)]
-pub(crate) fn assert_reads_as_its_file(digest: Digest, text: &str, key: &str, groups: &[&str]) {
-    let whole: Value = serde_json::from_str(text).expect("JSON");
-    let pieces = Pieces::new(digest, Pieces::unpatched);
-    assert!(!digest.table.is_empty());
-    for (pointer, _, _) in digest.table {
-        let piece = pieces.lookup(pointer).expect("a piece");
-        assert_eq!(
-            serde_json::to_string(piece).unwrap(),
-            serde_json::to_string(&whole.pointer(pointer).unwrap()).unwrap(),
-            "{pointer}"
-        );
-        // Inside a piece too.
-        if let Some((member, inner)) = piece.as_object().and_then(|m| m.iter().next()) {
-            let at = format!("{pointer}/{}", member.replace('~', "~0").replace('/', "~1"));
-            assert_eq!(pieces.lookup(&at), Some(inner), "{at}");
-        }
-        if pointer.starts_with(&format!("/{key}/")) {
-            let at = format!("#{pointer}");
-            let from_pieces = closure_in(&pieces, &at, key, groups);
-            let from_whole = closure_in(&whole, &at, key, groups);
-            assert_eq!(
-                from_pieces.map(|v| serde_json::to_string(&v).unwrap()),
-                from_whole.map(|v| serde_json::to_string(&v).unwrap()),
-                "{at}"
-            );
-        }
-    }
-    // A container of pieces is no value of its own; what the file lacks is absent.
-    assert_eq!(pieces.lookup(&format!("/{key}")), None);
-    assert_eq!(pieces.lookup("/no/such/thing"), None);
 }

@@ -27,7 +27,9 @@ pub fn unmarked_invalid_frames<'a>(
                     frame,
                     violation: None,
                     answers,
-                } => validate(frame, answers.as_deref()).err().map(|e| (line, e)),
+                } => validate(frame, answers.as_deref())
+                    .err()
+                    .map(|e| (line, e.to_string())),
                 _ => None,
             })
             .collect(),

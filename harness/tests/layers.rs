@@ -199,8 +199,9 @@ fn no_import_runs_up_the_layers() {
     for (src, layers) in crates() {
         let mut files = Vec::new();
         sources(&src, &mut files);
+        // A wrong path reads nothing; the smallest crate has some 40 files.
         assert!(
-            files.len() > 40,
+            files.len() > 20,
             "read {} files in {}",
             files.len(),
             src.display()

@@ -8,6 +8,7 @@ use serde_json::{Map, Value, json};
 use super::args::CliArgs;
 use super::{CLI_VERSION, kind};
 use crate::codec::{Codec, Msg, Sugar, string_at, string_leaves, string_leaves_mut};
+use crate::error::{InvalidFrame, RefusedArgs, StepError};
 
 /// The session the fake's messages name before (or without) an `init` that names one.
 pub const DEFAULT_SESSION_ID: &str = "c1a0de00-5e55-4000-8000-000000000001";
@@ -114,7 +115,7 @@ impl Codec for ClaudeCodeCodec {
         true
     }
 
-    fn runtime_args(&mut self, args: &[String]) -> Result<(), String> {
+    fn runtime_args(&mut self, args: &[String]) -> Result<(), RefusedArgs> {
         self.args = super::check_args(args)?;
         Ok(())
     }
@@ -129,11 +130,11 @@ impl Codec for ClaudeCodeCodec {
         self.violation.take()
     }
 
-    fn validate_frame(&self, frame: &Value, answers: Option<&str>) -> Result<(), String> {
+    fn validate_frame(&self, frame: &Value, answers: Option<&str>) -> Result<(), InvalidFrame> {
         super::validate_frame(frame, answers)
     }
 
-    fn sugar(&mut self, step: &Step) -> Result<Option<Sugar>, String> {
+    fn sugar(&mut self, step: &Step) -> Result<Option<Sugar>, StepError> {
         let mut sugar = if let Some(session) = &step.init {
             self.init(session)
         } else if let Some(text) = &step.assistant {

@@ -9,6 +9,7 @@ use serde_json::{Map, Value, json};
 
 use super::{DEFAULT_PRODUCT_VERSION, method};
 use crate::codec::{Codec, Sugar, string_at, string_leaves, string_leaves_mut};
+use crate::error::{InvalidFrame, StepError, VersionError};
 
 /// `emittedAtMs` of the first notification the fake sends; each further one is 1 ms later
 /// (deterministic, and a plausible Unix time in milliseconds: 2025-11-29T08:00:00Z).
@@ -149,7 +150,7 @@ impl Codec for CodexCodec {
         None
     }
 
-    fn set_product_version(&mut self, version: Option<&str>) -> Result<(), String> {
+    fn set_product_version(&mut self, version: Option<&str>) -> Result<(), VersionError> {
         self.version = super::product_version(version)?;
         Ok(())
     }
@@ -158,15 +159,15 @@ impl Codec for CodexCodec {
         super::PRODUCT_VERSIONS.clone()
     }
 
-    fn validate_frame(&self, frame: &Value, answers: Option<&str>) -> Result<(), String> {
+    fn validate_frame(&self, frame: &Value, answers: Option<&str>) -> Result<(), InvalidFrame> {
         super::validate_frame(frame, answers, self.version)
     }
 
-    fn validate_received(&self, frame: &Value, answers: Option<&str>) -> Result<(), String> {
+    fn validate_received(&self, frame: &Value, answers: Option<&str>) -> Result<(), InvalidFrame> {
         super::validate_received(frame, answers, self.version)
     }
 
-    fn sugar(&mut self, step: &Step) -> Result<Option<Sugar>, String> {
+    fn sugar(&mut self, step: &Step) -> Result<Option<Sugar>, StepError> {
         let Some(action) = sugar_action(step) else {
             return Ok(None);
         };

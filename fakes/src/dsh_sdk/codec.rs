@@ -8,6 +8,7 @@ use serde_json::{Value, json};
 
 use super::{event, method};
 use crate::codec::{Codec, Sugar, string_leaves};
+use crate::error::{InvalidFrame, StepError, VersionError};
 
 mod frames;
 
@@ -101,7 +102,7 @@ impl Codec for DshSdkCodec {
         )
     }
 
-    fn set_product_version(&mut self, version: Option<&str>) -> Result<(), String> {
+    fn set_product_version(&mut self, version: Option<&str>) -> Result<(), VersionError> {
         self.version = super::product_version(version)?;
         Ok(())
     }
@@ -114,7 +115,7 @@ impl Codec for DshSdkCodec {
         Provider::DshSdk
     }
 
-    fn sugar(&mut self, step: &Step) -> Result<Option<Sugar>, String> {
+    fn sugar(&mut self, step: &Step) -> Result<Option<Sugar>, StepError> {
         let Some(action) = sugar_action(step) else {
             return Ok(None);
         };
@@ -179,7 +180,8 @@ impl Codec for DshSdkCodec {
                 other => {
                     return Err(format!(
                         "`turn_end` is a kind (\"completed\") or a reason object, not {other}"
-                    ));
+                    )
+                    .into());
                 }
             };
             let data = json!({"turn": turn, "reason": reason});
@@ -191,7 +193,7 @@ impl Codec for DshSdkCodec {
         }))
     }
 
-    fn validate_frame(&self, frame: &Value, answers: Option<&str>) -> Result<(), String> {
+    fn validate_frame(&self, frame: &Value, answers: Option<&str>) -> Result<(), InvalidFrame> {
         super::validate_frame(frame, answers)
     }
 

@@ -10,6 +10,7 @@ use serde_json::Value;
 use tokio::sync::mpsc;
 
 use crate::codec::{Codec, Msg, Sugar};
+use crate::error::{ScriptError, StepError};
 use crate::judge;
 use crate::process;
 use crate::side::Side;
@@ -24,17 +25,16 @@ mod writing;
 
 /// Checks a script before anything runs: protocol, step shapes, what the codec offers.
 /// Errors name the step (`steps[i]`, 0-based).
-pub fn validate(script: &Script, codec: &dyn Codec) -> Result<(), String> {
+pub fn validate(script: &Script, codec: &dyn Codec) -> Result<(), ScriptError> {
     if script.protocol != codec.provider() {
-        return Err(format!(
-            "script is for protocol `{}`, this fake speaks `{}`",
-            script.protocol,
-            codec.provider()
-        ));
+        return Err(ScriptError::OtherProtocol {
+            script: script.protocol,
+            fake: codec.provider(),
+        });
     }
-    for (i, step) in script.steps.iter().enumerate() {
-        let at = |e: String| format!("steps[{i}]: {e}");
-        let action = step.check().map_err(at)?;
+    for (index, step) in script.steps.iter().enumerate() {
+        let at = |error: StepError| ScriptError::Step { index, error };
+        let action = step.check().map_err(|e| at(e.into()))?;
         if action == "include" {
             return Err(at(
                 "`include` must be expanded by the harness before the script reaches a fake".into(),
@@ -46,7 +46,8 @@ pub fn validate(script: &Script, codec: &dyn Codec) -> Result<(), String> {
         {
             return Err(at(format!(
                 "`expect_env` values are strings or null, not `{name}`'s"
-            )));
+            )
+            .into()));
         }
         if let Some(what) = &step.echo_to_stderr
             && what != "cwd"
@@ -54,7 +55,8 @@ pub fn validate(script: &Script, codec: &dyn Codec) -> Result<(), String> {
         {
             return Err(at(format!(
                 "`echo_to_stderr` is `cwd` or `env:NAME`, not {what:?}"
-            )));
+            )
+            .into()));
         }
         if let Some(sig) = &step.signal {
             process::parse_signal(sig).map_err(at)?;

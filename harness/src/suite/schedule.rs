@@ -214,7 +214,7 @@ fn adopt_versions(
             name.parse().map_err(|e| bad(format!("{e}")))?;
         conform_fakes::protocols::codec_for(provider)
             .set_product_version(Some(version))
-            .map_err(bad)?;
+            .map_err(|e| bad(e.to_string()))?;
         if settings.product_version(provider).is_none() {
             settings.product_versions.push((provider, version.clone()));
         }

@@ -97,7 +97,7 @@ impl ClaudeCodeCodec {
         self.message(kind::STREAM_EVENT, into_map(body))
     }
 
-    pub(super) fn result(&mut self, over: &Value) -> Result<Sugar, String> {
+    pub(super) fn result(&mut self, over: &Value) -> Result<Sugar, StepError> {
         let Value::Object(over) = over else {
             return Err(
                 "`result` needs a table (`{ subtype = \"success\", result = \"…\" }`)".into(),
@@ -154,7 +154,7 @@ impl ClaudeCodeCodec {
         Ok(self.message(kind::RESULT, body))
     }
 
-    pub(super) fn denied(&mut self, over: &Value) -> Result<Sugar, String> {
+    pub(super) fn denied(&mut self, over: &Value) -> Result<Sugar, StepError> {
         let Value::Object(over) = over else {
             return Err("`denied` needs a table (`{ tool_name = \"Bash\" }`)".into());
         };
@@ -173,7 +173,7 @@ impl ClaudeCodeCodec {
         &mut self,
         subtype: &str,
         params: Option<&Value>,
-    ) -> Result<Sugar, String> {
+    ) -> Result<Sugar, StepError> {
         let mut request = match subtype {
             kind::CAN_USE_TOOL => {
                 if !self.args.prompts_over_stdio {
@@ -208,9 +208,7 @@ impl ClaudeCodeCodec {
                 }
             }
             Some(other) => {
-                return Err(format!(
-                    "`params` of `control` must be a table, not {other}"
-                ));
+                return Err(format!("`params` of `control` must be a table, not {other}").into());
             }
             None => {}
         }

@@ -27,7 +27,10 @@ fn a_partial_message_needs_the_flag_and_is_a_valid_stream_event() {
         ..Step::default()
     };
     let refused = started_with(&[]).sugar(&step).unwrap_err();
-    assert!(refused.contains("--include-partial-messages"), "{refused}");
+    assert!(
+        refused.to_string().contains("--include-partial-messages"),
+        "{refused}"
+    );
     let mut c = started_with(&["--include-partial-messages"]);
     let Ok(Some(Sugar::Notify { method, params })) = c.sugar(&step) else {
         panic!("a notification");

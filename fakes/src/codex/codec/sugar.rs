@@ -30,7 +30,7 @@ impl CodexCodec {
 
     /// The thread and turn a sugar step's frames name: the step's own, else the ones the fake
     /// handed out in its replies to `thread/start` and `turn/start`.
-    pub(super) fn address(&self, step: &Step, action: &str) -> Result<Address, String> {
+    pub(super) fn address(&self, step: &Step, action: &str) -> Result<Address, StepError> {
         // `what`: `thread` or `turn`, the step's key, the request that starts one, its id's field.
         let id = |own: &Option<String>, handed_out: &Option<String>, what: &str| {
             own.clone().or_else(|| handed_out.clone()).ok_or_else(|| {
@@ -121,7 +121,7 @@ impl CodexCodec {
         &self,
         at: &Address,
         fields: Map<String, Value>,
-    ) -> Result<Sugar, String> {
+    ) -> Result<Sugar, StepError> {
         let Address { thread, turn } = at;
         if !fields.contains_key("status") {
             return Err("`turn_completed` needs a `status`".into());
@@ -182,7 +182,7 @@ impl CodexCodec {
         m: &str,
         step: &Step,
         action: &str,
-    ) -> Result<Sugar, String> {
+    ) -> Result<Sugar, StepError> {
         let mut params = Map::new();
         params.insert("threadId".into(), at.thread.clone().into());
         params.insert("turnId".into(), at.turn.clone().into());
@@ -213,9 +213,9 @@ pub(super) struct Address {
 }
 
 /// A sugar key's value as the table it must be (`shape` says which, in the error).
-pub(super) fn table(action: &str, v: &Value, shape: &str) -> Result<Map<String, Value>, String> {
+pub(super) fn table(action: &str, v: &Value, shape: &str) -> Result<Map<String, Value>, StepError> {
     match v {
         Value::Object(m) => Ok(m.clone()),
-        other => Err(format!("`{action}` is a table {shape}, not {other}")),
+        other => Err(format!("`{action}` is a table {shape}, not {other}").into()),
     }
 }

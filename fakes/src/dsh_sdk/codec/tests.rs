@@ -24,7 +24,7 @@ fn prompted() -> DshSdkCodec {
 fn sugar_before_a_prompt_needs_a_session() {
     let mut c = DshSdkCodec::new();
     let e = c.sugar(&step(json!({"delta": "x"}))).unwrap_err();
-    assert!(e.contains("`delta` needs a session"), "{e}");
+    assert!(e.to_string().contains("`delta` needs a session"), "{e}");
     let s = sugar(&mut c, json!({"status": "running", "session": "other"}));
     assert_eq!(s["params"]["sessionId"], "other");
     assert_eq!(c.sugar(&step(json!({"expect": "x"}))).unwrap(), None);
@@ -89,7 +89,8 @@ fn product_versions_are_the_default_and_0_1_1() {
     c.set_product_version(None).unwrap();
     assert_eq!(c.product_version(), "0.2.1rc2");
     assert_eq!(
-        c.set_product_version(Some("0.1.0")),
+        c.set_product_version(Some("0.1.0"))
+            .map_err(|e| e.to_string()),
         Err("unknown DSH SDK runtime version \"0.1.0\" (known: 0.2.1rc2, 0.1.1)".into())
     );
     assert_eq!(c.speaks(None), "DSH SDK runtime 0.2.1rc2");
