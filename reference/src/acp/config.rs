@@ -5,7 +5,7 @@ use std::time::Duration;
 use serde_json::{Map, Value};
 
 use crate::diagnostic::Policy;
-use crate::provider::{ProviderConfig, duration_ms, path};
+use crate::provider::{ConfigError, ProviderConfig, duration_ms, path};
 
 #[derive(Clone, Debug, PartialEq)]
 pub struct AcpConfig {
@@ -17,7 +17,7 @@ pub struct AcpConfig {
 impl ProviderConfig for AcpConfig {
     const PROVIDER: &'static str = "ACP";
 
-    fn from_map(config: &Map<String, Value>) -> Result<Self, String> {
+    fn from_map(config: &Map<String, Value>) -> Result<Self, ConfigError> {
         let permission = match config.get("permission") {
             None | Some(Value::Null) => Policy::Reject,
             Some(Value::String(s)) if s == "reject" => Policy::Reject,

@@ -5,7 +5,7 @@ use std::time::Duration;
 use serde_json::{Map, Value, json};
 
 use crate::product::{ProductMode, permission_mode};
-use crate::provider::{ProviderConfig, duration_ms};
+use crate::provider::{ConfigError, ProviderConfig, duration_ms};
 
 /// The deployment's unattended permission mode (`permissionMode`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -66,7 +66,7 @@ impl ProviderConfig for CodexConfig {
     const PROVIDER: &'static str = "Codex";
 
     /// Unknown keys (another provider's `permission`, `disposeEofGraceMs`, …) are ignored.
-    fn from_map(config: &Map<String, Value>) -> Result<Self, String> {
+    fn from_map(config: &Map<String, Value>) -> Result<Self, ConfigError> {
         Ok(CodexConfig {
             permission_mode: permission_mode(config)?,
             dispose_grace: duration_ms(config, "disposeGraceMs", 3000)?,
