@@ -21,9 +21,9 @@ const THREAD_ID: &str = "/thread/id";
 const TURN_ID: &str = "/turn/id";
 
 mod dress;
-mod sugar;
+mod frames;
 
-use sugar::{is_request_payload, table};
+use frames::{is_request_payload, table};
 
 /// The app-server's state as far as the sugar needs it.
 #[derive(Debug)]
