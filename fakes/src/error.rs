@@ -59,18 +59,6 @@ pub enum StepError {
     Invalid(String),
 }
 
-impl From<String> for StepError {
-    fn from(what: String) -> StepError {
-        StepError::Invalid(what)
-    }
-}
-
-impl From<&str> for StepError {
-    fn from(what: &str) -> StepError {
-        StepError::Invalid(what.to_owned())
-    }
-}
-
 /// A product version the fake does not speak.
 #[derive(Debug, Clone, PartialEq, Eq, Error)]
 pub enum VersionError {
@@ -104,32 +92,32 @@ pub enum InvalidFrame {
     Protocol(String),
 }
 
-impl From<String> for InvalidFrame {
-    fn from(what: String) -> InvalidFrame {
-        InvalidFrame::Protocol(what)
-    }
-}
-
-impl From<&str> for InvalidFrame {
-    fn from(what: &str) -> InvalidFrame {
-        InvalidFrame::Protocol(what.to_owned())
-    }
-}
-
 /// The runtime's own command line, refused as the real product refuses it: the subject's
 /// mistake, in the product's words.
 #[derive(Debug, Clone, PartialEq, Eq, Error)]
 #[error("{0}")]
 pub struct RefusedArgs(pub String);
 
-impl From<String> for RefusedArgs {
-    fn from(what: String) -> RefusedArgs {
-        RefusedArgs(what)
-    }
+/// A failure said in its finder's own words is the catch-all variant of its type: the checks
+/// and the sugar write `Err(format!(…).into())`.
+macro_rules! in_own_words {
+    ($($ty:ty => $variant:path),* $(,)?) => {$(
+        impl From<String> for $ty {
+            fn from(what: String) -> $ty {
+                $variant(what)
+            }
+        }
+
+        impl From<&str> for $ty {
+            fn from(what: &str) -> $ty {
+                $variant(what.to_owned())
+            }
+        }
+    )*};
 }
 
-impl From<&str> for RefusedArgs {
-    fn from(what: &str) -> RefusedArgs {
-        RefusedArgs(what.to_owned())
-    }
-}
+in_own_words!(
+    StepError => StepError::Invalid,
+    InvalidFrame => InvalidFrame::Protocol,
+    RefusedArgs => RefusedArgs,
+);

@@ -92,7 +92,9 @@ pub fn permission_mode<M: ProductMode>(config: &Map<String, Value>) -> Result<M,
             let (last, rest) = names.split_last().expect("a product has modes");
             format!("permissionMode must be {} or {last}", rest.join(", ")).into()
         }),
-        Some(_) => Err("permissionMode must be a string".into()),
+        Some(_) => Err(ConfigError::Invalid(
+            "permissionMode must be a string".into(),
+        )),
     }
 }
 

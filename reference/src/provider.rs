@@ -80,12 +80,6 @@ impl From<String> for ConfigError {
     }
 }
 
-impl From<&str> for ConfigError {
-    fn from(why: &str) -> ConfigError {
-        ConfigError::Invalid(why.to_owned())
-    }
-}
-
 /// The largest delay a JavaScript timer takes (`MAX_TIMER_DELAY_MS`, 2^31 − 1 ms): a duration
 /// may be this, not more.
 pub const MAX_TIMER_MS: u64 = 2_147_483_647;

@@ -22,7 +22,11 @@ impl ProviderConfig for AcpConfig {
             None | Some(Value::Null) => Policy::Reject,
             Some(Value::String(s)) if s == "reject" => Policy::Reject,
             Some(Value::String(s)) if s == "allow" => Policy::Allow,
-            Some(_) => return Err("permission must be allow or reject".into()),
+            Some(_) => {
+                return Err(ConfigError::Invalid(
+                    "permission must be allow or reject".into(),
+                ));
+            }
         };
         // Its own working directory is taken where the run starts (`driver::drive`).
         path(config, "cwd")?;

@@ -127,7 +127,7 @@ mod tests {
         );
         let bad = json!({"permissionMode": "default"});
         assert_eq!(
-            ClaudeCodeConfig::from_map(bad.as_object().unwrap()),
+            ClaudeCodeConfig::from_map(bad.as_object().unwrap()).map_err(|e| e.to_string()),
             Err(
                 "permissionMode must be dontAsk, acceptEdits, auto, plan or bypassPermissions"
                     .into()

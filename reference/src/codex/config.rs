@@ -118,13 +118,14 @@ mod tests {
             assert!(CodexConfig::from_map(&map(bad.clone())).is_err(), "{bad}");
         }
         assert_eq!(
-            CodexConfig::from_map(&map(json!({"permissionMode": "ask"}))),
+            CodexConfig::from_map(&map(json!({"permissionMode": "ask"})))
+                .map_err(|e| e.to_string()),
             Err("permissionMode must be never, approve-for-me or \
                  dangerously-bypass-approvals-and-sandbox"
                 .into())
         );
         assert_eq!(
-            CodexConfig::from_map(&map(json!({"permissionMode": 1}))),
+            CodexConfig::from_map(&map(json!({"permissionMode": 1}))).map_err(|e| e.to_string()),
             Err("permissionMode must be a string".into())
         );
     }

@@ -29,7 +29,7 @@ fn name(config: &Map<String, Value>, key: &str, default: &str) -> Result<String,
 }
 
 fn max_tokens(config: &Map<String, Value>) -> Result<Option<u64>, ConfigError> {
-    let bad = || ConfigError::from("maxTokens must be a positive safe integer");
+    let bad = || ConfigError::Invalid("maxTokens must be a positive safe integer".into());
     match config.get("maxTokens") {
         None | Some(Value::Null) => Ok(None),
         Some(v) => {
