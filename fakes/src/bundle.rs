@@ -1,13 +1,17 @@
 //! A vendored schema bundle as `build.rs` digested it: cut into pieces (each top-level member
 //! of the file, and each definition), each a compact JSON text parsed only when a closure
-//! ([`crate::schema::closure`]) first needs it. A fake checks the few frames of one run: parsing
-//! the whole bundle (0.25–0.8 MB) at its first frame was most of what a Codex fake cost.
+//! ([`closure`]) first needs it. A fake checks the few frames of one run: parsing the whole
+//! bundle (0.25–0.8 MB) at its first frame was most of what a Codex fake cost. What every
+//! protocol's schema does with a bundle is here too: a subschema's closure, a value checked.
 
 use std::sync::OnceLock;
 
+use jsonschema::Validator;
 use serde_json::Value;
 
-/// What [`crate::schema::closure`] reads a bundle through: the value at a JSON pointer.
+use crate::error::InvalidFrame;
+
+/// What [`closure`] reads a bundle through: the value at a JSON pointer.
 pub(crate) trait Lookup {
     fn lookup(&self, pointer: &str) -> Option<&Value>;
 }
@@ -84,14 +88,146 @@ impl Lookup for Pieces {
     }
 }
 
+/// Validates `value`, naming `what` and the first few errors (with where they are).
+pub(crate) fn check(validator: &Validator, value: &Value, what: &str) -> Result<(), InvalidFrame> {
+    let errors: Vec<String> = validator
+        .iter_errors(value)
+        .take(3)
+        .map(|e| format!("{e} (at {})", e.instance_path()))
+        .collect();
+    if errors.is_empty() {
+        Ok(())
+    } else {
+        Err(InvalidFrame::Schema {
+            what: what.to_owned(),
+            errors,
+        })
+    }
+}
+
+/// The subschema at `pointer` as a document of its own: the subschema at the root, and under
+/// `definitions` every definition it refers to, directly or not, at the path it has in the
+/// bundle (so each `#/definitions/…` reference resolves as before). `groups`: definitions that
+/// hold definitions of their own (Codex's `v2`). Compiling a subschema with the whole bundle
+/// keeps a copy of all of it per validator.
+pub(crate) fn closure(root: &impl Lookup, pointer: &str, groups: &[&str]) -> Option<Value> {
+    closure_in(root, pointer, "definitions", groups)
+}
+
+/// [`closure`] for a bundle whose definitions sit under `key` (`$defs` in draft 2020-12).
+pub(crate) fn closure_in(
+    root: &impl Lookup,
+    pointer: &str,
+    key: &str,
+    groups: &[&str],
+) -> Option<Value> {
+    let prefix = format!("#/{key}/");
+    let mut doc = root.lookup(pointer.strip_prefix('#')?)?.clone();
+    let mut definitions = serde_json::Map::new();
+    let mut pending = vec![doc.clone()];
+    let mut seen = std::collections::BTreeSet::new();
+    while let Some(schema) = pending.pop() {
+        for r in refs(&schema) {
+            // A reference names a definition, or a place inside one: the definition whole.
+            let Some(path) = r.strip_prefix(prefix.as_str()) else {
+                continue;
+            };
+            let mut segments: Vec<&str> = path.split('/').collect();
+            let depth = if segments.first().is_some_and(|g| groups.contains(g)) {
+                2
+            } else {
+                1
+            };
+            segments.truncate(depth);
+            let entry = segments.join("/");
+            if !seen.insert(entry.clone()) {
+                continue;
+            }
+            let Some(def) = root.lookup(&format!("/{key}/{entry}")) else {
+                continue;
+            };
+            pending.push(def.clone());
+            let slot = if depth == 2 {
+                definitions
+                    .entry("v2")
+                    .or_insert_with(|| Value::Object(Default::default()))
+                    .as_object_mut()?
+                    .entry(segments[1])
+                    .or_insert(Value::Null)
+            } else {
+                definitions.entry(segments[0]).or_insert(Value::Null)
+            };
+            *slot = def.clone();
+        }
+    }
+    let obj = doc.as_object_mut()?;
+    obj.insert(key.into(), Value::Object(definitions));
+    Some(doc)
+}
+
+/// Every `$ref` string inside `schema`.
+fn refs(schema: &Value) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut stack = vec![schema];
+    while let Some(v) = stack.pop() {
+        match v {
+            Value::Object(m) => {
+                if let Some(Value::String(r)) = m.get("$ref") {
+                    out.push(r.clone());
+                }
+                stack.extend(m.values());
+            }
+            Value::Array(a) => stack.extend(a),
+            _ => {}
+        }
+    }
+    out
+}
+
+/// Holds a digest to the file it was cut from: every piece, and the closure of every
+/// definition, in the file's own member order (compared as text: a map's equality ignores its
+/// order).
+#[cfg(test)]
+pub(crate) fn assert_reads_as_its_file(digest: Digest, text: &str, key: &str, groups: &[&str]) {
+    let whole: Value = serde_json::from_str(text).expect("JSON");
+    let pieces = Pieces::new(digest, Pieces::unpatched);
+    assert!(!digest.table.is_empty());
+    for (pointer, _, _) in digest.table {
+        let piece = pieces.lookup(pointer).expect("a piece");
+        assert_eq!(
+            serde_json::to_string(piece).unwrap(),
+            serde_json::to_string(&whole.pointer(pointer).unwrap()).unwrap(),
+            "{pointer}"
+        );
+        // Inside a piece too.
+        if let Some((member, inner)) = piece.as_object().and_then(|m| m.iter().next()) {
+            let at = format!("{pointer}/{}", member.replace('~', "~0").replace('/', "~1"));
+            assert_eq!(pieces.lookup(&at), Some(inner), "{at}");
+        }
+        if pointer.starts_with(&format!("/{key}/")) {
+            let at = format!("#{pointer}");
+            let from_pieces = closure_in(&pieces, &at, key, groups);
+            let from_whole = closure_in(&whole, &at, key, groups);
+            assert_eq!(
+                from_pieces.map(|v| serde_json::to_string(&v).unwrap()),
+                from_whole.map(|v| serde_json::to_string(&v).unwrap()),
+                "{at}"
+            );
+        }
+    }
+    // A container of pieces is no value of its own; what the file lacks is absent.
+    assert_eq!(pieces.lookup(&format!("/{key}")), None);
+    assert_eq!(pieces.lookup("/no/such/thing"), None);
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::schema::closure_in;
 
-    /// Each digest beside the file it was cut from, where its definitions sit, and its groups.
-    fn bundles() -> Vec<(Digest, &'static str, &'static str, &'static [&'static str])> {
-        let mut all: Vec<(Digest, &str, &str, &[&str])> = vec![
+    /// Each built-in digest beside the file it was cut from, where its definitions sit, and its
+    /// groups (the accepted Codex versions' digests are held to theirs in `codex::profile`).
+    fn bundles() -> [(Digest, &'static str, &'static str, &'static [&'static str]); 4] {
+        [
             (
                 ACP_V1,
                 include_str!("../schemas/acp-v1.schema.json"),
@@ -116,54 +252,14 @@ mod tests {
                 "definitions",
                 &[],
             ),
-        ];
-        for p in crate::codex::profile::PROFILES {
-            let path = format!(
-                "{}/schemas/codex/{}.schemas.json",
-                env!("CARGO_MANIFEST_DIR"),
-                p.version
-            );
-            let text = std::fs::read_to_string(path).expect("the profile's bundle");
-            all.push((p.schema, text.leak(), "definitions", &["v2"]));
-        }
-        all
+        ]
     }
 
-    /// What a check compiles from a digest is what it compiled from the whole file: every
-    /// piece, and the closure of every definition, in the file's own member order (compared as
-    /// text: a map's equality ignores its order).
+    /// What a check compiles from a digest is what it compiled from the whole file.
     #[test]
     fn a_digest_reads_as_the_file_it_was_cut_from() {
         for (digest, text, key, groups) in bundles() {
-            let whole: Value = serde_json::from_str(text).expect("JSON");
-            let pieces = Pieces::new(digest, Pieces::unpatched);
-            assert!(!digest.table.is_empty());
-            for (pointer, _, _) in digest.table {
-                let piece = pieces.lookup(pointer).expect("a piece");
-                assert_eq!(
-                    serde_json::to_string(piece).unwrap(),
-                    serde_json::to_string(&whole.pointer(pointer).unwrap()).unwrap(),
-                    "{pointer}"
-                );
-                // Inside a piece too.
-                if let Some((member, inner)) = piece.as_object().and_then(|m| m.iter().next()) {
-                    let at = format!("{pointer}/{}", member.replace('~', "~0").replace('/', "~1"));
-                    assert_eq!(pieces.lookup(&at), Some(inner), "{at}");
-                }
-                if pointer.starts_with(&format!("/{key}/")) {
-                    let at = format!("#{pointer}");
-                    let from_pieces = closure_in(&pieces, &at, key, groups);
-                    let from_whole = closure_in(&whole, &at, key, groups);
-                    assert_eq!(
-                        from_pieces.map(|v| serde_json::to_string(&v).unwrap()),
-                        from_whole.map(|v| serde_json::to_string(&v).unwrap()),
-                        "{at}"
-                    );
-                }
-            }
-            // A container of pieces is no value of its own; what the file lacks is absent.
-            assert_eq!(pieces.lookup(&format!("/{key}")), None);
-            assert_eq!(pieces.lookup("/no/such/thing"), None);
+            assert_reads_as_its_file(digest, text, key, groups);
         }
     }
 }

@@ -17,13 +17,10 @@ use tokio::sync::mpsc::UnboundedReceiver;
 
 use crate::codec::Codec;
 use crate::engine::{self, Engine, SideAddr};
-use crate::error::FakeError;
+use crate::error::{FAULT_EXIT, FakeError, ScriptError};
 use crate::process;
 use crate::side::Side;
 use crate::signals::{SignalPolicy, Signals};
-
-/// Exit code for the fake's own failures.
-pub const FAULT_EXIT: i32 = 2;
 
 #[derive(Debug, Default, PartialEq, clap::Parser)]
 #[command(
@@ -118,8 +115,10 @@ pub fn load_script(path: &str, codec: &mut dyn Codec) -> Result<Script, FakeErro
         path: path.into(),
         source,
     })?;
-    let script: Script =
-        serde_json::from_str(&text).map_err(|e| FakeError::Script(format!("{path}: {e}")))?;
+    let script: Script = serde_json::from_str(&text).map_err(|source| ScriptError::Parse {
+        what: path.into(),
+        source,
+    })?;
     prepare_script(script, codec)
 }
 
@@ -128,17 +127,19 @@ pub fn offered_script(
     script: serde_json::Value,
     codec: &mut dyn Codec,
 ) -> Result<Script, FakeError> {
-    let script: Script = serde_json::from_value(script)
-        .map_err(|e| FakeError::Script(format!("the script the harness sent: {e}")))?;
+    let script: Script = serde_json::from_value(script).map_err(|source| ScriptError::Parse {
+        what: "the script the harness sent".into(),
+        source,
+    })?;
     prepare_script(script, codec)
 }
 
 /// Checks a script against the codec and sets the product version it speaks.
 fn prepare_script(script: Script, codec: &mut dyn Codec) -> Result<Script, FakeError> {
-    engine::validate(&script, codec).map_err(FakeError::Script)?;
+    engine::validate(&script, codec)?;
     codec
         .set_product_version(script.product_version.as_deref())
-        .map_err(|e| FakeError::Script(format!("product_version: {e}")))?;
+        .map_err(ScriptError::ProductVersion)?;
     Ok(script)
 }
 

@@ -8,6 +8,8 @@ use conform_protocol::script::{RpcError, Step, sugar_owner};
 use conform_protocol::vocab::Provider;
 use serde_json::{Map, Value, json};
 
+use crate::error::{InvalidFrame, RefusedArgs, StepError, VersionError};
+
 /// One incoming frame, classified.
 #[derive(Debug, PartialEq)]
 pub enum Msg<'a> {
@@ -76,24 +78,24 @@ pub trait Codec: Send {
 
     /// Takes the script's product version (`None`: the protocol's default) before anything
     /// runs; an unknown version is a script error, naming the known ones.
-    fn set_product_version(&mut self, version: Option<&str>) -> Result<(), String> {
+    fn set_product_version(&mut self, version: Option<&str>) -> Result<(), VersionError> {
         match version {
-            Some(v) => Err(format!(
-                "the {} fake has no product versions (it speaks {}), got {v:?}",
-                self.provider(),
-                self.speaks(None)
-            )),
+            Some(v) => Err(VersionError::NoneBut {
+                provider: self.provider(),
+                speaks: self.speaks(None),
+                want: v.to_owned(),
+            }),
             None => Ok(()),
         }
     }
 
     /// Rejects sugar this protocol does not have (checked before the script runs).
-    fn check_step(&self, action: &str) -> Result<(), String> {
+    fn check_step(&self, action: &str) -> Result<(), StepError> {
         if sugar_owner(action).is_some_and(|owner| owner != self.provider()) {
-            return Err(format!(
-                "`{action}` is not available for protocol {}",
-                self.provider()
-            ));
+            return Err(StepError::OtherProtocol {
+                action: action.to_owned(),
+                provider: self.provider(),
+            });
         }
         Ok(())
     }
@@ -106,12 +108,12 @@ pub trait Codec: Send {
 
     /// Reads the runtime's own command line as the real product would; the error is what the
     /// product refuses (the subject's violation).
-    fn runtime_args(&mut self, args: &[String]) -> Result<(), String> {
+    fn runtime_args(&mut self, args: &[String]) -> Result<(), RefusedArgs> {
         match args {
             [] => Ok(()),
-            _ => Err(format!(
+            _ => Err(RefusedArgs(format!(
                 "this runtime takes no arguments of its own, got {args:?}"
-            )),
+            ))),
         }
     }
 
@@ -129,17 +131,21 @@ pub trait Codec: Send {
     /// Whether `frame`, sent by the fake, is valid for this protocol (at the product version
     /// set by [`Codec::set_product_version`]); `answers`: the request a response answers. The
     /// error says what is wrong and where.
-    fn validate_frame(&self, frame: &Value, answers: Option<&str>) -> Result<(), String>;
+    fn validate_frame(&self, frame: &Value, answers: Option<&str>) -> Result<(), InvalidFrame>;
 
     /// Validates a frame the subject sent against the client side of the product's schema
     /// (`answers`: the method of the runtime's request a response answers). Providers whose
     /// schema describes only the runtime's side (DSH SDK, Claude Code) check nothing here.
-    fn validate_received(&self, _frame: &Value, _answers: Option<&str>) -> Result<(), String> {
+    fn validate_received(
+        &self,
+        _frame: &Value,
+        _answers: Option<&str>,
+    ) -> Result<(), InvalidFrame> {
         Ok(())
     }
 
     /// Expands a sugar step; `Ok(None)` when the step is not sugar.
-    fn sugar(&mut self, step: &Step) -> Result<Option<Sugar>, String>;
+    fn sugar(&mut self, step: &Step) -> Result<Option<Sugar>, StepError>;
 
     /// Frames real hosts send unasked, recorded but never a violation (ACP `session/cancel`).
     fn tolerated(&self, method: &str, is_request: bool) -> bool;
@@ -356,16 +362,6 @@ pub fn classify_jsonrpc(frame: &Value) -> Msg<'_> {
     }
 }
 
-/// The codec of a provider's protocol.
-pub fn for_provider(provider: Provider) -> Box<dyn Codec> {
-    match provider {
-        Provider::Acp => Box::new(crate::acp::AcpCodec::new()),
-        Provider::DshSdk => Box::new(crate::dsh_sdk::DshSdkCodec::new()),
-        Provider::Codex => Box::new(crate::codex::CodexCodec::new()),
-        Provider::ClaudeCode => Box::new(crate::claude_code::ClaudeCodeCodec::new()),
-    }
-}
-
 /// Every string inside a JSON value (object keys excluded).
 pub fn string_leaves(v: &Value, out: &mut Vec<String>) {
     let mut at = Vec::new();
@@ -377,16 +373,20 @@ pub fn string_leaves(v: &Value, out: &mut Vec<String>) {
 /// error naming the known ones: `what` is the product's name for its versions ("Codex product
 /// version").
 pub fn known_version(
-    what: &str,
+    what: &'static str,
     known: &'static [&'static str],
     want: Option<&str>,
-) -> Result<&'static str, String> {
+) -> Result<&'static str, VersionError> {
     let want = want.unwrap_or(known[0]);
     known
         .iter()
         .copied()
         .find(|v| *v == want)
-        .ok_or_else(|| format!("unknown {what} {want:?} (known: {})", known.join(", ")))
+        .ok_or_else(|| VersionError::Unknown {
+            what,
+            want: want.to_owned(),
+            known,
+        })
 }
 
 /// Whether a member at `pointer` holds a closed value in every protocol (a discriminator, a

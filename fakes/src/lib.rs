@@ -20,6 +20,7 @@ pub mod params;
 pub mod payload;
 pub mod peer;
 pub mod process;
+pub mod protocols;
 pub mod schema;
 pub mod side;
 pub mod signals;

@@ -24,8 +24,10 @@ use crate::process;
 use crate::side::Side;
 use crate::wire::{MAX_FRAME_BYTES, parse_frame};
 
-/// Exit status for a proxy that could not do its job (not the real runtime's own status).
-const FAULT_EXIT: i32 = 97;
+/// Exit status for a proxy that could not do its job. Otherwise the proxy exits with the real
+/// runtime's own status, so this is not a fake's [`crate::error::FAULT_EXIT`] (2): a real
+/// runtime exits 2 by itself.
+const PROXY_FAULT_EXIT: i32 = 97;
 
 /// Requests seen in either direction (id → method), to name what a response answers.
 type Pending = Arc<Mutex<HashMap<String, String>>>;
@@ -55,7 +57,7 @@ pub fn main_with_args(args: Vec<String>) -> std::process::ExitCode {
         }
     };
     let (side_path, run, argv) = (args.side, args.run, &args.command[..]);
-    let codec = crate::codec::for_provider(args.protocol);
+    let codec = crate::protocols::codec_for(args.protocol);
     // Termination signals are taken by one thread (and forwarded), never by default action:
     // the proxy must outlive the real runtime to report its exit. Blocked before any thread.
     let mut set = nix::sys::signal::SigSet::empty();
@@ -64,13 +66,13 @@ pub fn main_with_args(args: Vec<String>) -> std::process::ExitCode {
     }
     if let Err(e) = set.thread_block() {
         eprintln!("peer-proxy: cannot block signals: {e}");
-        std::process::exit(FAULT_EXIT);
+        std::process::exit(PROXY_FAULT_EXIT);
     }
     let (side, control) = match Side::connect(&side_path, &run) {
         Ok(ok) => ok,
         Err(e) => {
             eprintln!("peer-proxy: {e}");
-            std::process::exit(FAULT_EXIT);
+            std::process::exit(PROXY_FAULT_EXIT);
         }
     };
     let side = Arc::new(side);
@@ -80,7 +82,7 @@ pub fn main_with_args(args: Vec<String>) -> std::process::ExitCode {
         .build()
         .map(|rt| rt.block_on(crate::side::wait_for_ack(&side, Role::Runtime, control)));
     if ack.is_err() {
-        std::process::exit(FAULT_EXIT);
+        std::process::exit(PROXY_FAULT_EXIT);
     }
     std::process::exit(relay(side, codec, argv, set));
 }
@@ -105,7 +107,7 @@ fn relay(
             let detail = format!("cannot start the real runtime `{}`: {e}", argv[0]);
             eprintln!("peer-proxy: {detail}");
             side.send(FakeEvent::Fault { detail });
-            return FAULT_EXIT;
+            return PROXY_FAULT_EXIT;
         }
     };
     let pid = child.id() as i32;
@@ -128,7 +130,7 @@ fn relay(
             side.send(FakeEvent::Fault {
                 detail: format!("waiting for the real runtime failed: {e}"),
             });
-            FAULT_EXIT
+            PROXY_FAULT_EXIT
         }
     }
 }
@@ -319,7 +321,7 @@ fn report_exit(side: &Side, status: ExitStatus) -> i32 {
         peak_rss_kib: None,
     };
     let Some(raw) = status.signal() else {
-        let code = status.code().unwrap_or(FAULT_EXIT);
+        let code = status.code().unwrap_or(PROXY_FAULT_EXIT);
         side.send(exit(Some(code), None));
         return code;
     };

@@ -10,6 +10,8 @@ use nix::sys::signal::Signal;
 
 use crate::side::Side;
 
+use crate::error::StepError;
+
 /// The `Register` event for this process.
 pub fn register_event(role: Role, args: &[String]) -> FakeEvent {
     // SAFETY: these calls only read this process's ids.
@@ -43,13 +45,13 @@ pub fn start_time() -> Option<u64> {
 }
 
 /// Parses `SIGABRT` (or `ABRT`).
-pub fn parse_signal(name: &str) -> Result<Signal, String> {
+pub fn parse_signal(name: &str) -> Result<Signal, StepError> {
     let full = if name.starts_with("SIG") {
         name.to_owned()
     } else {
         format!("SIG{name}")
     };
-    Signal::from_str(&full).map_err(|_| format!("unknown signal {name:?}"))
+    Signal::from_str(&full).map_err(|_| StepError::UnknownSignal(name.to_owned()))
 }
 
 /// Dies by `sig` with its default disposition (no core file). Returns only if the default

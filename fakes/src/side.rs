@@ -17,7 +17,7 @@ use std::sync::Mutex;
 use conform_protocol::side::{FakeEvent, FakeLine, Seal, ToFake};
 use tokio::sync::mpsc;
 
-use crate::error::FakeError;
+use crate::error::{FAULT_EXIT, FakeError};
 
 pub struct Side {
     run: String,
@@ -182,7 +182,7 @@ pub async fn wait_for_ack(
             Some(other) => eprintln!("fake: {other:?} before the registration ack; ignored"),
             None => {
                 eprintln!("fake: side channel closed before the registration ack");
-                std::process::exit(crate::cli::FAULT_EXIT);
+                std::process::exit(FAULT_EXIT);
             }
         }
     }

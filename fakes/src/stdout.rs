@@ -6,6 +6,8 @@ use std::io::Write;
 use std::os::fd::{AsFd, AsRawFd};
 use std::time::{Duration, Instant};
 
+use crate::error::StepError;
+
 /// How one step's frames are written (`split`, `crlf`).
 #[derive(Debug, Default, Clone)]
 pub struct Shape {
@@ -19,7 +21,7 @@ pub struct Shape {
 impl Shape {
     /// Where `split` cuts `line` (a byte offset inside it; the line's length for `newline`);
     /// `None` when the line has no such place.
-    fn cut(&self, line: &str) -> Result<Option<usize>, String> {
+    fn cut(&self, line: &str) -> Result<Option<usize>, StepError> {
         let Some(at) = self.split.as_deref() else {
             return Ok(None);
         };
@@ -32,7 +34,9 @@ impl Shape {
             // After the lead byte of the first multi-byte character.
             "utf8" => bytes.iter().position(|b| *b >= 0xC0).map(|i| i + 1),
             "newline" => Some(line.len()),
-            other => return Err(format!("`split = {other:?}` names no place in a frame")),
+            other => {
+                return Err(format!("`split = {other:?}` names no place in a frame").into());
+            }
         };
         Ok(found.filter(|cut| *cut <= line.len()))
     }
@@ -162,7 +166,7 @@ fn wait_drained() {
 mod tests {
     use super::*;
 
-    fn cut(at: &str, line: &str) -> Result<Option<usize>, String> {
+    fn cut(at: &str, line: &str) -> Result<Option<usize>, StepError> {
         Shape {
             split: Some(at.into()),
             ..Shape::default()

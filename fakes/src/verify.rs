@@ -18,6 +18,7 @@ use conform_protocol::vocab::Provider;
 use serde_json::Value;
 
 use crate::codec::{Codec, Msg, Sugar};
+use crate::error::VersionError;
 use crate::judge;
 
 /// What a runtime's ledger says the walk needs: its command line, its working directory, the
@@ -69,8 +70,8 @@ pub fn violations(
     product_version: Option<&str>,
     steps: &[Step],
     recording: Recording,
-) -> Result<Vec<String>, String> {
-    let mut codec = crate::codec::for_provider(provider);
+) -> Result<Vec<String>, VersionError> {
+    let mut codec = crate::protocols::codec_for(provider);
     codec.set_product_version(product_version)?;
     let mut walk = Walk {
         codec,

@@ -6,7 +6,8 @@
 
 use std::collections::BTreeSet;
 
-use conform_fakes::codec::{closed_member, for_provider};
+use conform_fakes::codec::closed_member;
+use conform_fakes::protocols::codec_for;
 use conform_protocol::vocab::Provider;
 use serde_json::{Map, Value};
 
@@ -106,7 +107,7 @@ fn sample(pointer: &str) -> Value {
 
 /// The fields of `method`'s params no one collects.
 fn uncollected(provider: Provider, method: &str, root: &Value, params: &Value) -> Vec<String> {
-    let codec = for_provider(provider);
+    let codec = codec_for(provider);
     let mut paths = BTreeSet::new();
     free_text_paths(root, params, "", 0, &mut Vec::new(), &mut paths);
     paths

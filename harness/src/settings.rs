@@ -130,7 +130,9 @@ fn product_version(s: &str) -> Result<(Provider, String), String> {
         return Err(format!("takes PROVIDER=VERSION, got `{s}`"));
     };
     let provider: Provider = p.parse().map_err(|e| format!("{e}"))?;
-    conform_fakes::codec::for_provider(provider).set_product_version(Some(v))?;
+    conform_fakes::protocols::codec_for(provider)
+        .set_product_version(Some(v))
+        .map_err(|e| e.to_string())?;
     Ok((provider, v.to_owned()))
 }
 

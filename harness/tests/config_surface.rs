@@ -109,7 +109,7 @@ fn keys_read(src: &Path) -> BTreeSet<(String, String)> {
         .collect();
     let mut out = BTreeSet::new();
     for (file, providers) in [
-        ("acp.rs", &["acp"][..]),
+        ("acp/config.rs", &["acp"][..]),
         ("dsh_sdk/config.rs", &["dsh-sdk"]),
         ("codex/config.rs", &["codex"]),
         ("claude_code/config.rs", &["claude-code"]),

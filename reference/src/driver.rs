@@ -64,7 +64,7 @@ pub(crate) trait Driver: Sized + Send {
             .then(|| crate::provider::at_a_bound(&config))
             .flatten();
         let valid = match exclusive {
-            Some(why) => Err(why),
+            Some(why) => Err(why.into()),
             None => Self::Config::from_map(&config),
         }
         .map_err(|why| {

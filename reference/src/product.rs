@@ -10,7 +10,7 @@ use serde_json::{Map, Value};
 
 use crate::diagnostic::{ProductLine, limit_diagnostic};
 use crate::driver::with_rollback;
-use crate::provider::{ABORT_ERROR_NAME, StderrTail};
+use crate::provider::{ABORT_ERROR_NAME, ConfigError, StderrTail};
 
 /// A product provider's names for its rejections.
 #[derive(Clone, Copy, Debug)]
@@ -84,15 +84,17 @@ pub trait ProductMode: Copy + fmt::Debug + PartialEq + Eq + 'static {
 }
 
 /// `permissionMode` from `start.config` (absent or `null`: the product's default mode).
-pub fn permission_mode<M: ProductMode>(config: &Map<String, Value>) -> Result<M, String> {
+pub fn permission_mode<M: ProductMode>(config: &Map<String, Value>) -> Result<M, ConfigError> {
     match config.get("permissionMode") {
         None | Some(Value::Null) => Ok(M::DEFAULT),
         Some(Value::String(s)) => M::parse(s).ok_or_else(|| {
             let names: Vec<&str> = M::ALL.iter().map(|m| m.as_str()).collect();
             let (last, rest) = names.split_last().expect("a product has modes");
-            format!("permissionMode must be {} or {last}", rest.join(", "))
+            format!("permissionMode must be {} or {last}", rest.join(", ")).into()
         }),
-        Some(_) => Err("permissionMode must be a string".into()),
+        Some(_) => Err(ConfigError::Invalid(
+            "permissionMode must be a string".into(),
+        )),
     }
 }
 

@@ -59,7 +59,25 @@ pub trait ProviderConfig: Sized {
     const PROVIDER: &'static str;
 
     /// The configuration, or why `config` is not one.
-    fn from_map(config: &Map<String, Value>) -> Result<Self, String>;
+    fn from_map(config: &Map<String, Value>) -> Result<Self, ConfigError>;
+}
+
+/// Why a provider configuration is invalid, in the host log's words.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum ConfigError {
+    #[error("{key} must be a positive number of ms")]
+    Duration { key: String },
+    #[error("{key} must be a non-empty path")]
+    Path { key: String },
+    /// A key's own rule (a name, a mode, a bound), as that key says it.
+    #[error("{0}")]
+    Invalid(String),
+}
+
+impl From<String> for ConfigError {
+    fn from(why: String) -> ConfigError {
+        ConfigError::Invalid(why)
+    }
 }
 
 /// The largest delay a JavaScript timer takes (`MAX_TIMER_DELAY_MS`, 2^31 − 1 ms): a duration
@@ -74,25 +92,25 @@ pub fn duration_ms(
     config: &Map<String, Value>,
     key: &str,
     default_ms: u64,
-) -> Result<Duration, String> {
+) -> Result<Duration, ConfigError> {
     match config.get(key) {
         None | Some(Value::Null) => Ok(Duration::from_millis(default_ms)),
         Some(v) => match v.as_f64() {
             Some(ms) if ms.is_finite() && ms > 0.0 && ms <= MAX_TIMER_MS as f64 => {
                 Ok(Duration::from_secs_f64(ms / 1000.0))
             }
-            _ => Err(format!("{key} must be a positive number of ms")),
+            _ => Err(ConfigError::Duration { key: key.into() }),
         },
     }
 }
 
 /// A provider's own working directory key (`cwd`: ACP and the DSH SDK have one), if set: a
 /// non-blank string. Where it points is checked at spawn, as the parent's is.
-pub fn path(config: &Map<String, Value>, key: &str) -> Result<Option<String>, String> {
+pub fn path(config: &Map<String, Value>, key: &str) -> Result<Option<String>, ConfigError> {
     match config.get(key) {
         None | Some(Value::Null) => Ok(None),
         Some(Value::String(s)) if !s.trim().is_empty() => Ok(Some(s.clone())),
-        Some(_) => Err(format!("{key} must be a non-empty path")),
+        Some(_) => Err(ConfigError::Path { key: key.into() }),
     }
 }
 

@@ -13,6 +13,7 @@ use serde_json::{Value, json};
 
 use super::method;
 use crate::codec::{Codec, Sugar, string_at, string_leaves, string_leaves_mut};
+use crate::error::{InvalidFrame, StepError};
 
 /// The stop reasons ACP defines (an unknown one is the agent's own text).
 const KNOWN_STOPS: &[&str] = &[
@@ -132,7 +133,7 @@ impl Codec for AcpCodec {
         Provider::Acp
     }
 
-    fn sugar(&mut self, step: &Step) -> Result<Option<Sugar>, String> {
+    fn sugar(&mut self, step: &Step) -> Result<Option<Sugar>, StepError> {
         let text_chunk = |t: &str| ContentChunk::new(ContentBlock::Text(TextContent::new(t)));
         Ok(Some(if let Some(text) = &step.chunk {
             self.session_update(SessionUpdate::AgentMessageChunk(text_chunk(text)))
@@ -160,11 +161,11 @@ impl Codec for AcpCodec {
         }))
     }
 
-    fn validate_frame(&self, frame: &Value, answers: Option<&str>) -> Result<(), String> {
+    fn validate_frame(&self, frame: &Value, answers: Option<&str>) -> Result<(), InvalidFrame> {
         super::validate_frame(frame, answers)
     }
 
-    fn validate_received(&self, frame: &Value, answers: Option<&str>) -> Result<(), String> {
+    fn validate_received(&self, frame: &Value, answers: Option<&str>) -> Result<(), InvalidFrame> {
         super::validate_received(frame, answers)
     }
 

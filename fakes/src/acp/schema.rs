@@ -2,8 +2,7 @@
 //! proof that a fake is valid by default. Two checks: the envelope against the schema's
 //! `Agent` message shape, then the payload against the definition its method names.
 
-use crate::bundle::{self, Lookup, Pieces};
-use crate::schema::{check, closure_in};
+use crate::bundle::{self, Lookup, Pieces, check, closure_in};
 use std::collections::HashMap;
 use std::sync::{Arc, LazyLock, Mutex};
 
@@ -11,6 +10,7 @@ use jsonschema::Validator;
 use serde_json::Value;
 
 use crate::codec::{Msg, classify_jsonrpc};
+use crate::error::InvalidFrame;
 
 /// Agent → client requests and notifications: method → params definition.
 const OUTGOING: &[(&str, &str)] = &[
@@ -157,7 +157,7 @@ static VALIDATORS: LazyLock<Validators> = LazyLock::new(|| Validators {
 /// Validates one frame the client (the subject) sent: its envelope, a known method's params,
 /// and the result of a request the agent sent (`answers`: that request's method). A method
 /// the schema does not name is left to the script (the runtime answers it "method not found").
-pub fn validate_received(frame: &Value, answers: Option<&str>) -> Result<(), String> {
+pub fn validate_received(frame: &Value, answers: Option<&str>) -> Result<(), InvalidFrame> {
     let v = &*VALIDATORS;
     check(&v.shape("Client"), frame, "envelope")?;
     let (def, payload) = match classify_jsonrpc(frame) {
@@ -178,14 +178,14 @@ pub fn validate_received(frame: &Value, answers: Option<&str>) -> Result<(), Str
             Some(def) => (def, result),
             None => return Ok(()),
         },
-        Msg::Malformed(why) => return Err(why),
+        Msg::Malformed(why) => return Err(InvalidFrame::Protocol(why)),
     };
     check(&v.def(def), payload, def)
 }
 
 /// Validates one frame the agent sent. `answers` is the method of the request a response
 /// answers (the `answers` field of the side-channel `Frame`).
-pub fn validate_frame(frame: &Value, answers: Option<&str>) -> Result<(), String> {
+pub fn validate_frame(frame: &Value, answers: Option<&str>) -> Result<(), InvalidFrame> {
     let v = &*VALIDATORS;
     check(&v.shape("Agent"), frame, "envelope")?;
     let (def, payload) = match classify_jsonrpc(frame) {
@@ -195,7 +195,7 @@ pub fn validate_frame(frame: &Value, answers: Option<&str>) -> Result<(), String
                 Some(def) => (def, params.unwrap_or(&Value::Null)),
                 // `_`-prefixed methods are extensions: any params.
                 None if method.starts_with('_') => return Ok(()),
-                None => return Err(format!("`{method}` is not an agent→client ACP method")),
+                None => return Err(format!("`{method}` is not an agent→client ACP method").into()),
             }
         }
         Msg::Response {
@@ -207,15 +207,15 @@ pub fn validate_frame(frame: &Value, answers: Option<&str>) -> Result<(), String
             ..
         } => {
             let Some(method) = answers else {
-                return Err("a result needs the method it answers to be checked".into());
+                return Err(InvalidFrame::UnknownAnswer);
             };
             match lookup(RESULTS, method) {
                 Some(def) => (def, result),
                 None if method.starts_with('_') => return Ok(()),
-                None => return Err(format!("`{method}` is not a client→agent ACP request")),
+                None => return Err(format!("`{method}` is not a client→agent ACP request").into()),
             }
         }
-        Msg::Malformed(why) => return Err(why),
+        Msg::Malformed(why) => return Err(InvalidFrame::Protocol(why)),
     };
     check(&v.def(def), payload, def)
 }

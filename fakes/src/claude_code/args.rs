@@ -4,6 +4,8 @@
 //! unknown flag, a flag without its value or a value outside its set is an error, as are the
 //! stream-json flags missing (the SDK can only talk to a CLI that has all three).
 
+use crate::error::RefusedArgs;
+
 /// Flags that take a value, with the values the CLI accepts (`None`: free).
 const VALUED: &[(&str, Option<&[&str]>)] = &[
     ("--output-format", Some(&["text", "json", "stream-json"])),
@@ -69,7 +71,7 @@ pub struct CliArgs {
 }
 
 /// Reads the CLI's flags; the error is what the real CLI would refuse.
-pub fn check_args(args: &[String]) -> Result<CliArgs, String> {
+pub fn check_args(args: &[String]) -> Result<CliArgs, RefusedArgs> {
     let mut out = CliArgs::default();
     let (mut output, mut input, mut verbose) = (None, None, false);
     let mut it = args.iter();
@@ -80,7 +82,7 @@ pub fn check_args(args: &[String]) -> Result<CliArgs, String> {
         };
         if SWITCHES.contains(&name) {
             if inline.is_some() {
-                return Err(format!("option '{name}' takes no value"));
+                return Err(format!("option '{name}' takes no value").into());
             }
             match name {
                 "--verbose" => verbose = true,
@@ -95,14 +97,15 @@ pub fn check_args(args: &[String]) -> Result<CliArgs, String> {
         }
         let Some((_, allowed)) = VALUED.iter().find(|(n, _)| *n == name) else {
             return Err(if name.starts_with('-') {
-                format!("unknown option '{name}'")
+                format!("unknown option '{name}'").into()
             } else {
                 format!("unexpected argument '{name}' (the prompt comes over stdin in stream-json)")
+                    .into()
             });
         };
         let value = match inline.or_else(|| it.next().cloned()) {
             Some(v) => v,
-            None => return Err(format!("option '{name} <value>' argument missing")),
+            None => return Err(format!("option '{name} <value>' argument missing").into()),
         };
         if let Some(allowed) = allowed
             && !allowed.contains(&value.as_str())
@@ -110,7 +113,8 @@ pub fn check_args(args: &[String]) -> Result<CliArgs, String> {
             return Err(format!(
                 "option '{name}' argument '{value}' is invalid. Allowed choices are {}.",
                 allowed.join(", ")
-            ));
+            )
+            .into());
         }
         match name {
             "--output-format" => output = Some(value),
@@ -166,7 +170,7 @@ mod tests {
             ("task-text", "unexpected argument"),
         ] {
             let e = check_args(&args(&format!("{base} {extra}"))).unwrap_err();
-            assert!(e.contains(why), "{extra}: {e}");
+            assert!(e.to_string().contains(why), "{extra}: {e}");
         }
         assert!(
             check_args(&args(

@@ -8,6 +8,7 @@ use serde_json::{Map, Value, json};
 use super::args::CliArgs;
 use super::{CLI_VERSION, kind};
 use crate::codec::{Codec, Msg, Sugar, string_at, string_leaves, string_leaves_mut};
+use crate::error::{InvalidFrame, RefusedArgs, StepError};
 
 /// The session the fake's messages name before (or without) an `init` that names one.
 pub const DEFAULT_SESSION_ID: &str = "c1a0de00-5e55-4000-8000-000000000001";
@@ -15,6 +16,8 @@ pub const DEFAULT_SESSION_ID: &str = "c1a0de00-5e55-4000-8000-000000000001";
 const MODEL: &str = "claude-opus-5[1m]";
 
 static NULL: Value = Value::Null;
+
+mod frames;
 
 #[derive(Debug)]
 pub struct ClaudeCodeCodec {
@@ -56,255 +59,6 @@ impl ClaudeCodeCodec {
     pub fn session_id(&self) -> &str {
         &self.session_id
     }
-
-    fn uuid(&mut self) -> String {
-        self.uuids += 1;
-        format!("00000000-0000-4000-8000-{:012x}", self.uuids)
-    }
-
-    fn tool_use_id(&mut self) -> String {
-        self.tool_uses += 1;
-        format!("toolu_{:024}", self.tool_uses)
-    }
-
-    fn message(&mut self, ty: &str, mut body: Map<String, Value>) -> Sugar {
-        body.entry("uuid").or_insert_with(|| self.uuid().into());
-        body.entry("session_id")
-            .or_insert_with(|| self.session_id.clone().into());
-        Sugar::Notify {
-            method: ty.into(),
-            params: Some(Value::Object(body)),
-        }
-    }
-
-    fn init(&mut self, session: &str) -> Sugar {
-        if !session.is_empty() {
-            self.session_id = session.to_owned();
-        }
-        let cwd = std::env::current_dir()
-            .map(|d| d.to_string_lossy().into_owned())
-            .unwrap_or_default();
-        let mode = self.args.permission_mode.as_deref().unwrap_or("default");
-        let tools: Vec<&str> = ["Bash", "Edit", "Read", "Write", "Glob", "Grep"]
-            .into_iter()
-            .filter(|t| !self.args.disallowed_tools.iter().any(|d| d == t))
-            .collect();
-        let body = json!({
-            "subtype": "init",
-            "cwd": cwd.clone(),
-            "tools": tools,
-            "mcp_servers": [],
-            "model": MODEL,
-            "permissionMode": mode,
-            "slash_commands": ["review"],
-            // What the real CLI 2.1.220 reports for a key in ANTHROPIC_API_KEY (outside the
-            // SDK's published `ApiKeySource`; see schema.rs).
-            "apiKeySource": "ANTHROPIC_API_KEY",
-            "claude_code_version": CLI_VERSION,
-            "output_style": "default",
-            "agents": ["general-purpose"],
-            "skills": ["review"],
-            "plugins": [],
-            "capabilities": ["interrupt_receipt_v1", "interrupt_cancel_queued_v1", "msg_lifecycle_v1"],
-            "analytics_disabled": true,
-            "product_feedback_disabled": true,
-            "memory_paths": {"auto": format!("{cwd}/.claude/memory")},
-            "fast_mode_state": "off",
-            "fast_mode_disabled_reason": "sdk_opt_in_required",
-        });
-        self.message(kind::SYSTEM, into_map(body))
-    }
-
-    fn assistant(&mut self, text: &str) -> Sugar {
-        let id = format!("msg_{:024}", self.uuids + 1);
-        let body = json!({
-            "message": {
-                "id": id,
-                "type": "message",
-                "role": "assistant",
-                "model": MODEL,
-                "content": [{"type": "text", "text": text, "citations": null}],
-                "stop_reason": null,
-                "stop_sequence": null,
-                "stop_details": null,
-                "container": null,
-                "context_management": null,
-                "usage": usage(),
-            },
-            "parent_tool_use_id": null,
-            "timestamp": TIMESTAMP,
-        });
-        self.message(kind::ASSISTANT, into_map(body))
-    }
-
-    fn partial(&mut self, text: &str) -> Sugar {
-        let body = json!({
-            "event": {
-                "type": "content_block_delta",
-                "index": 0,
-                "delta": {"type": "text_delta", "text": text},
-            },
-            "parent_tool_use_id": null,
-        });
-        self.message(kind::STREAM_EVENT, into_map(body))
-    }
-
-    fn result(&mut self, over: &Value) -> Result<Sugar, String> {
-        let Value::Object(over) = over else {
-            return Err(
-                "`result` needs a table (`{ subtype = \"success\", result = \"…\" }`)".into(),
-            );
-        };
-        let subtype = over
-            .get("subtype")
-            .and_then(Value::as_str)
-            .unwrap_or("success")
-            .to_owned();
-        let success = subtype == "success";
-        let mut body = into_map(json!({
-            "subtype": subtype,
-            "is_error": !success,
-            "duration_ms": 1200,
-            "duration_api_ms": 1000,
-            "num_turns": 1,
-            "stop_reason": if success { json!("end_turn") } else { Value::Null },
-            "total_cost_usd": 0.0012,
-            "usage": usage(),
-            "modelUsage": {MODEL: {
-                "inputTokens": 12, "outputTokens": 8, "cacheReadInputTokens": 0,
-                "cacheCreationInputTokens": 0, "webSearchRequests": 0, "costUSD": 0.0012,
-                "contextWindow": 1000000, "maxOutputTokens": 64000,
-                "canonicalModel": "claude-opus-5", "provider": "firstParty",
-            }},
-            "permission_denials": [],
-            // As the real CLI 2.1.220 ends a turn (`terminal_reason` by how it ended).
-            "terminal_reason": terminal_reason(&subtype),
-            "fast_mode_state": "off",
-            "fast_mode_disabled_reason": "sdk_opt_in_required",
-            "api_error_status": null,
-            "ttft_ms": 400,
-            "ttft_stream_ms": 398,
-            "time_to_request_ms": 380,
-        }));
-        if !success {
-            body.insert("errors".into(), json!([]));
-        }
-        if success && over.get("is_error") == Some(&Value::Bool(true)) {
-            // How the real CLI reports an API error: a success result flagged is_error, ended
-            // by the API error, without the model's timings (it never answered).
-            body.insert("terminal_reason".into(), "api_error".into());
-            for timing in ["ttft_ms", "ttft_stream_ms", "time_to_request_ms"] {
-                body.remove(timing);
-            }
-            body.insert("modelUsage".into(), json!({}));
-            body.insert("total_cost_usd".into(), json!(0));
-            body.insert("duration_api_ms".into(), json!(0));
-            body.insert("stop_reason".into(), "stop_sequence".into());
-        }
-        body.extend(over.clone());
-        self.error_result |= body.get("is_error") == Some(&Value::Bool(true));
-        Ok(self.message(kind::RESULT, body))
-    }
-
-    fn denied(&mut self, over: &Value) -> Result<Sugar, String> {
-        let Value::Object(over) = over else {
-            return Err("`denied` needs a table (`{ tool_name = \"Bash\" }`)".into());
-        };
-        let tool_use_id = self.tool_use_id();
-        let mut body = into_map(json!({
-            "subtype": "permission_denied",
-            "tool_name": "Bash",
-            "tool_use_id": tool_use_id,
-            "message": "Permission to use Bash has been denied.",
-        }));
-        body.extend(over.clone());
-        Ok(self.message(kind::SYSTEM, body))
-    }
-
-    fn control(&mut self, subtype: &str, params: Option<&Value>) -> Result<Sugar, String> {
-        let mut request = match subtype {
-            kind::CAN_USE_TOOL => {
-                if !self.args.prompts_over_stdio {
-                    // Not the script's mistake: the real CLI started without the flag never
-                    // asks over stdio (it decides alone), so the subject skipped it.
-                    self.violation = Some(
-                        "the script asks `can_use_tool`, but the CLI was started without \
-                         `--permission-prompt-tool stdio`: the real CLI would never ask"
-                            .into(),
-                    );
-                }
-                json!({
-                    "tool_name": "Bash",
-                    "input": {"command": "ls"},
-                    "tool_use_id": self.tool_use_id(),
-                })
-            }
-            kind::ELICITATION => json!({
-                "mcp_server_name": "workspace",
-                "message": "Which environment?",
-            }),
-            kind::USER_DIALOG => json!({
-                "dialog_kind": "refusal_fallback_prompt",
-                "payload": {},
-            }),
-            _ => json!({}),
-        };
-        match params {
-            Some(Value::Object(p)) => {
-                if let Value::Object(r) = &mut request {
-                    r.extend(p.clone());
-                }
-            }
-            Some(other) => {
-                return Err(format!(
-                    "`params` of `control` must be a table, not {other}"
-                ));
-            }
-            None => {}
-        }
-        Ok(Sugar::Request {
-            method: subtype.into(),
-            params: Some(request),
-            answer: None,
-        })
-    }
-}
-
-/// When the fake's messages say they were made.
-const TIMESTAMP: &str = "2026-01-01T00:00:00.000Z";
-
-/// The `terminal_reason` the real CLI gives a result of this subtype.
-fn terminal_reason(subtype: &str) -> &'static str {
-    match subtype {
-        "success" => "completed",
-        "error_max_turns" => "max_turns",
-        "error_max_budget_usd" => "budget_exhausted",
-        "error_max_structured_output_retries" => "structured_output_retry_exhausted",
-        _ => "model_error",
-    }
-}
-
-fn into_map(v: Value) -> Map<String, Value> {
-    match v {
-        Value::Object(m) => m,
-        _ => Map::new(),
-    }
-}
-
-/// Token usage as the SDK types it (`NonNullableUsage`, which `BetaUsage` accepts too).
-fn usage() -> Value {
-    json!({
-        "input_tokens": 12,
-        "cache_creation_input_tokens": 0,
-        "cache_read_input_tokens": 0,
-        "cache_creation": {"ephemeral_1h_input_tokens": 0, "ephemeral_5m_input_tokens": 0},
-        "output_tokens": 8,
-        "server_tool_use": {"web_search_requests": 0, "web_fetch_requests": 0},
-        "service_tier": "standard",
-        "inference_geo": "",
-        "iterations": [],
-        "speed": "standard",
-    })
 }
 
 impl Codec for ClaudeCodeCodec {
@@ -361,7 +115,7 @@ impl Codec for ClaudeCodeCodec {
         true
     }
 
-    fn runtime_args(&mut self, args: &[String]) -> Result<(), String> {
+    fn runtime_args(&mut self, args: &[String]) -> Result<(), RefusedArgs> {
         self.args = super::check_args(args)?;
         Ok(())
     }
@@ -376,11 +130,11 @@ impl Codec for ClaudeCodeCodec {
         self.violation.take()
     }
 
-    fn validate_frame(&self, frame: &Value, answers: Option<&str>) -> Result<(), String> {
+    fn validate_frame(&self, frame: &Value, answers: Option<&str>) -> Result<(), InvalidFrame> {
         super::validate_frame(frame, answers)
     }
 
-    fn sugar(&mut self, step: &Step) -> Result<Option<Sugar>, String> {
+    fn sugar(&mut self, step: &Step) -> Result<Option<Sugar>, StepError> {
         let mut sugar = if let Some(session) = &step.init {
             self.init(session)
         } else if let Some(text) = &step.assistant {
@@ -619,109 +373,4 @@ impl Codec for ClaudeCodeCodec {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    const STREAM_JSON: [&str; 5] = [
-        "--output-format",
-        "stream-json",
-        "--input-format",
-        "stream-json",
-        "--verbose",
-    ];
-
-    fn started_with(extra: &[&str]) -> ClaudeCodeCodec {
-        let mut c = ClaudeCodeCodec::new();
-        let args: Vec<String> = STREAM_JSON
-            .iter()
-            .chain(extra)
-            .map(|a| a.to_string())
-            .collect();
-        c.runtime_args(&args).expect("flags the real CLI takes");
-        c
-    }
-
-    #[test]
-    fn a_partial_message_needs_the_flag_and_is_a_valid_stream_event() {
-        // No catalog case sends one (the host never asks for partial messages): shown here.
-        let step = Step {
-            partial: Some("half an answer".into()),
-            ..Step::default()
-        };
-        let refused = started_with(&[]).sugar(&step).unwrap_err();
-        assert!(refused.contains("--include-partial-messages"), "{refused}");
-        let mut c = started_with(&["--include-partial-messages"]);
-        let Ok(Some(Sugar::Notify { method, params })) = c.sugar(&step) else {
-            panic!("a notification");
-        };
-        let frame = c.notification(&method, params);
-        assert_eq!(frame["type"], "stream_event");
-        assert_eq!(frame["event"]["delta"]["text"], "half an answer");
-        c.validate_frame(&frame, None)
-            .expect("valid for the SDK's schema");
-    }
-
-    #[test]
-    fn only_the_sdks_unasked_frames_are_tolerated() {
-        let c = started_with(&[]);
-        assert!(c.tolerated(kind::INTERRUPT, true));
-        assert!(c.tolerated("keep_alive", false));
-        assert!(!c.tolerated(kind::INTERRUPT, false));
-        assert!(!c.tolerated("keep_alive", true));
-        assert!(!c.tolerated("can_use_tool", true));
-        assert!(!c.tolerated("user", false));
-    }
-
-    #[test]
-    fn control_frames_classify_by_their_own_ids() {
-        let c = ClaudeCodeCodec::new();
-        let init = json!({"request_id": "r1", "type": "control_request",
-            "request": {"subtype": "initialize", "systemPrompt": [""]}});
-        assert!(matches!(
-            c.classify(&init),
-            Msg::Request {
-                method: "initialize",
-                ..
-            }
-        ));
-        let deny = json!({"type": "control_response", "response": {"subtype": "success",
-            "request_id": "r2", "response": {"behavior": "deny", "message": "m"}}});
-        assert!(matches!(
-            c.classify(&deny),
-            Msg::Response { outcome: Ok(_), .. }
-        ));
-        let err = json!({"type": "control_response", "response": {"subtype": "error",
-            "request_id": "r2", "error": "canUseTool callback is not provided."}});
-        assert!(matches!(
-            c.classify(&err),
-            Msg::Response {
-                outcome: Err(_),
-                ..
-            }
-        ));
-        let user = json!({"type": "user", "message": {"role": "user", "content": "t"}});
-        assert!(matches!(
-            c.classify(&user),
-            Msg::Notification { method: "user", .. }
-        ));
-        assert!(matches!(c.classify(&json!({"x": 1})), Msg::Malformed(_)));
-        // What the fake builds is what it reads back.
-        let req = c.request(
-            c.request_id(0),
-            "can_use_tool",
-            Some(json!({"tool_name": "Bash"})),
-        );
-        assert!(matches!(
-            c.classify(&req),
-            Msg::Request {
-                method: "can_use_tool",
-                ..
-            }
-        ));
-        let resp = c.response(json!("r1"), Ok(json!({"commands": []})));
-        assert!(matches!(
-            c.classify(&resp),
-            Msg::Response { outcome: Ok(_), .. }
-        ));
-    }
-}
+mod tests;

@@ -11,8 +11,8 @@ use jsonschema::Validator;
 use serde_json::Value;
 
 use super::kind;
-use crate::bundle::{self, Lookup, Pieces};
-use crate::schema::{check, closure};
+use crate::bundle::{self, Lookup, Pieces, check, closure};
+use crate::error::InvalidFrame;
 
 /// The vendored file as generated, which the tests read whole.
 #[cfg(test)]
@@ -71,10 +71,10 @@ static DEFS: LazyLock<Defs> = LazyLock::new(|| Defs {
 });
 
 impl Defs {
-    fn get(&self, def: &'static str) -> Result<Arc<Validator>, String> {
+    fn get(&self, def: &'static str) -> Result<Arc<Validator>, InvalidFrame> {
         let pointer = format!("/definitions/{def}");
         if self.root.lookup(&pointer).is_none() {
-            return Err(format!("the Claude Agent SDK schema has no `{def}`"));
+            return Err(format!("the Claude Agent SDK schema has no `{def}`").into());
         }
         let mut compiled = self.compiled.lock().unwrap_or_else(|p| p.into_inner());
         if let Some(v) = compiled.get(def) {
@@ -94,7 +94,7 @@ impl Defs {
         Ok(v)
     }
 
-    fn check(&self, def: &'static str, value: &Value) -> Result<(), String> {
+    fn check(&self, def: &'static str, value: &Value) -> Result<(), InvalidFrame> {
         check(&*self.get(def)?, value, def)
     }
 }
@@ -119,7 +119,7 @@ fn answer_def(subtype: &str) -> Option<&'static str> {
 
 /// Validates one frame the CLI sent; `answers`: the subtype of the control request a
 /// `control_response` answers.
-pub fn validate_frame(frame: &Value, answers: Option<&str>) -> Result<(), String> {
+pub fn validate_frame(frame: &Value, answers: Option<&str>) -> Result<(), InvalidFrame> {
     let defs = &*DEFS;
     let ty = frame
         .get("type")
@@ -144,9 +144,9 @@ pub fn validate_frame(frame: &Value, answers: Option<&str>) -> Result<(), String
             let subtype = frame.pointer("/request/subtype").and_then(Value::as_str);
             match subtype.and_then(request_def) {
                 Some(def) => defs.check(def, &frame["request"]),
-                None => Err(format!(
-                    "the CLI sends no control request {subtype:?} to the SDK"
-                )),
+                None => {
+                    Err(format!("the CLI sends no control request {subtype:?} to the SDK").into())
+                }
             }
         }
         kind::CONTROL_RESPONSE => {
@@ -216,6 +216,7 @@ mod tests {
         assert!(
             validate_frame(&bad_result, None)
                 .unwrap_err()
+                .to_string()
                 .contains("SDKResultSuccess")
         );
         let stray = json!({"type": "control_request", "request_id": "r",
@@ -223,6 +224,7 @@ mod tests {
         assert!(
             validate_frame(&stray, None)
                 .unwrap_err()
+                .to_string()
                 .contains("no control request")
         );
         let init_answer = json!({"type": "control_response",
@@ -230,6 +232,7 @@ mod tests {
         assert!(
             validate_frame(&init_answer, Some("initialize"))
                 .unwrap_err()
+                .to_string()
                 .contains("SDKControlInitializeResponse")
         );
     }

@@ -9,6 +9,7 @@ use serde_json::{Map, Value, json};
 
 use super::{DEFAULT_PRODUCT_VERSION, method};
 use crate::codec::{Codec, Sugar, string_at, string_leaves, string_leaves_mut};
+use crate::error::{InvalidFrame, StepError, VersionError};
 
 /// `emittedAtMs` of the first notification the fake sends; each further one is 1 ms later
 /// (deterministic, and a plausible Unix time in milliseconds: 2025-11-29T08:00:00Z).
@@ -18,6 +19,11 @@ pub const EMITTED_AT_BASE_MS: u64 = 1_764_403_200_000;
 /// turn it chose (which every later frame names).
 const THREAD_ID: &str = "/thread/id";
 const TURN_ID: &str = "/turn/id";
+
+mod dress;
+mod frames;
+
+use frames::{is_request_payload, table};
 
 /// The app-server's state as far as the sugar needs it.
 #[derive(Debug)]
@@ -122,335 +128,6 @@ impl CodexCodec {
             _ => unreachable!(),
         }
     }
-
-    /// 0.169.0's thread fields beyond 0.147.0's (observed on the real server; its generated
-    /// schema lists only some). A field the script wrote is kept.
-    fn dress_thread(&self, thread: &mut Value, model: Option<&Value>) {
-        let Value::Object(thread) = thread else {
-            return;
-        };
-        let cwd = thread.get("cwd").cloned().unwrap_or_else(|| json!("/"));
-        let model = model
-            .or(self.model.as_ref())
-            .cloned()
-            .unwrap_or(Value::Null);
-        let originator = self.client_name.as_deref().unwrap_or("codex_cli_rs");
-        let added = json!({
-            "environments": [{"environmentId": "local", "cwd": cwd,
-                "runtimeWorkspaceRoots": [cwd]}],
-            "attachedToThreadId": null, "projectId": null, "model": model,
-            "reasoningEffort": null, "originator": originator, "daybreakEnabled": null});
-        if let Value::Object(added) = added {
-            for (k, v) in added {
-                thread.entry(k).or_insert(v);
-            }
-        }
-        thread.insert("cliVersion".into(), self.version.into());
-        // 0.169.0 pages a thread's history (observed on every thread; 0.147.0 says `legacy`).
-        thread.insert("historyMode".into(), "paginated".into());
-    }
-
-    /// 0.169.0's item fields: every item carries its own start and end time (as its
-    /// notification does; on the item itself outside the generated schema, observed on
-    /// userMessage and agentMessage items), an agent message its delivery, moderation and
-    /// questions.
-    fn dress_item(item: &mut Value, started: &Value, completed: &Value) {
-        let Value::Object(item) = item else { return };
-        item.entry("startedAtMs").or_insert_with(|| started.clone());
-        item.entry("completedAtMs")
-            .or_insert_with(|| completed.clone());
-        if item.get("type").and_then(Value::as_str) == Some("agentMessage") {
-            for k in ["moderation", "delivery", "questions"] {
-                item.entry(k).or_insert(Value::Null);
-            }
-        }
-    }
-
-    /// A root turn names itself (0.169.0; 0.147.0 has no such field).
-    fn dress_turn(turn: &mut Value) {
-        if let Value::Object(t) = turn
-            && let Some(id) = t.get("id").cloned()
-        {
-            t.entry("rootTurnId").or_insert(id);
-        }
-    }
-
-    /// 0.169.0's fields on the fake's reply to `thread/start` or `turn/start`.
-    fn dress_reply(&self, m: &str, frame: &mut Value) {
-        let Some(result) = frame.get_mut("result") else {
-            return;
-        };
-        if m == method::THREAD_START {
-            let model = result.get("model").cloned();
-            if let Some(thread) = result.get_mut("thread") {
-                self.dress_thread(thread, model.as_ref());
-            }
-            if let Value::Object(r) = result {
-                r.entry("disabledPluginIds").or_insert(json!([]));
-            }
-        } else if m == method::TURN_START
-            && let Some(turn) = result.get_mut("turn")
-        {
-            Self::dress_turn(turn);
-        }
-    }
-
-    /// 0.169.0's fields on a notification's thread, turn or item.
-    fn dress_notification(&self, frame: &mut Value) {
-        let m = frame
-            .get("method")
-            .and_then(Value::as_str)
-            .unwrap_or("")
-            .to_owned();
-        let Some(params) = frame.get_mut("params") else {
-            return;
-        };
-        match m.as_str() {
-            method::THREAD_STARTED => {
-                if let Some(thread) = params.get_mut("thread") {
-                    self.dress_thread(thread, None);
-                }
-            }
-            method::TURN_STARTED | method::TURN_COMPLETED => {
-                if let Some(turn) = params.get_mut("turn") {
-                    Self::dress_turn_and_items(turn);
-                }
-            }
-            method::ITEM_STARTED => {
-                let at = params.get("startedAtMs").cloned().unwrap_or(Value::Null);
-                if let Some(item) = params.get_mut("item") {
-                    Self::dress_item(item, &at, &Value::Null);
-                }
-            }
-            method::ITEM_COMPLETED => {
-                let at = params.get("completedAtMs").cloned().unwrap_or(Value::Null);
-                if let Some(item) = params.get_mut("item") {
-                    Self::dress_item(item, &at, &at);
-                }
-                if let Value::Object(p) = params {
-                    p.entry("contentTokenCount").or_insert(Value::Null);
-                }
-            }
-            super::ambient::RATE_LIMITS => {
-                if let Some(Value::Object(limits)) = params.get_mut("rateLimits") {
-                    limits.entry("normalModelSlug").or_insert(Value::Null);
-                }
-            }
-            _ => {}
-        }
-    }
-
-    /// A turn a notification carries, and its items, which started and ended when it did.
-    fn dress_turn_and_items(turn: &mut Value) {
-        Self::dress_turn(turn);
-        // The turn's `completedAt` is in seconds; an item's times are in milliseconds.
-        let at = turn
-            .get("completedAt")
-            .and_then(Value::as_u64)
-            .map(|s| s * 1000);
-        let at = at.map_or(Value::Null, Value::from);
-        if let Some(Value::Array(items)) = turn.get_mut("items") {
-            for item in items {
-                Self::dress_item(item, &at, &at);
-            }
-        }
-    }
-
-    /// Fields the schema requires for an `ask` method beyond `threadId`/`turnId`/`itemId`, so
-    /// the default frame is valid.
-    fn ask_defaults(&self, m: &str, params: &mut Map<String, Value>) {
-        let now = self.now_ms();
-        let defaults = match m {
-            method::COMMAND_APPROVAL | method::FILE_CHANGE_APPROVAL => {
-                json!({ "startedAtMs": now })
-            }
-            method::PERMISSIONS_APPROVAL => json!({"startedAtMs": now,
-                "cwd": self.cwd.as_deref().unwrap_or("/"), "permissions": {}}),
-            method::REQUEST_USER_INPUT => json!({"isBlocking": true, "questions": []}),
-            method::MCP_ELICITATION => {
-                // An elicitation is about no item.
-                params.remove("itemId");
-                json!({"serverName": "fake-mcp", "mode": "form", "message": "Input needed",
-                    "requestedSchema": {"type": "object", "properties": {}}})
-            }
-            _ => json!({}),
-        };
-        if let Value::Object(d) = defaults {
-            params.extend(d);
-        }
-    }
-
-    /// The thread and turn a sugar step's frames name: the step's own, else the ones the fake
-    /// handed out in its replies to `thread/start` and `turn/start`.
-    fn address(&self, step: &Step, action: &str) -> Result<Address, String> {
-        // `what`: `thread` or `turn`, the step's key, the request that starts one, its id's field.
-        let id = |own: &Option<String>, handed_out: &Option<String>, what: &str| {
-            own.clone().or_else(|| handed_out.clone()).ok_or_else(|| {
-                format!(
-                    "`{action}` needs a {what} id: the fake has not replied to `{what}/start` \
-                     with a `{what}.id` yet and the step sets no `{what}`"
-                )
-            })
-        };
-        let thread = id(&step.thread, &self.thread_id, "thread")?;
-        let turn = id(&step.turn, &self.turn_id, "turn")?;
-        Ok(Address { thread, turn })
-    }
-
-    /// `turn_started = true`, as the real server starts a turn: `turn/started`, then the task
-    /// as a userMessage item, started and completed.
-    fn turn_started(&mut self, at: &Address) -> Sugar {
-        let Address { thread, turn } = at;
-        let mut turn_obj = self.turn_object(turn, "inProgress".into());
-        turn_obj.insert("startedAt".into(), (self.now_ms() / 1000).into());
-        let user = json!({"type": "userMessage", "id": self.next_item(), "clientId": null,
-            "content": self.input.clone().unwrap_or(json!([]))});
-        Sugar::Notifications(vec![
-            (
-                method::TURN_STARTED.into(),
-                Some(json!({ "threadId": thread, "turn": turn_obj })),
-            ),
-            (
-                method::ITEM_STARTED.into(),
-                Some(json!({"item": user, "threadId": thread, "turnId": turn,
-                    "startedAtMs": self.now_ms()})),
-            ),
-            (
-                method::ITEM_COMPLETED.into(),
-                Some(json!({"item": user, "threadId": thread, "turnId": turn,
-                    "completedAtMs": self.now_ms()})),
-            ),
-        ])
-    }
-
-    /// `agent_message = { … }`, as the real server streams an agent message: started empty,
-    /// the text as a delta, then completed. `broken`: the step is a violation on purpose.
-    fn agent_message(&mut self, at: &Address, fields: Map<String, Value>, broken: bool) -> Sugar {
-        let Address { thread, turn } = at;
-        let id = self.next_item();
-        let mut item =
-            json!({"type": "agentMessage", "id": id, "phase": null, "memoryCitation": null});
-        if let Value::Object(m) = &mut item {
-            m.extend(fields);
-        }
-        let text = item.get("text").cloned().unwrap_or(json!(""));
-        let mut started = item.clone();
-        started["text"] = json!("");
-        let mut all = vec![(
-            method::ITEM_STARTED.to_owned(),
-            Some(json!({"item": started, "threadId": thread, "turnId": turn,
-                "startedAtMs": self.now_ms()})),
-        )];
-        if text.as_str().is_some_and(|t| !t.is_empty()) {
-            all.push((
-                method::AGENT_MESSAGE_DELTA.to_owned(),
-                Some(json!({"threadId": thread, "turnId": turn, "itemId": id,
-                    "delta": text})),
-            ));
-        }
-        // A message broken on purpose stays out of the turn's summary: only its own frame
-        // carries the `violation` mark.
-        if !broken {
-            self.answers.push(item.clone());
-        }
-        all.push((
-            method::ITEM_COMPLETED.to_owned(),
-            Some(json!({"threadId": thread, "turnId": turn, "item": item,
-                "completedAtMs": self.now_ms()})),
-        ));
-        Sugar::Notifications(all)
-    }
-
-    /// `turn_completed = { status, … }`, as the real server ends a turn (0.147.0 and 0.169.0,
-    /// observed): the thread goes idle (`systemError` after a failed turn), a failed turn's
-    /// error is announced on its own (`error`, not retried), then `turn/completed`.
-    fn turn_completed(&self, at: &Address, fields: Map<String, Value>) -> Result<Sugar, String> {
-        let Address { thread, turn } = at;
-        if !fields.contains_key("status") {
-            return Err("`turn_completed` needs a `status`".into());
-        }
-        let turn_obj = self.completed_turn(turn, fields);
-        let failed = turn_obj.get("status").and_then(Value::as_str) == Some("failed");
-        let status = if failed { "systemError" } else { "idle" };
-        let mut all = vec![(
-            method::THREAD_STATUS_CHANGED.to_owned(),
-            Some(json!({ "threadId": thread, "status": { "type": status } })),
-        )];
-        if failed && let Some(error @ Value::Object(_)) = turn_obj.get("error") {
-            all.push((
-                method::ERROR.to_owned(),
-                Some(json!({ "error": error, "willRetry": false,
-                    "threadId": thread, "turnId": turn })),
-            ));
-        }
-        all.push((
-            method::TURN_COMPLETED.to_owned(),
-            Some(json!({ "threadId": thread, "turn": turn_obj })),
-        ));
-        Ok(Sugar::Notifications(all))
-    }
-
-    /// The `Turn` a `turn/completed` carries: the script's fields over a zero-length turn that
-    /// ends now, a completed one listing the turn's agent messages.
-    fn completed_turn(&self, turn: &str, fields: Map<String, Value>) -> Map<String, Value> {
-        let mut turn_obj = self.turn_object(turn, Value::Null);
-        // Times as the real server writes them (seconds; a turn of zero length here).
-        let now = self.now_ms() / 1000;
-        turn_obj.insert("startedAt".into(), now.into());
-        turn_obj.insert("completedAt".into(), now.into());
-        turn_obj.insert("durationMs".into(), 0.into());
-        if fields.get("status").and_then(Value::as_str) == Some("completed") {
-            turn_obj.insert("items".into(), Value::Array(self.answers.clone()));
-            turn_obj.insert("itemsView".into(), "summary".into());
-        }
-        turn_obj.extend(fields);
-        if let Some(Value::Object(error)) = turn_obj.get_mut("error") {
-            error.entry("additionalDetails").or_insert(Value::Null);
-            if self.v0_169() {
-                error.entry("misalignment").or_insert(Value::Null);
-            }
-        }
-        turn_obj
-    }
-
-    /// `ask = "<method>"`: a server request about a new item of the turn, valid by default;
-    /// the step's `params` override.
-    fn ask(&mut self, at: &Address, m: &str, step: &Step, action: &str) -> Result<Sugar, String> {
-        let mut params = Map::new();
-        params.insert("threadId".into(), at.thread.clone().into());
-        params.insert("turnId".into(), at.turn.clone().into());
-        params.insert("itemId".into(), self.next_item().into());
-        self.ask_defaults(m, &mut params);
-        if let Some(over) = &step.params {
-            params.extend(table(action, over, "of params")?);
-        }
-        Ok(Sugar::Request {
-            method: m.to_owned(),
-            params: Some(Value::Object(params)),
-            answer: step.answer.clone(),
-        })
-    }
-}
-
-/// Whether a server request's param is the runtime's own payload (commands, tool names and
-/// arguments, MCP servers and messages, questions): all but the decisions it offers and the ids
-/// that address it.
-fn is_request_payload(key: &str) -> bool {
-    !matches!(key, "availableDecisions" | "threadId" | "turnId" | "itemId")
-}
-
-/// The thread and turn a sugar step's frames name.
-struct Address {
-    thread: String,
-    turn: String,
-}
-
-/// A sugar key's value as the table it must be (`shape` says which, in the error).
-fn table(action: &str, v: &Value, shape: &str) -> Result<Map<String, Value>, String> {
-    match v {
-        Value::Object(m) => Ok(m.clone()),
-        other => Err(format!("`{action}` is a table {shape}, not {other}")),
-    }
 }
 
 impl Codec for CodexCodec {
@@ -473,7 +150,7 @@ impl Codec for CodexCodec {
         None
     }
 
-    fn set_product_version(&mut self, version: Option<&str>) -> Result<(), String> {
+    fn set_product_version(&mut self, version: Option<&str>) -> Result<(), VersionError> {
         self.version = super::product_version(version)?;
         Ok(())
     }
@@ -482,15 +159,15 @@ impl Codec for CodexCodec {
         super::PRODUCT_VERSIONS.clone()
     }
 
-    fn validate_frame(&self, frame: &Value, answers: Option<&str>) -> Result<(), String> {
+    fn validate_frame(&self, frame: &Value, answers: Option<&str>) -> Result<(), InvalidFrame> {
         super::validate_frame(frame, answers, self.version)
     }
 
-    fn validate_received(&self, frame: &Value, answers: Option<&str>) -> Result<(), String> {
+    fn validate_received(&self, frame: &Value, answers: Option<&str>) -> Result<(), InvalidFrame> {
         super::validate_received(frame, answers, self.version)
     }
 
-    fn sugar(&mut self, step: &Step) -> Result<Option<Sugar>, String> {
+    fn sugar(&mut self, step: &Step) -> Result<Option<Sugar>, StepError> {
         let Some(action) = sugar_action(step) else {
             return Ok(None);
         };

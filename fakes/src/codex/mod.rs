@@ -29,7 +29,7 @@ pub const DEFAULT_PRODUCT_VERSION: &str = "0.147.0";
 
 /// The product version a script's `product_version` selects (`None`: the default), or an
 /// error naming the known ones.
-pub fn product_version(version: Option<&str>) -> Result<&'static str, String> {
+pub fn product_version(version: Option<&str>) -> Result<&'static str, crate::error::VersionError> {
     crate::codec::known_version("Codex product version", &PRODUCT_VERSIONS, version)
 }
 

@@ -122,4 +122,18 @@ mod tests {
         // Built-in versions add nothing.
         assert!(adds("0.147.0").is_empty() && adds("0.169.0").is_empty());
     }
+
+    /// Each accepted version's digest reads as the bundle its recording came with.
+    #[test]
+    fn a_profiles_digest_reads_as_the_file_it_was_cut_from() {
+        for p in PROFILES {
+            let path = format!(
+                "{}/schemas/codex/{}.schemas.json",
+                env!("CARGO_MANIFEST_DIR"),
+                p.version
+            );
+            let text = std::fs::read_to_string(path).expect("the profile's bundle");
+            crate::bundle::assert_reads_as_its_file(p.schema, &text, "definitions", &["v2"]);
+        }
+    }
 }

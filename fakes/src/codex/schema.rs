@@ -12,8 +12,7 @@
 //!
 //! The real server never sends `jsonrpc`, so a frame carrying it fails too.
 
-use crate::bundle::{self, Digest, Lookup, Pieces};
-use crate::schema::{check, closure};
+use crate::bundle::{self, Digest, Lookup, Pieces, check, closure};
 use std::collections::HashMap;
 use std::sync::{Arc, LazyLock, Mutex};
 
@@ -22,6 +21,7 @@ use serde_json::Value;
 
 use super::method;
 use crate::codec::{Msg, classify_jsonrpc};
+use crate::error::InvalidFrame;
 
 /// Client → server requests the fake answers: method → the response definition (pointer).
 const RESULTS: &[(&str, &str)] = &[
@@ -140,7 +140,7 @@ impl Bundle {
         v
     }
 
-    fn check(&self, pointer: &str, value: &Value, what: &str) -> Result<(), String> {
+    fn check(&self, pointer: &str, value: &Value, what: &str) -> Result<(), InvalidFrame> {
         check(&self.validator(pointer), value, what)
     }
 }
@@ -172,11 +172,13 @@ fn bundle(version: &str) -> Option<&'static Bundle> {
 /// Validates one frame the app-server sent, for product `version` (`0.147.0` or `0.169.0`).
 /// `answers` is the method of the request a response answers (the `answers` field of the
 /// side-channel `Frame`).
-pub fn validate_frame(frame: &Value, answers: Option<&str>, version: &str) -> Result<(), String> {
+pub fn validate_frame(
+    frame: &Value,
+    answers: Option<&str>,
+    version: &str,
+) -> Result<(), InvalidFrame> {
     let Some(b) = bundle(version) else {
-        return Err(format!(
-            "conform has no Codex schema for product version {version:?}"
-        ));
+        return Err(format!("conform has no Codex schema for product version {version:?}").into());
     };
     if frame.get("jsonrpc").is_some() {
         return Err("the Codex app-server never sends `jsonrpc`".into());
@@ -184,22 +186,22 @@ pub fn validate_frame(frame: &Value, answers: Option<&str>, version: &str) -> Re
     match classify_jsonrpc(frame) {
         Msg::Notification { method, .. } => {
             let Some(pointer) = b.notifications.get(method) else {
-                return Err(format!(
-                    "`{method}` is not a Codex {version} server notification"
-                ));
+                return Err(
+                    format!("`{method}` is not a Codex {version} server notification").into(),
+                );
             };
             match frame.get("emittedAtMs") {
                 Some(ms) if ms.is_u64() => {}
-                Some(other) => return Err(format!("`emittedAtMs` is {other}, not an integer")),
+                Some(other) => {
+                    return Err(format!("`emittedAtMs` is {other}, not an integer").into());
+                }
                 None => return Err("`emittedAtMs` is missing".into()),
             }
             b.check(pointer, frame, method)
         }
         Msg::Request { method, .. } => {
             let Some(pointer) = b.requests.get(method) else {
-                return Err(format!(
-                    "`{method}` is not a Codex {version} server request"
-                ));
+                return Err(format!("`{method}` is not a Codex {version} server request").into());
             };
             b.check(pointer, frame, method)
         }
@@ -212,7 +214,7 @@ pub fn validate_frame(frame: &Value, answers: Option<&str>, version: &str) -> Re
         } => {
             b.check("#/definitions/JSONRPCResponse", frame, "response")?;
             let Some(method) = answers else {
-                return Err("a result needs the method it answers to be checked".into());
+                return Err(InvalidFrame::UnknownAnswer);
             };
             let Some((_, pointer)) = RESULTS.iter().find(|(m, _)| *m == method) else {
                 return Err(format!(
@@ -222,12 +224,13 @@ pub fn validate_frame(frame: &Value, answers: Option<&str>, version: &str) -> Re
                         .map(|(m, _)| *m)
                         .collect::<Vec<_>>()
                         .join(", ")
-                ));
+                )
+                .into());
             };
             let def = pointer.rsplit('/').next().unwrap_or(pointer);
             b.check(pointer, result, def)
         }
-        Msg::Malformed(why) => Err(why),
+        Msg::Malformed(why) => Err(InvalidFrame::Protocol(why)),
     }
 }
 
@@ -239,11 +242,9 @@ pub fn validate_received(
     frame: &Value,
     answers: Option<&str>,
     version: &str,
-) -> Result<(), String> {
+) -> Result<(), InvalidFrame> {
     let Some(b) = bundle(version) else {
-        return Err(format!(
-            "conform has no Codex schema for product version {version:?}"
-        ));
+        return Err(format!("conform has no Codex schema for product version {version:?}").into());
     };
     match classify_jsonrpc(frame) {
         Msg::Notification { method, .. } | Msg::Request { method, .. } => {
@@ -268,7 +269,7 @@ pub fn validate_received(
                 None => Ok(()),
             }
         }
-        Msg::Malformed(why) => Err(why),
+        Msg::Malformed(why) => Err(InvalidFrame::Protocol(why)),
     }
 }
 
@@ -377,13 +378,13 @@ mod tests {
                 json!({"jsonrpc": "2.0", "id": 4, "result": {}}),
                 Some("turn/interrupt"),
             );
-            assert!(e.contains("jsonrpc"), "{e}");
+            assert!(e.to_string().contains("jsonrpc"), "{e}");
             let e = bad(
                 json!({"method": "turn/started", "params": {"threadId": "t",
                     "turn": {"id": "u", "items": [], "status": "inProgress"}}}),
                 None,
             );
-            assert!(e.contains("emittedAtMs"), "{e}");
+            assert!(e.to_string().contains("emittedAtMs"), "{e}");
             bad(
                 json!({"method": "turn/started", "params": {"threadId": "t",
                     "turn": {"id": "u", "items": [], "status": "running"}}, "emittedAtMs": 1}),

@@ -8,6 +8,12 @@ use serde_json::{Value, json};
 
 use super::{event, method};
 use crate::codec::{Codec, Sugar, string_leaves};
+use crate::error::{InvalidFrame, StepError, VersionError};
+
+mod frames;
+
+pub use frames::ATTEMPT_FAILURE;
+use frames::{replay_state, stream, usage};
 
 /// The runtime's state as far as the sugar needs it.
 #[derive(Debug)]
@@ -59,166 +65,6 @@ impl DshSdkCodec {
     pub fn prompt_session(&self) -> Option<&str> {
         self.prompt_session.as_deref()
     }
-
-    /// A `session.event` for `session`; `seq` and `time` are filled in when absent (every event
-    /// takes the session's next `seq`, used or not), and so are a session-log receipt's
-    /// `sessionId` and `throughSeq` (the event before it) and a job's `owner` (the session). A
-    /// non-object event is sent as written.
-    fn event(&mut self, session: &str, mut ev: Value) -> Sugar {
-        self.follow_numbering(&ev);
-        let seq = self.seq.entry(session.to_owned()).or_insert(0);
-        if let Value::Object(m) = &mut ev {
-            m.entry("seq").or_insert_with(|| (*seq).into());
-            m.entry("time").or_insert_with(|| 0.into());
-            let ty = m
-                .get("type")
-                .and_then(Value::as_str)
-                .unwrap_or_default()
-                .to_owned();
-            if let Some(Value::Object(data)) = m.get_mut("data") {
-                if ty == event::LOG_DELIVERY_ACCEPTED {
-                    data.entry("sessionId").or_insert_with(|| session.into());
-                    data.entry("throughSeq")
-                        .or_insert_with(|| seq.saturating_sub(1).into());
-                } else if ty.starts_with("job/") {
-                    // A job is owned by the session whose turn started it.
-                    data.entry("owner").or_insert_with(|| session.into());
-                }
-            }
-        }
-        *seq += 1;
-        Sugar::Notify {
-            method: method::SESSION_EVENT.into(),
-            params: Some(json!({ "sessionId": session, "event": ev })),
-        }
-    }
-
-    /// Takes the turn and step a scripted `turn/start` or `step/start` names.
-    fn follow_numbering(&mut self, ev: &Value) {
-        let number = |key: &str| ev["data"].get(key).and_then(Value::as_u64);
-        match ev.get("type").and_then(Value::as_str) {
-            Some("turn/start") => {
-                self.turn_step = (number("turn").unwrap_or(self.turn_step.0), 1);
-            }
-            Some("step/start") => {
-                self.turn_step = (
-                    number("turn").unwrap_or(self.turn_step.0),
-                    number("step").unwrap_or(self.turn_step.1),
-                );
-            }
-            _ => {}
-        }
-    }
-
-    fn typed_event(&mut self, session: &str, kind: &str, data: Value) -> Sugar {
-        self.event(session, json!({ "type": kind, "data": data }))
-    }
-
-    /// An `assistant/message` or `assistant/attempt` event for `session` — speaking 0.1.1
-    /// (`chunks`), after the text deltas of its recorded stream, each as an `assistant/chunk`
-    /// event of its own, as that release streamed the model's text before recording it.
-    fn model_event(&mut self, session: &str, ev: Value, chunks: bool) -> Sugar {
-        let deltas = if chunks { text_deltas(&ev) } else { Vec::new() };
-        if deltas.is_empty() {
-            return self.event(session, ev);
-        }
-        let mut frames: Vec<Sugar> = deltas
-            .into_iter()
-            .map(|data| self.typed_event(session, event::ASSISTANT_CHUNK, data))
-            .collect();
-        frames.push(self.event(session, ev));
-        Sugar::Notifications(
-            frames
-                .into_iter()
-                .map(|s| match s {
-                    Sugar::Notify { method, params } => (method, params),
-                    other => unreachable!("an event is a notification, not {other:?}"),
-                })
-                .collect(),
-        )
-    }
-}
-
-/// The `assistant/chunk` data (`{turn, step, chunk: {type: "text-delta", index, text}}`, the
-/// shape of the 0.1.1-rc.2 example exchange) for each text delta recorded in the stream of an
-/// `assistant/message` or `assistant/attempt` event: each text of a `text-chunks` run, and each
-/// raw `text-delta` chunk, in order. Nothing for other events, or for a stream without text.
-/// Other chunk kinds (reasoning, tool calls, block bounds, usage, finish) are not streamed: the
-/// research shows text-deltas only.
-fn text_deltas(ev: &Value) -> Vec<Value> {
-    let kind = ev.get("type").and_then(Value::as_str);
-    if !matches!(
-        kind,
-        Some(event::ASSISTANT_MESSAGE | event::ASSISTANT_ATTEMPT)
-    ) {
-        return Vec::new();
-    }
-    let data = &ev["data"];
-    let at = |key: &str| data.get(key).filter(|v| v.is_u64()).cloned();
-    let (turn, step) = (
-        at("turn").unwrap_or(0.into()),
-        at("step").unwrap_or(0.into()),
-    );
-    let mut chunks = Vec::new();
-    for entry in data["stream"].as_array().into_iter().flatten() {
-        match entry.get("type").and_then(Value::as_str) {
-            Some("text-chunks") => {
-                let index = entry.get("index").cloned().unwrap_or(0.into());
-                for text in entry["texts"].as_array().into_iter().flatten() {
-                    chunks.push(json!({"type": "text-delta", "index": index, "text": text}));
-                }
-            }
-            Some("chunk") if entry["chunk"]["type"] == "text-delta" => {
-                chunks.push(entry["chunk"].clone());
-            }
-            _ => {}
-        }
-    }
-    chunks
-        .into_iter()
-        .map(|chunk| json!({"turn": turn, "step": step, "chunk": chunk}))
-        .collect()
-}
-
-/// The failure a scripted `attempt` ends with: the real runtime's message for a model stream
-/// cut off mid-way (child text: it must never reach the model).
-pub const ATTEMPT_FAILURE: &str = "DeepSeek Messages stream ended before message_stop";
-
-/// What the real runtime records of the model response it replays (`replayState`).
-fn replay_state() -> Value {
-    json!({"response": {"kind": "deepseek-messages", "version": 1, "model": "deepseek-v4-flash"},
-        "blocks": [{"type": "text"}]})
-}
-
-fn usage() -> Value {
-    json!({"inputTokens": 1, "outputTokens": 2, "totalTokens": 3})
-}
-
-/// A model stream as the real runtime records it on `assistant/message` (`complete`: the
-/// block ends, usage, `finish` stop) and on a failed `assistant/attempt` (the block is cut off,
-/// `finish` with the failure): the text block's chunks, none for `""`.
-fn stream(text: &str, complete: bool, reason: Value) -> Value {
-    let mut entries = Vec::new();
-    if !text.is_empty() {
-        entries.push(json!({"type": "chunk", "time": 0,
-            "chunk": {"type": "block-start", "index": 0, "blockType": "text"}}));
-        entries.push(
-            json!({"type": "text-chunks", "time0": 0, "index": 0, "dt": [], "texts": [text]}),
-        );
-        if complete {
-            entries.push(json!({"type": "chunk", "time": 0,
-                "chunk": {"type": "block-end", "index": 0, "block": {"type": "text", "text": text}}}));
-        }
-    }
-    let mut finish = json!({"type": "finish", "reason": reason});
-    if complete {
-        entries.push(
-            json!({"type": "chunk", "time": 0, "chunk": {"type": "usage", "usage": usage()}}),
-        );
-        finish["replayState"] = replay_state();
-    }
-    entries.push(json!({"type": "chunk", "time": 0, "chunk": finish}));
-    Value::Array(entries)
 }
 
 /// The step's DSH SDK sugar key, if any.
@@ -256,7 +102,7 @@ impl Codec for DshSdkCodec {
         )
     }
 
-    fn set_product_version(&mut self, version: Option<&str>) -> Result<(), String> {
+    fn set_product_version(&mut self, version: Option<&str>) -> Result<(), VersionError> {
         self.version = super::product_version(version)?;
         Ok(())
     }
@@ -269,7 +115,7 @@ impl Codec for DshSdkCodec {
         Provider::DshSdk
     }
 
-    fn sugar(&mut self, step: &Step) -> Result<Option<Sugar>, String> {
+    fn sugar(&mut self, step: &Step) -> Result<Option<Sugar>, StepError> {
         let Some(action) = sugar_action(step) else {
             return Ok(None);
         };
@@ -334,7 +180,8 @@ impl Codec for DshSdkCodec {
                 other => {
                     return Err(format!(
                         "`turn_end` is a kind (\"completed\") or a reason object, not {other}"
-                    ));
+                    )
+                    .into());
                 }
             };
             let data = json!({"turn": turn, "reason": reason});
@@ -346,7 +193,7 @@ impl Codec for DshSdkCodec {
         }))
     }
 
-    fn validate_frame(&self, frame: &Value, answers: Option<&str>) -> Result<(), String> {
+    fn validate_frame(&self, frame: &Value, answers: Option<&str>) -> Result<(), InvalidFrame> {
         super::validate_frame(frame, answers)
     }
 
@@ -515,207 +362,4 @@ fn offered_tool_name(kind: Option<&str>, pointer: &str) -> bool {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn step(json: Value) -> Step {
-        serde_json::from_value(json).unwrap()
-    }
-
-    fn sugar(c: &mut DshSdkCodec, s: Value) -> Value {
-        match c.sugar(&step(s)).unwrap().unwrap() {
-            Sugar::Notify { method, params } => json!({"method": method, "params": params}),
-            other => panic!("{other:?}"),
-        }
-    }
-
-    fn prompted() -> DshSdkCodec {
-        let mut c = DshSdkCodec::new();
-        c.received(
-            "session/prompt",
-            Some(&json!({"sessionId": "s-1", "contentBlocks": [{"type": "text", "text": "go"}]})),
-        );
-        c
-    }
-
-    #[test]
-    fn sugar_before_a_prompt_needs_a_session() {
-        let mut c = DshSdkCodec::new();
-        let e = c.sugar(&step(json!({"delta": "x"}))).unwrap_err();
-        assert!(e.contains("`delta` needs a session"), "{e}");
-        let s = sugar(&mut c, json!({"status": "running", "session": "other"}));
-        assert_eq!(s["params"]["sessionId"], "other");
-        assert_eq!(c.sugar(&step(json!({"expect": "x"}))).unwrap(), None);
-    }
-
-    #[test]
-    fn seq_counts_per_session_and_explicit_fields_stay() {
-        let mut c = prompted();
-        let a = sugar(&mut c, json!({"receipt": "msg-1"}));
-        assert_eq!(
-            a["params"]["event"],
-            json!({"type": "agent/inbox/spliced", "seq": 0, "time": 0, "data": {
-                "target": "next-turn", "start": 0, "inserted": [{"id": "msg-1", "role": "user",
-                "content": [{"type": "text", "text": "go"}], "source": {"kind": "user"}}]}})
-        );
-        let other = sugar(&mut c, json!({"delta": "x", "session": "child"}));
-        assert_eq!(other["params"]["event"]["seq"], 0);
-        let b = sugar(
-            &mut c,
-            json!({"event": {"type": "x/y", "seq": 9, "data": {}}}),
-        );
-        assert_eq!(
-            b["params"]["event"],
-            json!({"type": "x/y", "seq": 9, "time": 0, "data": {}})
-        );
-        let d = sugar(&mut c, json!({"message": ""}));
-        assert_eq!(d["params"]["event"]["seq"], 2);
-        assert_eq!(
-            d["params"]["event"]["data"]["message"]["content"],
-            json!([])
-        );
-        assert_eq!(d["params"]["event"]["data"]["message"]["id"], "m1");
-        let raw = sugar(&mut c, json!({"event": "not an object"}));
-        assert_eq!(raw["params"]["event"], "not an object");
-    }
-
-    /// Every frame one sugar step writes, as `{method, params}`.
-    fn frames(c: &mut DshSdkCodec, s: Value) -> Vec<Value> {
-        match c.sugar(&step(s)).unwrap().unwrap() {
-            Sugar::Notify { method, params } => vec![json!({"method": method, "params": params})],
-            Sugar::Notifications(all) => all
-                .into_iter()
-                .map(|(method, params)| json!({"method": method, "params": params}))
-                .collect(),
-            other => panic!("{other:?}"),
-        }
-    }
-
-    fn kinds(frames: &[Value]) -> Vec<String> {
-        frames
-            .iter()
-            .map(|f| f["params"]["event"]["type"].as_str().unwrap().to_owned())
-            .collect()
-    }
-
-    #[test]
-    fn product_versions_are_the_default_and_0_1_1() {
-        let mut c = DshSdkCodec::new();
-        assert_eq!(c.product_version(), "0.2.1rc2");
-        c.set_product_version(Some("0.1.1")).unwrap();
-        assert_eq!(c.product_version(), "0.1.1");
-        c.set_product_version(None).unwrap();
-        assert_eq!(c.product_version(), "0.2.1rc2");
-        assert_eq!(
-            c.set_product_version(Some("0.1.0")),
-            Err("unknown DSH SDK runtime version \"0.1.0\" (known: 0.2.1rc2, 0.1.1)".into())
-        );
-        assert_eq!(c.speaks(None), "DSH SDK runtime 0.2.1rc2");
-        assert_eq!(c.speaks(Some("0.1.1")), "DSH SDK runtime 0.1.1");
-    }
-
-    #[test]
-    fn at_0_1_1_the_models_text_streams_as_chunks_before_it_is_recorded() {
-        let mut c = prompted();
-        c.set_product_version(Some("0.1.1")).unwrap();
-        let m = frames(&mut c, json!({"message": "hi"}));
-        assert_eq!(kinds(&m), ["assistant/chunk", "assistant/message"]);
-        assert_eq!(
-            m[0]["params"],
-            json!({"sessionId": "s-1", "event": {"type": "assistant/chunk", "seq": 0, "time": 0,
-                "data": {"turn": 1, "step": 1,
-                "chunk": {"type": "text-delta", "index": 0, "text": "hi"}}}})
-        );
-        assert_eq!(m[1]["params"]["event"]["seq"], 1);
-        // The message itself is the default version's, seq apart.
-        let mut d = prompted();
-        let mut plain = frames(&mut d, json!({"message": "hi"})).remove(0);
-        plain["params"]["event"]["seq"] = 1.into();
-        assert_eq!(m[1], plain);
-        // A failed attempt streamed its text too; empty text streamed nothing.
-        let a = frames(&mut c, json!({"attempt": "part"}));
-        assert_eq!(kinds(&a), ["assistant/chunk", "assistant/attempt"]);
-        assert_eq!(a[0]["params"]["event"]["data"]["chunk"]["text"], "part");
-        assert_eq!(
-            kinds(&frames(&mut c, json!({"message": ""}))),
-            ["assistant/message"]
-        );
-        assert_eq!(
-            kinds(&frames(&mut c, json!({"attempt": ""}))),
-            ["assistant/attempt"]
-        );
-        // Another session's text streams to that session.
-        let o = frames(&mut c, json!({"message": "x", "session": "child"}));
-        assert_eq!(o[0]["params"]["sessionId"], "child");
-        assert_eq!(o[0]["params"]["event"]["seq"], 0);
-    }
-
-    #[test]
-    fn at_0_1_1_a_written_events_recorded_text_deltas_stream_first() {
-        let mut c = prompted();
-        c.set_product_version(Some("0.1.1")).unwrap();
-        let ev = json!({"event": {"type": "assistant/attempt", "data": {"turn": 1, "step": 2,
-            "stream": [
-                {"type": "chunk", "time": 0, "chunk": {"type": "reasoning-delta", "index": 0, "text": "think"}},
-                {"type": "chunk", "time": 0, "chunk": {"type": "text-delta", "index": 1, "text": "a"}},
-                {"type": "text-chunks", "time0": 0, "index": 1, "dt": [0], "texts": ["b", "c"]},
-                {"type": "chunk", "time": 0, "chunk": {"type": "finish", "reason": {"kind": "error"}}}]}}});
-        let f = frames(&mut c, ev);
-        assert_eq!(kinds(&f)[..3], ["assistant/chunk"; 3]);
-        let chunks: Vec<Value> = f[..3]
-            .iter()
-            .map(|f| f["params"]["event"]["data"].clone())
-            .collect();
-        assert_eq!(
-            chunks,
-            ["a", "b", "c"].map(|t| json!({"turn": 1, "step": 2,
-                "chunk": {"type": "text-delta", "index": 1, "text": t}}))
-        );
-        assert_eq!(f[3]["params"]["event"]["type"], "assistant/attempt");
-        // No text, another event, a step broken on purpose: as written, alone.
-        let tool = json!({"event": {"type": "assistant/message", "data": {"message": {"content": []},
-            "stream": [{"type": "tool-call-chunks", "time0": 0, "index": 0, "dt": [], "args": ["{}"]}]}}});
-        assert_eq!(frames(&mut c, tool).len(), 1);
-        assert_eq!(
-            frames(&mut c, json!({"event": {"type": "step/end", "data": {}}})).len(),
-            1
-        );
-        let broken = json!({"message": "x", "violation": "on purpose"});
-        assert_eq!(kinds(&frames(&mut c, broken)), ["assistant/message"]);
-        // `delta` is a chunk as written, at every version.
-        assert_eq!(
-            kinds(&frames(&mut c, json!({"delta": "d"}))),
-            ["assistant/chunk"]
-        );
-    }
-
-    #[test]
-    fn at_the_default_version_no_chunk_is_added() {
-        let mut c = prompted();
-        for s in [
-            json!({"message": "hi"}),
-            json!({"attempt": "part"}),
-            json!({"event": {"type": "assistant/attempt", "data": {"stream": [
-                {"type": "chunk", "time": 0, "chunk": {"type": "text-delta", "index": 0, "text": "a"}}]}}}),
-        ] {
-            assert_eq!(frames(&mut c, s).len(), 1);
-        }
-    }
-
-    #[test]
-    fn turn_end_and_terminal() {
-        let mut c = prompted();
-        let t = sugar(
-            &mut c,
-            json!({"turn_end": {"kind": "aborted", "reason": "disposed"}}),
-        );
-        assert_eq!(
-            t["params"]["event"]["data"],
-            json!({"turn": 1, "reason": {"kind": "aborted", "reason": "disposed"}})
-        );
-        assert!(c.is_terminal_notification("session.event", Some(&t["params"])));
-        let child = sugar(&mut c, json!({"turn_end": "completed", "session": "child"}));
-        assert!(!c.is_terminal_notification("session.event", Some(&child["params"])));
-        assert!(c.sugar(&step(json!({"turn_end": 3}))).is_err());
-    }
-}
+mod tests;

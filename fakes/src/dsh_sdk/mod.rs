@@ -27,7 +27,7 @@ pub const PRODUCT_VERSIONS: &[&str] = &[RUNTIME_VERSION, CHUNK_STREAM_VERSION];
 
 /// The runtime release a script's `product_version` selects (`None`: [`RUNTIME_VERSION`]), or
 /// an error naming the known ones.
-pub fn product_version(version: Option<&str>) -> Result<&'static str, String> {
+pub fn product_version(version: Option<&str>) -> Result<&'static str, crate::error::VersionError> {
     crate::codec::known_version("DSH SDK runtime version", PRODUCT_VERSIONS, version)
 }
 

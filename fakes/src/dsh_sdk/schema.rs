@@ -2,7 +2,7 @@
 //! (`schemas/dsh-sdk.schema.json`): notifications by their whole shape, responses by the
 //! envelope and then the result definition of the method they answer.
 
-use crate::schema::check;
+use crate::bundle::check;
 use std::collections::HashMap;
 use std::sync::LazyLock;
 
@@ -11,6 +11,7 @@ use serde_json::{Value, json};
 
 use super::method;
 use crate::codec::{Msg, classify_jsonrpc};
+use crate::error::InvalidFrame;
 
 const SCHEMA: &str = include_str!("../../schemas/dsh-sdk.schema.json");
 
@@ -45,12 +46,12 @@ static VALIDATORS: LazyLock<Validators> = LazyLock::new(|| {
 
 /// Validates one frame the runtime sent. `answers` is the method of the request a response
 /// answers (the `answers` field of the side-channel `Frame`).
-pub fn validate_frame(frame: &Value, answers: Option<&str>) -> Result<(), String> {
+pub fn validate_frame(frame: &Value, answers: Option<&str>) -> Result<(), InvalidFrame> {
     let v = &*VALIDATORS;
     match classify_jsonrpc(frame) {
         Msg::Notification { .. } => check(&v.defs["Notification"], frame, "notification"),
         Msg::Request { method, .. } => {
-            Err(format!("`{method}`: a DSH SDK runtime sends no requests"))
+            Err(format!("`{method}`: a DSH SDK runtime sends no requests").into())
         }
         Msg::Response {
             outcome: Err(_), ..
@@ -61,16 +62,14 @@ pub fn validate_frame(frame: &Value, answers: Option<&str>) -> Result<(), String
         } => {
             check(&v.defs["Response"], frame, "response")?;
             let Some(method) = answers else {
-                return Err("a result needs the method it answers to be checked".into());
+                return Err(InvalidFrame::UnknownAnswer);
             };
             match lookup(method) {
                 Some(def) => check(&v.defs[def], result, def),
-                None => Err(format!(
-                    "`{method}` is not a client→runtime DSH SDK request"
-                )),
+                None => Err(format!("`{method}` is not a client→runtime DSH SDK request").into()),
             }
         }
-        Msg::Malformed(why) => Err(why),
+        Msg::Malformed(why) => Err(InvalidFrame::Protocol(why)),
     }
 }
 

@@ -521,7 +521,7 @@ pub fn model_visible(obs: &Observed) -> Vec<(&'static str, &str)> {
 /// declared secrets. Derived strings shorter than [`MIN_DERIVED_CHARS`] are skipped (they
 /// collide with the fixed vocabulary: `edit`, `read`); declared secrets count at any length.
 pub fn untrusted_strings(scenario: &Scenario) -> Vec<String> {
-    let codec = conform_fakes::codec::for_provider(scenario.file.provider);
+    let codec = conform_fakes::protocols::codec_for(scenario.file.provider);
     let mut out: Vec<String> = vec![scenario.file.task.clone()];
     for step in &scenario.script.steps() {
         out.extend(step.stderr.clone());

@@ -12,7 +12,7 @@ use crate::cmd::Error;
 /// `conform fake <provider> …`: the scripted runtime of a provider (never returns).
 pub fn fake(provider: Provider, args: Vec<String>) -> Result<ExitCode, Error> {
     conform_fakes::cli::main_with_args(
-        conform_fakes::codec::for_provider(provider),
+        conform_fakes::protocols::codec_for(provider),
         args,
         vec!["fake".to_owned(), provider.to_string()],
     )

@@ -339,7 +339,7 @@ fn resolve(manifest: &PeerManifest, asked: &str) -> Result<String, Error> {
         .collect();
     let by_default = || {
         of.iter().find(|(_, s)| {
-            conform_fakes::codec::for_provider(s.product).default_product_version()
+            conform_fakes::protocols::codec_for(s.product).default_product_version()
                 == Some(s.pinned_product_version())
         })
     };

@@ -237,7 +237,7 @@ pub(super) fn unspoken(cases: &[PeerCase]) -> BTreeMap<String, (Provider, String
         let Some(version) = &case.version else {
             continue;
         };
-        let known = conform_fakes::codec::for_provider(case.provider).product_versions();
+        let known = conform_fakes::protocols::codec_for(case.provider).product_versions();
         if known.is_empty() || known.contains(&version.as_str()) {
             continue;
         }

@@ -43,7 +43,7 @@ use serde_json::Value;
 
 /// A frame's kind, as its protocol's codec names it ([`Codec::frame_kind`]).
 pub fn kind(provider: Provider, frame: &Value, answers: Option<&str>) -> String {
-    conform_fakes::codec::for_provider(provider).frame_kind(frame, answers)
+    conform_fakes::protocols::codec_for(provider).frame_kind(frame, answers)
 }
 
 /// Visits every value in a frame with its field path (`.params.items[].status`): the one
@@ -423,7 +423,7 @@ pub fn compare(
         out.push(Difference::Order { real: rc, fake: fc });
     }
     out.extend(reference_differences(real, fake, &r, &f, leave));
-    let points = conform_fakes::codec::for_provider(provider).verdict_points();
+    let points = conform_fakes::protocols::codec_for(provider).verdict_points();
     let (rv, fv) = (
         sequence::verdict_order(points, real, &leave.unordered),
         sequence::verdict_order(points, fake, &leave.unordered),

@@ -234,7 +234,7 @@ pub async fn upgrade(opts: &UpgradeOptions) -> Result<UpgradeReport, Differentia
         downgrade: version::is_downgrade(&opts.pinned.version, &opts.candidate.version),
         scenarios: ids,
         fakes_speak: cases.iter().find_map(|c| c.version.clone()).or_else(|| {
-            conform_fakes::codec::for_provider(product)
+            conform_fakes::protocols::codec_for(product)
                 .default_product_version()
                 .map(str::to_owned)
         }),

@@ -83,7 +83,7 @@ pub(super) fn fixture_of(run: &Ledger) -> String {
 }
 
 pub(super) fn kinds_of(provider: Provider, records: Vec<RecordedFrame>) -> Vec<(String, Value)> {
-    let codec = conform_fakes::codec::for_provider(provider);
+    let codec = conform_fakes::protocols::codec_for(provider);
     records
         .into_iter()
         .map(|r| (codec.frame_kind(&r.frame, r.answers.as_deref()), r.frame))
@@ -351,7 +351,7 @@ pub(super) fn peer_cases(scenarios: &Path) -> Result<Vec<PeerCase>, Differential
 
 /// "The real run did not finish": its deadline, and the last frame it sent (when).
 pub(super) fn unfinished(run: &Ledger, provider: Provider) -> String {
-    let codec = conform_fakes::codec::for_provider(provider);
+    let codec = conform_fakes::protocols::codec_for(provider);
     let last = run
         .lines
         .iter()

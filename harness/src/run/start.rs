@@ -92,7 +92,7 @@ fn runtime_argv(
         run.to_string(),
     ]);
     // The provider appends the product's own flags after these (Claude Code's CLI).
-    if conform_fakes::codec::for_provider(*provider).takes_runtime_args() {
+    if conform_fakes::protocols::codec_for(*provider).takes_runtime_args() {
         argv.push("--".into());
     }
     Ok((argv, BTreeMap::new()))

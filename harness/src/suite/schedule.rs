@@ -133,7 +133,7 @@ fn real_peers(
 
 /// The product and version a provider's fake speaks at this product version.
 pub fn speaks(provider: conform_protocol::vocab::Provider, version: Option<&str>) -> String {
-    conform_fakes::codec::for_provider(provider).speaks(version)
+    conform_fakes::protocols::codec_for(provider).speaks(version)
 }
 
 /// What every run of the suite shares. The scratch folder lives as long as it is held.
@@ -212,9 +212,9 @@ fn adopt_versions(
         };
         let provider: conform_protocol::vocab::Provider =
             name.parse().map_err(|e| bad(format!("{e}")))?;
-        conform_fakes::codec::for_provider(provider)
+        conform_fakes::protocols::codec_for(provider)
             .set_product_version(Some(version))
-            .map_err(bad)?;
+            .map_err(|e| bad(e.to_string()))?;
         if settings.product_version(provider).is_none() {
             settings.product_versions.push((provider, version.clone()));
         }

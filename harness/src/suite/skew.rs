@@ -91,7 +91,7 @@ fn other_versions(ctx: &Ctx, r: &CaseReport) -> Option<Vec<&'static str>> {
     if !matches!(r.verdict, Verdict::Fail) || !on_output || hung || chosen {
         return None;
     }
-    let known = conform_fakes::codec::for_provider(s.file.provider).product_versions();
+    let known = conform_fakes::protocols::codec_for(s.file.provider).product_versions();
     let others: Vec<&'static str> = known.into_iter().skip(1).collect();
     (!others.is_empty()).then_some(others)
 }

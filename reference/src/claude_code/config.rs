@@ -7,7 +7,7 @@ use std::time::Duration;
 use serde_json::{Map, Value};
 
 use crate::product::{ProductMode, permission_mode};
-use crate::provider::{ProviderConfig, duration_ms};
+use crate::provider::{ConfigError, ProviderConfig, duration_ms};
 
 /// The Agent SDK version the host pins; the SDK names itself to the CLI with it.
 pub const SDK_VERSION: &str = "0.3.220";
@@ -64,7 +64,7 @@ pub struct ClaudeCodeConfig {
 impl ProviderConfig for ClaudeCodeConfig {
     const PROVIDER: &'static str = "Claude Code";
 
-    fn from_map(config: &Map<String, Value>) -> Result<Self, String> {
+    fn from_map(config: &Map<String, Value>) -> Result<Self, ConfigError> {
         Ok(ClaudeCodeConfig {
             permission_mode: permission_mode(config)?,
             dispose_grace: duration_ms(config, "disposeGraceMs", 3000)?,
@@ -127,7 +127,7 @@ mod tests {
         );
         let bad = json!({"permissionMode": "default"});
         assert_eq!(
-            ClaudeCodeConfig::from_map(bad.as_object().unwrap()),
+            ClaudeCodeConfig::from_map(bad.as_object().unwrap()).map_err(|e| e.to_string()),
             Err(
                 "permissionMode must be dontAsk, acceptEdits, auto, plan or bypassPermissions"
                     .into()

@@ -5,7 +5,7 @@ use std::time::Duration;
 use serde_json::{Map, Value, json};
 
 use crate::product::{ProductMode, permission_mode};
-use crate::provider::{ProviderConfig, duration_ms};
+use crate::provider::{ConfigError, ProviderConfig, duration_ms};
 
 /// The deployment's unattended permission mode (`permissionMode`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -66,7 +66,7 @@ impl ProviderConfig for CodexConfig {
     const PROVIDER: &'static str = "Codex";
 
     /// Unknown keys (another provider's `permission`, `disposeEofGraceMs`, …) are ignored.
-    fn from_map(config: &Map<String, Value>) -> Result<Self, String> {
+    fn from_map(config: &Map<String, Value>) -> Result<Self, ConfigError> {
         Ok(CodexConfig {
             permission_mode: permission_mode(config)?,
             dispose_grace: duration_ms(config, "disposeGraceMs", 3000)?,
@@ -118,13 +118,14 @@ mod tests {
             assert!(CodexConfig::from_map(&map(bad.clone())).is_err(), "{bad}");
         }
         assert_eq!(
-            CodexConfig::from_map(&map(json!({"permissionMode": "ask"}))),
+            CodexConfig::from_map(&map(json!({"permissionMode": "ask"})))
+                .map_err(|e| e.to_string()),
             Err("permissionMode must be never, approve-for-me or \
                  dangerously-bypass-approvals-and-sandbox"
                 .into())
         );
         assert_eq!(
-            CodexConfig::from_map(&map(json!({"permissionMode": 1}))),
+            CodexConfig::from_map(&map(json!({"permissionMode": 1}))).map_err(|e| e.to_string()),
             Err("permissionMode must be a string".into())
         );
     }

@@ -4,7 +4,7 @@ use std::time::Duration;
 
 use serde_json::{Map, Value};
 
-use crate::provider::{MAX_SAFE_INTEGER, ProviderConfig, duration_ms, path};
+use crate::provider::{ConfigError, MAX_SAFE_INTEGER, ProviderConfig, duration_ms, path};
 
 #[derive(Clone, Debug, PartialEq)]
 pub struct DshConfig {
@@ -20,16 +20,16 @@ pub struct DshConfig {
     pub dispose_grace: Duration,
 }
 
-fn name(config: &Map<String, Value>, key: &str, default: &str) -> Result<String, String> {
+fn name(config: &Map<String, Value>, key: &str, default: &str) -> Result<String, ConfigError> {
     match config.get(key) {
         None | Some(Value::Null) => Ok(default.to_owned()),
         Some(Value::String(s)) if !s.trim().is_empty() => Ok(s.clone()),
-        Some(_) => Err(format!("{key} must be a non-empty string")),
+        Some(_) => Err(format!("{key} must be a non-empty string").into()),
     }
 }
 
-fn max_tokens(config: &Map<String, Value>) -> Result<Option<u64>, String> {
-    let bad = || "maxTokens must be a positive safe integer".to_owned();
+fn max_tokens(config: &Map<String, Value>) -> Result<Option<u64>, ConfigError> {
+    let bad = || ConfigError::Invalid("maxTokens must be a positive safe integer".into());
     match config.get("maxTokens") {
         None | Some(Value::Null) => Ok(None),
         Some(v) => {
@@ -56,7 +56,7 @@ impl ProviderConfig for DshConfig {
     const PROVIDER: &'static str = "DSH SDK";
 
     /// Unknown keys (another provider's `permission`, …) are ignored.
-    fn from_map(config: &Map<String, Value>) -> Result<Self, String> {
+    fn from_map(config: &Map<String, Value>) -> Result<Self, ConfigError> {
         let ms = |key, default| duration_ms(config, key, default);
         // Its own working directory is taken where the run starts (`driver::drive`).
         path(config, "cwd")?;

@@ -47,7 +47,7 @@ pub fn inject(
     base: &Scenario,
     next: &mut dyn FnMut(&'static str, &str) -> String,
 ) -> (Scenario, Vec<Planted>) {
-    let codec = conform_fakes::codec::for_provider(base.file.provider);
+    let codec = conform_fakes::protocols::codec_for(base.file.provider);
     let mut planted = Vec::new();
     let mut renames: Vec<(String, String)> = Vec::new();
     // `follow`: the value stood for something elsewhere in the script (not a channel the

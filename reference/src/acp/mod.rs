@@ -3,11 +3,13 @@
 //!
 //! Every fact is local to one run ([`AcpRun`]); nothing diagnostic is shared between runs.
 
+mod config;
+mod mapping;
+
 use std::sync::{Arc, Mutex};
-use std::time::Duration;
 
 use conform_protocol::subject::StartError;
-use serde_json::{Map, Value, json};
+use serde_json::{Value, json};
 use tokio::sync::{mpsc, watch};
 
 use crate::cli::Defects;
@@ -20,95 +22,15 @@ use crate::host::{SubagentResult, text_output};
 use crate::jsonrpc::{ErrorObject, Handler, IdStyle, JsonRpc, Reading, Reply, RpcError};
 use crate::process::{ManagedChild, SpawnError, Spawned};
 use crate::provider::{
-    ABORT_ERROR_NAME, Log, ProviderConfig, ProviderEvent, RunSpec, StderrTail, Step,
-    close_and_settle, duration_ms, path, race, reject,
+    ABORT_ERROR_NAME, Log, ProviderEvent, RunSpec, StderrTail, Step, close_and_settle, race, reject,
 };
+
+pub use config::AcpConfig;
+pub use mapping::{answer_permission, map_stop_reason};
 
 pub const ERROR_NAME: &str = "AcpRunFailure";
 pub const PREFIX: &str = "subagent-acp: ";
 pub const ABORTED_BEFORE_START: &str = "subagent request was aborted before the ACP child started";
-
-#[derive(Clone, Debug, PartialEq)]
-pub struct AcpConfig {
-    pub permission: Policy,
-    pub dispose_eof_grace: Duration,
-    pub dispose_grace: Duration,
-}
-
-impl ProviderConfig for AcpConfig {
-    const PROVIDER: &'static str = "ACP";
-
-    fn from_map(config: &Map<String, Value>) -> Result<Self, String> {
-        let permission = match config.get("permission") {
-            None | Some(Value::Null) => Policy::Reject,
-            Some(Value::String(s)) if s == "reject" => Policy::Reject,
-            Some(Value::String(s)) if s == "allow" => Policy::Allow,
-            Some(_) => return Err("permission must be allow or reject".into()),
-        };
-        // Its own working directory is taken where the run starts (`driver::drive`).
-        path(config, "cwd")?;
-        Ok(AcpConfig {
-            permission,
-            dispose_eof_grace: duration_ms(config, "disposeEofGraceMs", 6000)?,
-            dispose_grace: duration_ms(config, "disposeGraceMs", 3000)?,
-        })
-    }
-}
-
-/// Map a `session/prompt` result's `stopReason` to the shared stop reason and diagnostic.
-pub fn map_stop_reason(
-    raw: Option<&Value>,
-    permission: Option<&PermissionFact>,
-    max_tokens_as_error: bool,
-) -> (&'static str, Option<String>) {
-    let alone = permission.map(ToString::to_string);
-    match raw.and_then(Value::as_str) {
-        Some("end_turn") => ("completed", None),
-        Some("max_tokens") if max_tokens_as_error => ("error", alone),
-        Some("max_tokens") => ("max-tokens", alone),
-        Some("refusal") => ("refusal", alone),
-        Some("cancelled") => ("aborted", alone),
-        Some("max_turn_requests") => (
-            "error",
-            Some(with_permission(
-                &FailureLine::acp(Stage::Prompt, Category::RemoteLimit)
-                    .with_stop_reason("max_turn_requests"),
-                permission,
-            )),
-        ),
-        _ => (
-            "error",
-            Some(with_permission(
-                &FailureLine::acp(Stage::Prompt, Category::Unknown),
-                permission,
-            )),
-        ),
-    }
-}
-
-/// The unattended permission answer: `(response, allowed)`.
-pub fn answer_permission(policy: Policy, params: &Value) -> (Value, bool) {
-    if policy == Policy::Allow {
-        let chosen = params
-            .get("options")
-            .and_then(Value::as_array)
-            .into_iter()
-            .flatten()
-            .find(|o| {
-                matches!(
-                    o.get("kind").and_then(Value::as_str),
-                    Some("allow_once" | "allow_always")
-                ) && o.get("optionId").is_some_and(Value::is_string)
-            });
-        if let Some(option) = chosen {
-            return (
-                json!({"outcome": {"outcome": "selected", "optionId": option["optionId"]}}),
-                true,
-            );
-        }
-    }
-    (json!({"outcome": {"outcome": "cancelled"}}), false)
-}
 
 #[derive(Default)]
 struct RunState {
@@ -603,101 +525,4 @@ impl AcpRun {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    const PERM: PermissionFact = PermissionFact {
-        policy: Policy::Reject,
-        request: "execute",
-        allowed: false,
-    };
-    const PERM_LINE: &str =
-        "ACP unattended decision (policy: reject; request: execute; decision: denied)";
-
-    #[test]
-    fn stop_reasons() {
-        let m = |raw: Value, p: Option<&PermissionFact>| map_stop_reason(Some(&raw), p, false);
-        assert_eq!(m(json!("end_turn"), None), ("completed", None));
-        assert_eq!(m(json!("end_turn"), Some(&PERM)), ("completed", None));
-        assert_eq!(m(json!("max_tokens"), None), ("max-tokens", None));
-        assert_eq!(m(json!("refusal"), None), ("refusal", None));
-        assert_eq!(m(json!("cancelled"), None), ("aborted", None));
-        assert_eq!(
-            m(json!("cancelled"), Some(&PERM)),
-            ("aborted", Some(PERM_LINE.to_string()))
-        );
-        assert_eq!(
-            m(json!("max_tokens"), Some(&PERM)),
-            ("max-tokens", Some(PERM_LINE.to_string()))
-        );
-        assert_eq!(
-            m(json!("max_turn_requests"), None),
-            (
-                "error",
-                Some("Subagent failure (provider: ACP; stage: prompt; category: remote-limit; stop reason: max_turn_requests)".into())
-            )
-        );
-        assert_eq!(
-            m(json!("max_turn_requests"), Some(&PERM)).1.unwrap(),
-            format!(
-                "Subagent failure (provider: ACP; stage: prompt; category: remote-limit; stop reason: max_turn_requests)\n{PERM_LINE}"
-            )
-        );
-        for raw in [json!("SECRET_TOKEN"), json!(7), Value::Null] {
-            let (stop, diag) = m(raw, None);
-            assert_eq!(stop, "error");
-            assert_eq!(
-                diag.unwrap(),
-                "Subagent failure (provider: ACP; stage: prompt; category: unknown)"
-            );
-        }
-        assert_eq!(map_stop_reason(None, None, false).0, "error");
-        assert_eq!(
-            map_stop_reason(Some(&json!("max_tokens")), None, true),
-            ("error", None)
-        );
-    }
-
-    #[test]
-    fn permission_answers() {
-        let params = json!({"toolCall": {"kind": "edit"}, "options": [
-            {"optionId": "no", "kind": "reject_once"},
-            {"optionId": "always", "kind": "allow_always"},
-            {"optionId": "once", "kind": "allow_once"}]});
-        assert_eq!(
-            answer_permission(Policy::Allow, &params),
-            (
-                json!({"outcome": {"outcome": "selected", "optionId": "always"}}),
-                true
-            )
-        );
-        assert_eq!(
-            answer_permission(Policy::Reject, &params),
-            (json!({"outcome": {"outcome": "cancelled"}}), false)
-        );
-        let no_allow = json!({"options": [{"optionId": "no", "kind": "reject_once"}]});
-        assert_eq!(
-            answer_permission(Policy::Allow, &no_allow),
-            (json!({"outcome": {"outcome": "cancelled"}}), false)
-        );
-    }
-
-    #[test]
-    fn config_defaults_and_errors() {
-        let c = AcpConfig::from_map(&Map::new()).unwrap();
-        assert_eq!(c.permission, Policy::Reject);
-        assert_eq!(c.dispose_eof_grace, Duration::from_millis(6000));
-        assert_eq!(c.dispose_grace, Duration::from_millis(3000));
-        let mut m = Map::new();
-        m.insert("permission".into(), "allow".into());
-        m.insert("disposeGraceMs".into(), 150.into());
-        let c = AcpConfig::from_map(&m).unwrap();
-        assert_eq!(c.permission, Policy::Allow);
-        assert_eq!(c.dispose_grace, Duration::from_millis(150));
-        m.insert("disposeEofGraceMs".into(), (-1).into());
-        assert!(AcpConfig::from_map(&m).is_err());
-        let mut m = Map::new();
-        m.insert("permission".into(), "ask".into());
-        assert!(AcpConfig::from_map(&m).is_err());
-    }
-}
+mod tests;
