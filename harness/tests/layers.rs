@@ -1,7 +1,8 @@
 //! Each crate's modules are layered (`harness/src/lib.rs`, `docs/architecture.md`): each
 //! imports only from layers below its own, so no import runs back up and no circle closes
 //! between them. This reads every source file's `crate::…` paths and holds them to the crate's
-//! table — the harness's, the fakes' and the reference's, each written below.
+//! table — the harness's, the fakes' and the reference's, each written below — and no source
+//! file past 600 lines; in the harness, only the provider row names a provider.
 
 use std::path::{Path, PathBuf};
 
@@ -280,4 +281,62 @@ fn a_file_past_600_lines_is_named() {
         (PathBuf::from("/src/b.rs"), "x\n".repeat(601)),
     ];
     assert_eq!(too_long(&files), ["/src/b.rs: 601 lines"]);
+}
+
+/// What the harness knows of each provider is one row (`harness/src/provider.rs`), the only
+/// place that matches on `Provider`: a module that names a provider's variant decides by
+/// provider where the compiler would not point a new provider.
+const PROVIDER_VARIANTS: &[&str] = &["Acp", "DshSdk", "Codex", "ClaudeCode"];
+
+/// Every `Provider::<Variant>` in the code of `files` before their test module
+/// (`#[cfg(test)]`; a `tests.rs` is all test), comments cut, as `file:line: code`.
+fn provider_variants_named(files: &[(PathBuf, String)]) -> Vec<String> {
+    let mut out = Vec::new();
+    for (path, text) in files {
+        if path.file_name().is_some_and(|n| n == "tests.rs") {
+            continue;
+        }
+        let code = text.lines().take_while(|l| l.trim() != "#[cfg(test)]");
+        for (n, line) in code.enumerate() {
+            let line = line.split("//").next().unwrap_or_default();
+            if PROVIDER_VARIANTS
+                .iter()
+                .any(|v| line.contains(&format!("Provider::{v}")))
+            {
+                out.push(format!("{}:{}: {}", path.display(), n + 1, line.trim()));
+            }
+        }
+    }
+    out
+}
+
+#[test]
+fn only_the_provider_row_names_a_provider() {
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+    let mut files = Vec::new();
+    sources(&src, &mut files);
+    files.retain(|(p, _)| p != &src.join("provider.rs"));
+    assert!(files.len() > 40, "read {} files", files.len());
+    let found = provider_variants_named(&files);
+    assert!(
+        found.is_empty(),
+        "decided by provider outside harness/src/provider.rs:\n{}",
+        found.join("\n")
+    );
+}
+
+#[test]
+fn a_provider_named_in_code_is_found_and_one_in_a_comment_or_a_test_is_not() {
+    let files = vec![
+        (
+            PathBuf::from("/src/checks/x.rs"),
+            "// Provider::Codex in a comment\nif p == Provider::Codex {}\nfor p in Provider::ALL {}\n#[cfg(test)]\nmod tests { Provider::Acp }\n"
+                .to_owned(),
+        ),
+        (PathBuf::from("/src/run/tests.rs"), "Provider::Acp\n".to_owned()),
+    ];
+    assert_eq!(
+        provider_variants_named(&files),
+        ["/src/checks/x.rs:2: if p == Provider::Codex {}"]
+    );
 }
