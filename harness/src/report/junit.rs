@@ -2,18 +2,6 @@
 
 use std::fmt::Write as _;
 
-use crate::report::json::json;
-use crate::suite::SuiteReport;
-
-/// JUnit XML for CI systems: one test suite per provider, one test case per scenario × mode.
-/// A subject failure is a `failure`, a harness fault an `error`, a known failure (baseline) a
-/// `skipped` with its reason; the description carries the same detail as the human report
-/// (checks, transcripts, stderr tail). Made from the JSON report, so a merged report
-/// (`conform report merge`) gets the same XML.
-pub fn junit(report: &SuiteReport) -> Result<String, quick_junit::SerializeError> {
-    junit_from_json(&json(report))
-}
-
 /// A provider's test suite, with properties naming what it was judged against: the catalog, what
 /// its fakes spoke, and each real peer that ran in their place with its version.
 fn products(report: &serde_json::Value, provider: &str) -> quick_junit::TestSuite {
@@ -33,6 +21,11 @@ fn products(report: &serde_json::Value, provider: &str) -> quick_junit::TestSuit
     suite
 }
 
+/// JUnit XML for CI systems: one test suite per provider, one test case per scenario × mode.
+/// A subject failure is a `failure`, a harness fault an `error`, a known failure (baseline) a
+/// `skipped` with its reason; the description carries the same detail as the human report
+/// (checks, transcripts, stderr tail). Made from the JSON report, so a merged report
+/// (`conform report merge`) gets the same XML.
 pub fn junit_from_json(report: &serde_json::Value) -> Result<String, quick_junit::SerializeError> {
     use quick_junit::{NonSuccessKind, Report, TestCase, TestCaseStatus, TestSuite};
     let text = |v: &serde_json::Value| v.as_str().unwrap_or_default().to_owned();

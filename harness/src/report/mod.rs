@@ -18,4 +18,4 @@ pub mod terminal;
 
 pub use human::human;
 pub use json::json;
-pub use junit::{junit, junit_from_json};
+pub use junit::junit_from_json;
