@@ -30,9 +30,18 @@ pub struct Ladder {
     pub eof: EofWait,
     /// From a SIGTERM the runtime ignores to the SIGKILL.
     pub sigterm: Grace,
-    /// From a `shutdown` request the runtime leaves unanswered to closing its stdin (`None`:
-    /// the provider sends none).
-    pub shutdown: Option<Grace>,
+    /// From a shutdown request the runtime leaves unanswered to closing its stdin (`None`: the
+    /// provider sends none).
+    pub shutdown: Option<Shutdown>,
+}
+
+/// A shutdown request the provider sends before it closes the runtime's stdin, and how long it
+/// waits for the answer.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Shutdown {
+    /// The request's method on the wire.
+    pub method: &'static str,
+    pub grace: Grace,
 }
 
 /// A wait the provider's configuration sets: its key and the records' default.
@@ -67,7 +76,7 @@ pub const DISPOSE_EOF_GRACE: Grace = Grace {
 };
 
 /// The DSH SDK's bound on its `shutdown` request.
-const SHUTDOWN_TIMEOUT: Grace = Grace {
+pub const SHUTDOWN_TIMEOUT: Grace = Grace {
     key: "shutdownTimeoutMs",
     default_ms: 1000,
 };
@@ -101,7 +110,10 @@ static DSH_SDK: Facts = Facts {
     ladder: Ladder {
         eof: EofWait::Grace(DISPOSE_EOF_GRACE),
         sigterm: DISPOSE_GRACE,
-        shutdown: Some(SHUTDOWN_TIMEOUT),
+        shutdown: Some(Shutdown {
+            method: "shutdown",
+            grace: SHUTDOWN_TIMEOUT,
+        }),
     },
     records_as_practice: None,
     publishes_schema: false,

@@ -125,10 +125,10 @@ fn waits_of(ladder: &Ladder, scenario: &Scenario, obs: &Observed) -> Vec<Wait> {
     if let Some(shutdown) = ladder.shutdown
         && let Some((_, asked)) = first(&|e| {
             matches!(e, FakeEvent::Frame { dir: Direction::Recv, frame, .. }
-                if frame.get("method").and_then(Value::as_str) == Some("shutdown"))
+                if frame.get("method").and_then(Value::as_str) == Some(shutdown.method))
         })
         && first(&|e| {
-            matches!(e, FakeEvent::Frame { dir: Direction::Sent, answers: Some(m), .. } if m == "shutdown")
+            matches!(e, FakeEvent::Frame { dir: Direction::Sent, answers: Some(m), .. } if m == shutdown.method)
         })
         .is_none()
         && let Some((_, eof)) = eof
@@ -136,8 +136,8 @@ fn waits_of(ladder: &Ladder, scenario: &Scenario, obs: &Observed) -> Vec<Wait> {
     {
         waits.push(Wait {
             between: "the unanswered `shutdown` request and stdin EOF",
-            key: Some(shutdown.key),
-            configured: configured_ms(&config, shutdown),
+            key: Some(shutdown.grace.key),
+            configured: configured_ms(&config, shutdown.grace),
             measured: eof - asked,
         });
     }
@@ -337,9 +337,12 @@ mod tests {
                     default_ms: 400,
                 }),
                 sigterm: DISPOSE_GRACE,
-                shutdown: Some(Grace {
-                    key: "fifthShutdownMs",
-                    default_ms: 250,
+                shutdown: Some(crate::provider::Shutdown {
+                    method: "fifth/stop",
+                    grace: Grace {
+                        key: "fifthShutdownMs",
+                        default_ms: 250,
+                    },
                 }),
             },
             records_as_practice: None,
@@ -357,7 +360,7 @@ mod tests {
         };
         let asked = FakeEvent::Frame {
             dir: Direction::Recv,
-            frame: json!({"method": "shutdown", "id": 1}),
+            frame: json!({"method": "fifth/stop", "id": 1}),
             violation: None,
             answers: None,
         };

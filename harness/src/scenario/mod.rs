@@ -169,11 +169,12 @@ impl SubjectSection {
         if let Some(p) = &self.permission {
             config.insert("permission".into(), serde_json::json!(p));
         }
+        use crate::provider::{DISPOSE_EOF_GRACE, DISPOSE_GRACE};
         if let Some(ms) = self.dispose_eof_grace_ms {
-            config.insert("disposeEofGraceMs".into(), serde_json::json!(ms));
+            config.insert(DISPOSE_EOF_GRACE.key.into(), serde_json::json!(ms));
         }
         if let Some(ms) = self.dispose_grace_ms {
-            config.insert("disposeGraceMs".into(), serde_json::json!(ms));
+            config.insert(DISPOSE_GRACE.key.into(), serde_json::json!(ms));
         }
         config
     }

@@ -10,6 +10,7 @@ use conform_protocol::script::Step;
 use serde_json::Value;
 
 use super::ScenarioFile;
+use crate::provider::{DISPOSE_EOF_GRACE, DISPOSE_GRACE, SHUTDOWN_TIMEOUT};
 
 /// Past this a wait is long (ms): a grace of this length still ends a SIGKILLed or SIGTERMed
 /// tree on a starved machine, and the catalog pays it only where it is walked.
@@ -29,11 +30,12 @@ pub const WAIT_KEYS: [(&str, &str); 7] = [
     ("expected_by_ms", "the file"),
 ];
 
-/// The waits set through the provider's configuration: `[waits]` key, configuration key.
+/// The waits set through the provider's configuration: `[waits]` key, configuration key (the
+/// provider row's, [`crate::provider`]).
 const CONFIG_KEYS: [(&str, &str); 3] = [
-    ("dispose_eof_grace_ms", "disposeEofGraceMs"),
-    ("dispose_grace_ms", "disposeGraceMs"),
-    ("shutdown_timeout_ms", "shutdownTimeoutMs"),
+    ("dispose_eof_grace_ms", DISPOSE_EOF_GRACE.key),
+    ("dispose_grace_ms", DISPOSE_GRACE.key),
+    ("shutdown_timeout_ms", SHUTDOWN_TIMEOUT.key),
 ];
 
 /// The `[waits]` key of a provider configuration key (`disposeGraceMs` → `dispose_grace_ms`).
