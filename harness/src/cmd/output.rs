@@ -72,15 +72,35 @@ impl ReportFile {
     }
 
     pub fn write(self, contents: &[u8]) -> Result<(), Error> {
+        self.write_with(|out| out.write_all(contents))
+    }
+
+    /// Writes what `fill` writes, through a buffer: a large report is written as it is made,
+    /// never held whole as one text beside the value it is made from.
+    pub fn write_with(
+        self,
+        fill: impl FnOnce(&mut dyn Write) -> std::io::Result<()>,
+    ) -> Result<(), Error> {
         let written = match self.target {
-            Target::InPlace(mut file) => file.write_all(contents).and_then(|()| file.flush()),
-            Target::Replace => replace(&real_path(&self.path), contents),
+            Target::InPlace(file) => buffered(file, fill).map(drop),
+            Target::Replace => replace(&real_path(&self.path), fill),
         };
         written.map_err(|source| Error::Write {
             path: self.path.clone(),
             source,
         })
     }
+}
+
+/// `fill` written to `file` through a buffer, flushed; the file back.
+fn buffered<F: Write>(
+    file: F,
+    fill: impl FnOnce(&mut dyn Write) -> std::io::Result<()>,
+) -> std::io::Result<F> {
+    let mut out = std::io::BufWriter::new(file);
+    fill(&mut out)?;
+    out.into_inner()
+        .map_err(std::io::IntoInnerError::into_error)
 }
 
 /// Where a report at `path` really goes: through a symlink to its target (a rename would
@@ -112,11 +132,12 @@ fn temporary_beside(path: &Path) -> std::io::Result<tempfile::NamedTempFile> {
         .tempfile_in(dir)
 }
 
-/// Writes `contents` to a temporary file beside `path`, then renames it over `path`.
-fn replace(path: &Path, contents: &[u8]) -> std::io::Result<()> {
-    let mut file = temporary_beside(path)?;
-    file.write_all(contents)?;
-    file.flush()?;
+/// Writes what `fill` writes to a temporary file beside `path`, then renames it over `path`.
+fn replace(
+    path: &Path,
+    fill: impl FnOnce(&mut dyn Write) -> std::io::Result<()>,
+) -> std::io::Result<()> {
+    let file = buffered(temporary_beside(path)?, fill)?;
     file.persist(path).map_err(|e| e.error)?;
     Ok(())
 }

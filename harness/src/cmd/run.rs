@@ -61,11 +61,8 @@ pub fn exec(args: RunArgs) -> Result<ExitCode, Error> {
         file.write(baseline::write(&report).as_bytes())?;
     }
     // Every report is read from the JSON one (`conform report merge` prints the same), with
-    // the comparison in it when one was asked for.
-    let mut json = report::json(&report);
-    // Building that value is the harness's largest moment (the whole report as a tree beside
-    // the records it came from): its peak is read after it, not at the suite's end.
-    json["peakRssKiB"]["harness"] = serde_json::json!(crate::proc::pids::own_peak_rss_kib());
+    // the comparison in it when one was asked for: held without what only its file carries.
+    let mut json = report::json::held(&report);
     let comparison = match &previous {
         Some(previous) => Some(
             previous
@@ -75,13 +72,22 @@ pub fn exec(args: RunArgs) -> Result<ExitCode, Error> {
         None => None,
     };
     let shown = terminal.print(&report, &json, comparison.as_ref());
-    write_reports(&json, json_file, junit_file)?;
+    if let Some(file) = junit_file {
+        file.write(report::junit_from_json(&json)?.as_bytes())?;
+    }
     if let Some(dir) = &html {
-        let page = report::html::write(dir, &json).map_err(|source| Error::Write {
+        let whole = report::json::whole(&json, &report);
+        let page = report::html::write(dir, &whole).map_err(|source| Error::Write {
             path: dir.clone(),
             source,
         })?;
         eprintln!("html report: {}", page.display());
+    }
+    // The harness's peak, read once every other report is made (its largest moments); the
+    // JSON report is then streamed to its file a case at a time.
+    json["peakRssKiB"]["harness"] = serde_json::json!(crate::proc::pids::own_peak_rss_kib());
+    if let Some(file) = json_file {
+        file.write_with(|out| Ok(report::json::write(out, &json, &report)?))?;
     }
     if pending.written() > 0 {
         eprintln!(
@@ -173,21 +179,4 @@ impl Terminal {
         }
         out(&self.stdout.report(&terminal::escape_controls(&human)))
     }
-}
-
-/// The machine-readable reports, where asked for (`json`: the JSON report's value, which the
-/// JUnit XML is made from too: made again, a second tree of every case stood beside the first).
-fn write_reports(
-    json: &serde_json::Value,
-    json_file: Option<ReportFile>,
-    junit: Option<ReportFile>,
-) -> Result<(), Error> {
-    if let Some(file) = json_file {
-        let text = serde_json::to_string_pretty(json).expect("json");
-        file.write(text.as_bytes())?;
-    }
-    if let Some(file) = junit {
-        file.write(report::junit_from_json(json)?.as_bytes())?;
-    }
-    Ok(())
 }
