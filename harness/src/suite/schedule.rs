@@ -145,7 +145,8 @@ async fn shared(
     let _ = pids::become_subreaper();
     // Named and locked so that a later harness can tell once this one is dead, and remove
     // what a SIGKILL left of it (as this one removes what dead harnesses left).
-    let work = crate::proc::scratch::Scratch::create()?;
+    // In memory unless real runtimes unpack their modules into their runs.
+    let work = crate::proc::scratch::Scratch::create(settings.peers.is_none())?;
     let router = Arc::new(Router::default());
     let exe = std::env::current_exe()?.to_string_lossy().into_owned();
     let side = SideServer::bind_in(work.path(), router.clone(), Path::new(&exe))?;
