@@ -4,6 +4,7 @@
 pub mod admit;
 pub mod baseline;
 pub mod judge;
+mod order;
 pub mod outcome;
 pub mod partition;
 pub mod recording;

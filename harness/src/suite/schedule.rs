@@ -39,7 +39,14 @@ pub async fn run_scenarios(
         None => format!("(did not start) {}", ctx.pool.command()),
     };
     let (units, cases) = units(&scenarios);
-    let reports = run_units(opts, &ctx, caps.as_ref(), units.clone(), cases).await;
+    let reports = run_units(
+        opts,
+        &ctx,
+        caps.as_ref(),
+        super::order::slowest_first(&units),
+        cases,
+    )
+    .await;
     let reports = super::rerun::alone(&ctx, &units, reports, || judging(opts)).await;
     let reports = super::skew::hint(&ctx, &units, reports, || judging(opts)).await;
     let mut report = sweep::sweep(&ctx, reports, opts.settings.allow_skips).await;
