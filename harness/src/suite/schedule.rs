@@ -286,13 +286,20 @@ async fn run_units(
             }
             continue;
         }
-        set.spawn(run_unit(
-            ctx.clone(),
-            limit.clone(),
-            live.clone(),
-            unit,
-            judging(opts),
-        ));
+        // Admitted here, one unit after another, so the units start in the order given
+        // (tasks waiting for a slot each would be let in in whatever order they were polled).
+        match turn(ctx, &limit).await {
+            Ok(slot) => {
+                set.spawn(run_admitted(
+                    ctx.clone(),
+                    slot,
+                    live.clone(),
+                    unit,
+                    judging(opts),
+                ));
+            }
+            Err(signo) => reports.extend(never_started(&live, unit, signo)),
+        }
     }
     while let Some(done) = set.join_next().await {
         match done {
@@ -339,7 +346,7 @@ fn judging(opts: &Options) -> Judging {
     }
 }
 
-/// One unit, once it has its permit: its runs in flight together, then judged.
+/// One unit, once it has its turn (a run again alone, [`super::rerun`]).
 pub(super) async fn run_unit(
     ctx: Arc<Ctx>,
     limit: Arc<super::admit::Admission>,
@@ -347,22 +354,47 @@ pub(super) async fn run_unit(
     unit: Vec<Case>,
     judging: Judging,
 ) -> Vec<(usize, CaseReport)> {
-    // A unit still waiting for its turn when the suite is interrupted never starts.
+    match turn(&ctx, &limit).await {
+        Ok(slot) => run_admitted(ctx, slot, live, unit, judging).await,
+        Err(signo) => never_started(&live, unit, signo),
+    }
+}
+
+/// A unit's turn under `limit`; or, once the suite is interrupted (the signal's number), none:
+/// a unit still waiting for its turn then never starts.
+async fn turn(
+    ctx: &Ctx,
+    limit: &Arc<super::admit::Admission>,
+) -> Result<super::admit::RunSlot, i32> {
     let mut interrupt = ctx.interrupt.clone();
-    let _permit = tokio::select! {
-        p = limit.admit() => p,
-        signo = crate::proc::interrupt::wait(&mut interrupt) => {
-            return unit
-                .into_iter()
-                .map(|(index, s, mode)| {
-                    live.bar.inc(1);
-                    let report = interrupted(s, mode, signo);
-                    live.ended(&report);
-                    (index, report)
-                })
-                .collect();
-        }
-    };
+    tokio::select! {
+        biased;
+        signo = crate::proc::interrupt::wait(&mut interrupt) => Err(signo),
+        slot = limit.admit() => Ok(slot),
+    }
+}
+
+/// The reports of a unit the suite's interruption kept from starting.
+fn never_started(live: &Progress, unit: Vec<Case>, signo: i32) -> Vec<(usize, CaseReport)> {
+    unit.into_iter()
+        .map(|(index, s, mode)| {
+            live.bar.inc(1);
+            let report = interrupted(s, mode, signo);
+            live.ended(&report);
+            (index, report)
+        })
+        .collect()
+}
+
+/// One unit, admitted (its slot held until it is judged): its runs in flight together, then
+/// judged.
+async fn run_admitted(
+    ctx: Arc<Ctx>,
+    _slot: super::admit::RunSlot,
+    live: Arc<Progress>,
+    unit: Vec<Case>,
+    judging: Judging,
+) -> Vec<(usize, CaseReport)> {
     let grouped = unit.len() > 1 || group_of(&unit[0].1).is_some();
     let board = Board::new();
     let runs = unit.iter().map(|(_, s, mode)| {
