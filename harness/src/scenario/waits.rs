@@ -30,6 +30,10 @@ pub const WAIT_KEYS: [(&str, &str); 7] = [
     ("expected_by_ms", "the file"),
 ];
 
+/// The waits a script sets that every run of the case waits out, whatever the subject does (a
+/// step's delay, a spawned helper's linger); a grace is walked only when a tree does not end.
+pub const SCRIPTED: [&str; 2] = ["delay_ms", "linger_ms"];
+
 /// The waits set through the provider's configuration: `[waits]` key, configuration key (the
 /// provider row's, [`crate::provider`]).
 const CONFIG_KEYS: [(&str, &str); 3] = [

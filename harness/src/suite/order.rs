@@ -1,11 +1,11 @@
 //! The order a suite starts its units in.
 
 use super::schedule::Case;
+use crate::scenario::waits::SCRIPTED;
 
 /// The units in the order they are started: the one whose scripts wait longest first (ties in
-/// selection order). A step's `delay_ms` and a spawned helper's `linger_ms` are waited out by
-/// every run of the case, whatever the subject does (a grace is walked only when the tree
-/// does not end, so it is no guide). A case that waits a second and a half started among the
+/// selection order), by the waits every run of the case walks ([`SCRIPTED`]; a grace is no
+/// guide). A case that waits a second and a half started among the
 /// last keeps the suite open after every other run is done; started first, it waits while the
 /// short ones run. Reports are put back in selection order: only the wall time changes.
 pub(super) fn slowest_first(units: &[Vec<Case>]) -> Vec<Vec<Case>> {
@@ -14,7 +14,7 @@ pub(super) fn slowest_first(units: &[Vec<Case>]) -> Vec<Vec<Case>> {
             .map(|(_, s, _)| {
                 s.set_waits()
                     .iter()
-                    .filter(|w| matches!(w.key, "delay_ms" | "linger_ms"))
+                    .filter(|w| SCRIPTED.contains(&w.key))
                     .map(|w| w.ms)
                     .sum::<u64>()
             })
