@@ -1,24 +1,28 @@
 //! A vendored schema bundle as `build.rs` digested it: cut into pieces (each top-level member
 //! of the file, and each definition), each a compact JSON text parsed only when a closure
-//! ([`closure`]) first needs it. A fake checks the few frames of one run: parsing the whole
-//! bundle (0.25–0.8 MB) at its first frame was most of what a Codex fake cost. What every
-//! protocol's schema does with a bundle is here too: a subschema's closure, a value checked.
+//! ([`closure`]) needs it, and not kept: a closure owns what it parsed. A fake checks the few
+//! frames of one run: parsing the whole bundle (0.25–0.8 MB) at its first frame was most of
+//! what a Codex fake cost; and the harness, which compiles a subschema for each kind of frame
+//! of the whole catalog, held every piece it had parsed beside what it compiled (3.3 MiB of
+//! the Claude Code bundle alone). What every protocol's schema does with a bundle is here too:
+//! a subschema's closure, a value checked.
 
-use std::sync::OnceLock;
+use std::borrow::Cow;
 
 use jsonschema::Validator;
 use serde_json::Value;
 
 use crate::error::InvalidFrame;
 
-/// What [`closure`] reads a bundle through: the value at a JSON pointer.
+/// What [`closure`] reads a bundle through: the value at a JSON pointer (a piece is parsed
+/// for its caller, who owns it).
 pub(crate) trait Lookup {
-    fn lookup(&self, pointer: &str) -> Option<&Value>;
+    fn lookup(&self, pointer: &str) -> Option<Cow<'_, Value>>;
 }
 
 impl Lookup for Value {
-    fn lookup(&self, pointer: &str) -> Option<&Value> {
-        self.pointer(pointer)
+    fn lookup(&self, pointer: &str) -> Option<Cow<'_, Value>> {
+        self.pointer(pointer).map(Cow::Borrowed)
     }
 }
 
@@ -32,38 +36,36 @@ pub struct Digest {
 
 include!(concat!(env!("OUT_DIR"), "/digests.rs"));
 
-/// One bundle's pieces, each parsed the first time it is looked up.
+/// One bundle's pieces, each parsed when it is looked up.
 pub(crate) struct Pieces {
     digest: Digest,
     /// Applied to each piece as it is parsed (the Claude Code schema's widened definitions).
     patch: fn(&str, &mut Value),
-    parsed: OnceLock<Box<[OnceLock<Value>]>>,
 }
 
 impl Pieces {
     pub(crate) const fn new(digest: Digest, patch: fn(&str, &mut Value)) -> Pieces {
-        Pieces {
-            digest,
-            patch,
-            parsed: OnceLock::new(),
-        }
+        Pieces { digest, patch }
     }
 
-    /// The piece at exactly `pointer` (`/definitions/Foo`), parsed on first use.
-    fn piece(&self, pointer: &str) -> Option<&Value> {
+    fn index(&self, pointer: &str) -> Option<usize> {
         let table = self.digest.table;
-        let i = table.binary_search_by(|(p, _, _)| (*p).cmp(pointer)).ok()?;
-        let slots = self
-            .parsed
-            .get_or_init(|| table.iter().map(|_| OnceLock::new()).collect());
-        Some(slots[i].get_or_init(|| {
-            let (p, start, end) = table[i];
-            let text = &self.digest.text[start as usize..end as usize];
-            let mut v: Value = serde_json::from_str(text)
-                .unwrap_or_else(|e| panic!("the digested schema's {p} is not JSON: {e}"));
-            (self.patch)(p, &mut v);
-            v
-        }))
+        table.binary_search_by(|(p, _, _)| (*p).cmp(pointer)).ok()
+    }
+
+    /// Whether the bundle has a piece at exactly `pointer` (nothing is parsed).
+    pub(crate) fn has(&self, pointer: &str) -> bool {
+        self.index(pointer).is_some()
+    }
+
+    /// The piece at exactly `pointer` (`/definitions/Foo`), parsed.
+    fn piece(&self, pointer: &str) -> Option<Value> {
+        let (p, start, end) = self.digest.table[self.index(pointer)?];
+        let text = &self.digest.text[start as usize..end as usize];
+        let mut v: Value = serde_json::from_str(text)
+            .unwrap_or_else(|e| panic!("the digested schema's {p} is not JSON: {e}"));
+        (self.patch)(p, &mut v);
+        Some(v)
     }
 
     /// A patch that changes nothing.
@@ -73,15 +75,17 @@ impl Pieces {
 impl Lookup for Pieces {
     /// The value at `pointer`: inside the piece it starts with (a container of pieces, such as
     /// `/definitions` whole, is no value here).
-    fn lookup(&self, pointer: &str) -> Option<&Value> {
+    fn lookup(&self, pointer: &str) -> Option<Cow<'_, Value>> {
         let ends = pointer
             .match_indices('/')
             .map(|(i, _)| i)
             .skip(1)
             .chain([pointer.len()]);
         for end in ends {
-            if let Some(piece) = self.piece(&pointer[..end]) {
-                return piece.pointer(&pointer[end..]);
+            if let Some(mut piece) = self.piece(&pointer[..end]) {
+                return piece
+                    .pointer_mut(&pointer[end..])
+                    .map(|v| Cow::Owned(v.take()));
             }
         }
         None
@@ -122,12 +126,13 @@ pub(crate) fn closure_in(
     groups: &[&str],
 ) -> Option<Value> {
     let prefix = format!("#/{key}/");
-    let mut doc = root.lookup(pointer.strip_prefix('#')?)?.clone();
+    let mut doc = root.lookup(pointer.strip_prefix('#')?)?.into_owned();
     let mut definitions = serde_json::Map::new();
-    let mut pending = vec![doc.clone()];
+    // The references of each schema taken in, the last taken in first.
+    let mut pending = vec![refs(&doc)];
     let mut seen = std::collections::BTreeSet::new();
-    while let Some(schema) = pending.pop() {
-        for r in refs(&schema) {
+    while let Some(schema_refs) = pending.pop() {
+        for r in schema_refs {
             // A reference names a definition, or a place inside one: the definition whole.
             let Some(path) = r.strip_prefix(prefix.as_str()) else {
                 continue;
@@ -146,7 +151,8 @@ pub(crate) fn closure_in(
             let Some(def) = root.lookup(&format!("/{key}/{entry}")) else {
                 continue;
             };
-            pending.push(def.clone());
+            let def = def.into_owned();
+            pending.push(refs(&def));
             let slot = if depth == 2 {
                 definitions
                     .entry("v2")
@@ -157,7 +163,7 @@ pub(crate) fn closure_in(
             } else {
                 definitions.entry(segments[0]).or_insert(Value::Null)
             };
-            *slot = def.clone();
+            *slot = def;
         }
     }
     let obj = doc.as_object_mut()?;
@@ -194,15 +200,16 @@ pub(crate) fn assert_reads_as_its_file(digest: Digest, text: &str, key: &str, gr
     assert!(!digest.table.is_empty());
     for (pointer, _, _) in digest.table {
         let piece = pieces.lookup(pointer).expect("a piece");
+        assert!(pieces.has(pointer), "{pointer}");
         assert_eq!(
-            serde_json::to_string(piece).unwrap(),
+            serde_json::to_string(&piece).unwrap(),
             serde_json::to_string(&whole.pointer(pointer).unwrap()).unwrap(),
             "{pointer}"
         );
         // Inside a piece too.
         if let Some((member, inner)) = piece.as_object().and_then(|m| m.iter().next()) {
             let at = format!("{pointer}/{}", member.replace('~', "~0").replace('/', "~1"));
-            assert_eq!(pieces.lookup(&at), Some(inner), "{at}");
+            assert_eq!(pieces.lookup(&at).as_deref(), Some(inner), "{at}");
         }
         if pointer.starts_with(&format!("/{key}/")) {
             let at = format!("#{pointer}");
@@ -217,6 +224,7 @@ pub(crate) fn assert_reads_as_its_file(digest: Digest, text: &str, key: &str, gr
     }
     // A container of pieces is no value of its own; what the file lacks is absent.
     assert_eq!(pieces.lookup(&format!("/{key}")), None);
+    assert!(!pieces.has(&format!("/{key}")));
     assert_eq!(pieces.lookup("/no/such/thing"), None);
 }
 

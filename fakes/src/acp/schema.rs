@@ -4,7 +4,7 @@
 
 use crate::bundle::{self, Lookup, Pieces, check, closure_in};
 use std::collections::HashMap;
-use std::sync::{Arc, LazyLock, Mutex};
+use std::sync::{Arc, LazyLock, Mutex, OnceLock};
 
 use jsonschema::Validator;
 use serde_json::Value;
@@ -84,6 +84,8 @@ const CLIENT_RESULTS: &[(&str, &str)] = &[
 struct Validators {
     root: Pieces,
     compiled: Mutex<HashMap<String, Arc<Validator>>>,
+    /// The message shapes' titles, in `anyOf` order (read once: every frame asks).
+    shapes: OnceLock<Vec<String>>,
 }
 
 impl Validators {
@@ -97,7 +99,10 @@ impl Validators {
         }
         let mut doc = closure_in(&self.root, pointer, "$defs", &[])
             .unwrap_or_else(|| panic!("the ACP schema has no subschema {pointer}"));
-        doc["$schema"] = self.root.lookup("/$schema").cloned().unwrap_or(Value::Null);
+        doc["$schema"] = self
+            .root
+            .lookup("/$schema")
+            .map_or(Value::Null, |s| s.into_owned());
         let v = Arc::new(
             jsonschema::draft202012::new(&doc)
                 .unwrap_or_else(|e| panic!("ACP subschema {pointer} does not compile: {e}")),
@@ -108,11 +113,17 @@ impl Validators {
 
     /// The message shape titled `title` (`Agent`, `Client`).
     fn shape(&self, title: &str) -> Arc<Validator> {
-        let i = self
-            .root
-            .lookup("/anyOf")
-            .and_then(Value::as_array)
-            .and_then(|all| all.iter().position(|s| s["title"] == title))
+        let shapes = self.shapes.get_or_init(|| {
+            let all = self.root.lookup("/anyOf");
+            let all = all.as_deref().and_then(Value::as_array);
+            all.into_iter()
+                .flatten()
+                .map(|s| s["title"].as_str().unwrap_or_default().to_owned())
+                .collect()
+        });
+        let i = shapes
+            .iter()
+            .position(|t| t == title)
             .unwrap_or_else(|| panic!("ACP schema has a `{title}` message shape"));
         self.at(&format!("#/anyOf/{i}"))
     }
@@ -152,6 +163,7 @@ fn open_payloads(pointer: &str, definition: &mut Value) {
 static VALIDATORS: LazyLock<Validators> = LazyLock::new(|| Validators {
     root: Pieces::new(bundle::ACP_V1, open_payloads),
     compiled: Mutex::new(HashMap::new()),
+    shapes: OnceLock::new(),
 });
 
 /// Validates one frame the client (the subject) sent: its envelope, a known method's params,

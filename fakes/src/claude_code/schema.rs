@@ -73,7 +73,7 @@ static DEFS: LazyLock<Defs> = LazyLock::new(|| Defs {
 impl Defs {
     fn get(&self, def: &'static str) -> Result<Arc<Validator>, InvalidFrame> {
         let pointer = format!("/definitions/{def}");
-        if self.root.lookup(&pointer).is_none() {
+        if !self.root.has(&pointer) {
             return Err(format!("the Claude Agent SDK schema has no `{def}`").into());
         }
         let mut compiled = self.compiled.lock().unwrap_or_else(|p| p.into_inner());
@@ -84,7 +84,7 @@ impl Defs {
         let mut sub = closure(&self.root, &format!("#{pointer}"), &[])
             .ok_or_else(|| format!("the Claude Agent SDK's `{def}` cannot be resolved"))?;
         if let Some(s) = self.root.lookup("/$schema") {
-            sub["$schema"] = s.clone();
+            sub["$schema"] = s.into_owned();
         }
         let v = Arc::new(
             jsonschema::validator_for(&sub)

@@ -89,7 +89,9 @@ impl Bundle {
         let branches = |union: &str| -> HashMap<String, String> {
             let all = root
                 .lookup(&format!("/definitions/{union}/oneOf"))
-                .and_then(Value::as_array)
+                .unwrap_or_else(|| panic!("Codex {version} `{union}` is not a oneOf"));
+            let all = all
+                .as_array()
                 .unwrap_or_else(|| panic!("Codex {version} `{union}` is not a oneOf"));
             all.iter()
                 .enumerate()

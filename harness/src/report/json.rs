@@ -3,7 +3,7 @@
 //! file gets each case whole, made from its record as it is written ([`write`]).
 
 use serde::ser::{Serialize, SerializeMap, SerializeSeq, Serializer};
-use serde_json::{Value, json};
+use serde_json::{Map, Value, json};
 
 use crate::report::bound;
 use crate::report::detail::case_detail;
@@ -23,12 +23,19 @@ pub fn json(report: &SuiteReport) -> Value {
 
 /// The report as the other reports read it: each case without its [`FILE_ONLY`] keys.
 pub fn held(report: &SuiteReport) -> Value {
-    document(report, |i, c| {
-        let mut case = case_json(report, i, c);
-        if let Some(keys) = case.as_object_mut() {
-            keys.retain(|k, _| !FILE_ONLY.contains(&k.as_str()));
+    document(report, |i, c| match case_json(report, i, c) {
+        // Into a map of its own size: the whole case's would keep room for the keys left out,
+        // a thousand times over.
+        Value::Object(whole) => {
+            let mut held = Map::with_capacity(whole.len().saturating_sub(FILE_ONLY.len()));
+            held.extend(
+                whole
+                    .into_iter()
+                    .filter(|(k, _)| !FILE_ONLY.contains(&k.as_str())),
+            );
+            Value::Object(held)
         }
-        case
+        other => other,
     })
 }
 
@@ -105,7 +112,7 @@ fn document(
     report: &SuiteReport,
     case: impl Fn(usize, &crate::suite::CaseReport) -> Value,
 ) -> Value {
-    json!({
+    let mut doc = json!({
         "subject": report.subject,
         "fakesSpeak": report.fakes_speak,
         "realPeers": report.real_peers,
@@ -156,12 +163,22 @@ fn document(
         },
         // The failures grouped by cause, largest first (`crate::report::causes`).
         "causes": crate::report::causes::to_json(&crate::report::causes::of(&crate::report::causes::failed(report))),
-        "cases": report.cases.iter().enumerate().map(|(i, c)| case(i, c)).collect::<Vec<_>>(),
+        // Put in below: given to `json!`, the cases would be copied whole once more.
+        "cases": Value::Null,
         // What each check holds a subject to, and where that comes from (`conform list --checks`).
         "checks": crate::checks::Check::ALL.iter().map(|c| json!({
             "id": c.id(), "requirement": c.requirement(), "level": c.level().as_str(), "source": c.source(),
         })).collect::<Vec<_>>(),
-    })
+    });
+    doc["cases"] = Value::Array(
+        report
+            .cases
+            .iter()
+            .enumerate()
+            .map(|(i, c)| case(i, c))
+            .collect(),
+    );
+    doc
 }
 
 /// One case: its verdict, findings and advisories, and what its run left to read.
