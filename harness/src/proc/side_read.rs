@@ -14,6 +14,10 @@ use tokio::net::unix::OwnedReadHalf;
 /// How many descriptors one read takes at the most (a fake sends one at a time).
 const FDS_PER_READ: usize = 4;
 
+/// What one read takes at the most. A fake's lines are mostly well under 4 KiB; a connection is
+/// open for each process of every run in flight, and each buffer is touched whole when made.
+const READ_BYTES: usize = 16 * 1024;
+
 pub struct SideReader {
     half: OwnedReadHalf,
     lines: LineSplitter,
@@ -28,7 +32,7 @@ impl SideReader {
             half,
             lines: LineSplitter::new(max_line),
             fds: VecDeque::new(),
-            buf: vec![0; 64 * 1024],
+            buf: vec![0; READ_BYTES],
             done: false,
         }
     }

@@ -219,7 +219,7 @@ fn case_json(report: &SuiteReport, i: usize, c: &crate::suite::CaseReport) -> Va
         "walked": c.obs.as_ref().filter(|o| !o.walked.is_empty()).map(|o| &o.walked),
         // What the snapshot holds (job ids masked): runs compare across reports.
         "modelVisible": c.obs.as_ref().map(|o| bound::cut(&crate::snapshot::render(o), bound::DETAIL_BYTES)),
-        "settle": c.obs.as_ref().map(settle_json),
+        "settle": c.obs.as_deref().map(settle_json),
         // The runtime's ledger as the failure report prints it (a passing run keeps it only
         // with --verbose): what a real peer can be replayed against (`ci/claude-sdk`).
         "ledger": c.obs.as_ref().map(|o| bound::cut_lines(&o.ledger_text, bound::LEDGER_LINES, bound::LEDGER_BYTES)),
@@ -323,7 +323,7 @@ mod tests {
                 advisories: vec![],
                 snapshot: None,
                 rerun: None,
-                obs: Some(obs),
+                obs: Some(Box::new(obs)),
             }
         };
         SuiteReport {

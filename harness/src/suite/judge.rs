@@ -46,7 +46,7 @@ pub fn isolation(members: &mut [(usize, CaseReport)], strictness: Strictness) {
     let found = {
         let runs: Vec<(&Scenario, &Observed)> = members
             .iter()
-            .filter_map(|(_, r)| r.obs.as_ref().map(|o| (&*r.scenario, o)))
+            .filter_map(|(_, r)| r.obs.as_deref().map(|o| (&*r.scenario, o)))
             .collect();
         if runs.len() != members.len() {
             return;
@@ -158,7 +158,7 @@ pub fn judge(s: &Arc<Scenario>, mode: Mode, obs: Observed, how: &Judging) -> Cas
         advisories,
         snapshot: snapshot_note,
         rerun: None,
-        obs: Some(obs),
+        obs: Some(Box::new(obs)),
     }
 }
 
@@ -211,7 +211,7 @@ fn refused(
             judged.into_iter().filter(texts_judged).collect(),
             strictness,
         );
-        report.obs = Some(obs);
+        report.obs = Some(Box::new(obs));
         return report;
     }
     let mut findings: Vec<Finding> = judged
@@ -226,7 +226,7 @@ fn refused(
         ),
     ));
     report.add(findings, strictness);
-    report.obs = Some(obs);
+    report.obs = Some(Box::new(obs));
     report
 }
 

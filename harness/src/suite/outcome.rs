@@ -34,7 +34,7 @@ pub struct CaseReport {
     /// The case was run again alone at the end of the suite (a timing finding the load in
     /// flight could explain), and what that showed ([`super::rerun`]).
     pub rerun: Option<String>,
-    pub obs: Option<Observed>,
+    pub obs: Option<Box<Observed>>,
 }
 
 /// A real runtime a suite ran in place of a fake.
