@@ -97,7 +97,10 @@ pub(crate) fn check(validator: &Validator, value: &Value, what: &str) -> Result<
     let errors: Vec<String> = validator
         .iter_errors(value)
         .take(3)
-        .map(|e| format!("{e} (at {})", e.instance_path()))
+        .map(|e| {
+            let (at, what) = crate::link::where_and_what(&e);
+            format!("{what} (at {at})")
+        })
         .collect();
     if errors.is_empty() {
         Ok(())
@@ -113,9 +116,15 @@ pub(crate) fn check(validator: &Validator, value: &Value, what: &str) -> Result<
 /// `definitions` every definition it refers to, directly or not, at the path it has in the
 /// bundle (so each `#/definitions/…` reference resolves as before). `groups`: definitions that
 /// hold definitions of their own (Codex's `v2`). Compiling a subschema with the whole bundle
-/// keeps a copy of all of it per validator.
-pub(crate) fn closure(root: &impl Lookup, pointer: &str, groups: &[&str]) -> Option<Value> {
-    closure_in(root, pointer, "definitions", groups)
+/// keeps a copy of all of it per validator. With `link`, a reference that is no union's branch
+/// is linked instead ([`crate::link`]): its definition is compiled once, on its own.
+pub(crate) fn closure(
+    root: &impl Lookup,
+    pointer: &str,
+    groups: &[&str],
+    link: bool,
+) -> Option<Value> {
+    closure_in(root, pointer, "definitions", groups, link)
 }
 
 /// [`closure`] for a bundle whose definitions sit under `key` (`$defs` in draft 2020-12).
@@ -124,12 +133,14 @@ pub(crate) fn closure_in(
     pointer: &str,
     key: &str,
     groups: &[&str],
+    link: bool,
 ) -> Option<Value> {
     let prefix = format!("#/{key}/");
     let mut doc = root.lookup(pointer.strip_prefix('#')?)?.into_owned();
     let mut definitions = serde_json::Map::new();
+    let refs = |schema: &mut Value| take_refs(schema, &prefix, link);
     // The references of each schema taken in, the last taken in first.
-    let mut pending = vec![refs(&doc)];
+    let mut pending = vec![refs(&mut doc)];
     let mut seen = std::collections::BTreeSet::new();
     while let Some(schema_refs) = pending.pop() {
         for r in schema_refs {
@@ -151,8 +162,8 @@ pub(crate) fn closure_in(
             let Some(def) = root.lookup(&format!("/{key}/{entry}")) else {
                 continue;
             };
-            let def = def.into_owned();
-            pending.push(refs(&def));
+            let mut def = def.into_owned();
+            pending.push(refs(&mut def));
             let slot = if depth == 2 {
                 definitions
                     .entry("v2")
@@ -171,19 +182,34 @@ pub(crate) fn closure_in(
     Some(doc)
 }
 
-/// Every `$ref` string inside `schema`.
-fn refs(schema: &Value) -> Vec<String> {
+/// Every `$ref` string inside `schema` the closure takes the definition of. With `link`, one to
+/// a definition (starting with `prefix`) is written as a linked reference instead and not
+/// taken, unless it is a branch of a union (`anyOf`, `oneOf`, `allOf`).
+fn take_refs(schema: &mut Value, prefix: &str, link: bool) -> Vec<String> {
+    const UNIONS: [&str; 3] = ["anyOf", "oneOf", "allOf"];
     let mut out = Vec::new();
-    let mut stack = vec![schema];
-    while let Some(v) = stack.pop() {
+    let mut stack = vec![(schema, false)];
+    while let Some((v, branch)) = stack.pop() {
         match v {
             Value::Object(m) => {
                 if let Some(Value::String(r)) = m.get("$ref") {
-                    out.push(r.clone());
+                    if link && !branch && r.starts_with(prefix) {
+                        let r = m.remove("$ref").expect("just read");
+                        m.insert(crate::link::KEYWORD.to_owned(), r);
+                    } else {
+                        out.push(r.clone());
+                    }
                 }
-                stack.extend(m.values());
+                for (k, child) in m.iter_mut() {
+                    match (UNIONS.contains(&k.as_str()), child) {
+                        (true, Value::Array(branches)) => {
+                            stack.extend(branches.iter_mut().map(|b| (b, true)));
+                        }
+                        (_, child) => stack.push((child, false)),
+                    }
+                }
             }
-            Value::Array(a) => stack.extend(a),
+            Value::Array(a) => stack.extend(a.iter_mut().map(|x| (x, false))),
             _ => {}
         }
     }
@@ -213,13 +239,15 @@ pub(crate) fn assert_reads_as_its_file(digest: Digest, text: &str, key: &str, gr
         }
         if pointer.starts_with(&format!("/{key}/")) {
             let at = format!("#{pointer}");
-            let from_pieces = closure_in(&pieces, &at, key, groups);
-            let from_whole = closure_in(&whole, &at, key, groups);
-            assert_eq!(
-                from_pieces.map(|v| serde_json::to_string(&v).unwrap()),
-                from_whole.map(|v| serde_json::to_string(&v).unwrap()),
-                "{at}"
-            );
+            for link in [false, true] {
+                let from_pieces = closure_in(&pieces, &at, key, groups, link);
+                let from_whole = closure_in(&whole, &at, key, groups, link);
+                assert_eq!(
+                    from_pieces.map(|v| serde_json::to_string(&v).unwrap()),
+                    from_whole.map(|v| serde_json::to_string(&v).unwrap()),
+                    "{at}"
+                );
+            }
         }
     }
     // A container of pieces is no value of its own; what the file lacks is absent.

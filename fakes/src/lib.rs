@@ -15,6 +15,7 @@ pub mod dsh_sdk;
 pub mod engine;
 pub mod error;
 pub mod judge;
+pub(crate) mod link;
 pub mod model;
 pub mod params;
 pub mod payload;

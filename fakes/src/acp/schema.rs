@@ -3,6 +3,7 @@
 //! `Agent` message shape, then the payload against the definition its method names.
 
 use crate::bundle::{self, Lookup, Pieces, check, closure_in};
+use crate::link::{self, Linker};
 use std::collections::HashMap;
 use std::sync::{Arc, LazyLock, Mutex, OnceLock};
 
@@ -90,21 +91,21 @@ struct Validators {
 
 impl Validators {
     /// The validator of the subschema at `pointer` (`#/$defs/PromptRequest`, `#/anyOf/1`).
-    fn at(&self, pointer: &str) -> Arc<Validator> {
+    fn at(&'static self, pointer: &str) -> Arc<Validator> {
         // Compiled under the lock: runs judged at once asked for the same shape together and
         // each compiled its megabytes.
         let mut compiled = self.compiled.lock().expect("compiled");
         if let Some(v) = compiled.get(pointer) {
             return v.clone();
         }
-        let mut doc = closure_in(&self.root, pointer, "$defs", &[])
+        let mut doc = closure_in(&self.root, pointer, "$defs", &[], true)
             .unwrap_or_else(|| panic!("the ACP schema has no subschema {pointer}"));
         doc["$schema"] = self
             .root
             .lookup("/$schema")
             .map_or(Value::Null, |s| s.into_owned());
         let v = Arc::new(
-            jsonschema::draft202012::new(&doc)
+            link::build(jsonschema::draft202012::options(), &doc, self)
                 .unwrap_or_else(|e| panic!("ACP subschema {pointer} does not compile: {e}")),
         );
         compiled.insert(pointer.to_owned(), v.clone());
@@ -112,7 +113,7 @@ impl Validators {
     }
 
     /// The message shape titled `title` (`Agent`, `Client`).
-    fn shape(&self, title: &str) -> Arc<Validator> {
+    fn shape(&'static self, title: &str) -> Arc<Validator> {
         let shapes = self.shapes.get_or_init(|| {
             let all = self.root.lookup("/anyOf");
             let all = all.as_deref().and_then(Value::as_array);
@@ -128,8 +129,14 @@ impl Validators {
         self.at(&format!("#/anyOf/{i}"))
     }
 
-    fn def(&self, def: &str) -> Arc<Validator> {
+    fn def(&'static self, def: &str) -> Arc<Validator> {
         self.at(&format!("#/$defs/{def}"))
+    }
+}
+
+impl Linker for Validators {
+    fn linked(&'static self, pointer: &str) -> Result<Arc<Validator>, String> {
+        Ok(self.at(pointer))
     }
 }
 
@@ -319,7 +326,7 @@ mod tests {
         assert_eq!(result["title"], "Result");
         // And the patch is applied: a message shape no longer pulls in any method's payload.
         for shape in ["#/anyOf/0", "#/anyOf/1"] {
-            let doc = closure_in(&VALIDATORS.root, shape, "$defs", &[]).unwrap();
+            let doc = closure_in(&VALIDATORS.root, shape, "$defs", &[], false).unwrap();
             let defs = doc["$defs"].as_object().unwrap();
             let payloads = [OUTGOING, RESULTS, INCOMING, CLIENT_RESULTS].concat();
             let pulled: Vec<&str> = payloads

@@ -13,6 +13,7 @@ use serde_json::Value;
 use super::kind;
 use crate::bundle::{self, Lookup, Pieces, check, closure};
 use crate::error::InvalidFrame;
+use crate::link::{self, Linker};
 
 /// The vendored file as generated, which the tests read whole.
 #[cfg(test)]
@@ -22,7 +23,7 @@ const SCHEMA: &str = include_str!("../../schemas/claude-code/0.3.220.schema.json
 /// compiled the first time a frame needs it, with only the definitions it refers to.
 struct Defs {
     root: Pieces,
-    compiled: Mutex<HashMap<&'static str, Arc<Validator>>>,
+    compiled: Mutex<HashMap<String, Arc<Validator>>>,
 }
 
 /// Where the real CLI 2.1.220 writes what the SDK 0.3.220's published types do not allow,
@@ -106,36 +107,42 @@ static DEFS: LazyLock<Defs> = LazyLock::new(|| Defs {
 });
 
 impl Defs {
-    fn get(&self, def: &'static str) -> Result<Arc<Validator>, InvalidFrame> {
-        let pointer = format!("/definitions/{def}");
-        if !self.root.has(&pointer) {
-            return Err(format!("the Claude Agent SDK schema has no `{def}`").into());
+    fn get(&'static self, def: &str) -> Result<Arc<Validator>, InvalidFrame> {
+        Ok(self.at(&format!("/definitions/{def}"))?)
+    }
+
+    /// The validator of the definition at `pointer` (`/definitions/Foo`), compiled once with
+    /// the definitions it refers to linked.
+    fn at(&'static self, pointer: &str) -> Result<Arc<Validator>, String> {
+        let def = pointer.strip_prefix("/definitions/").unwrap_or(pointer);
+        if !self.root.has(pointer) {
+            return Err(format!("the Claude Agent SDK schema has no `{def}`"));
         }
         let mut compiled = self.compiled.lock().unwrap_or_else(|p| p.into_inner());
-        if let Some(v) = compiled.get(def) {
+        if let Some(v) = compiled.get(pointer) {
             return Ok(v.clone());
         }
         // Only the definitions it refers to: the whole file per validator held megabytes.
-        let mut sub = closure(&self.root, &format!("#{pointer}"), &[])
+        let mut sub = closure(&self.root, &format!("#{pointer}"), &[], true)
             .ok_or_else(|| format!("the Claude Agent SDK's `{def}` cannot be resolved"))?;
         if let Some(s) = self.root.lookup("/$schema") {
             sub["$schema"] = s.into_owned();
         }
         let v = Arc::new(
-            jsonschema::validator_for(&sub)
+            link::build(jsonschema::options(), &sub, self)
                 .map_err(|e| format!("the Claude Agent SDK's `{def}` does not compile: {e}"))?,
         );
-        compiled.insert(def, v.clone());
+        compiled.insert(pointer.to_owned(), v.clone());
         Ok(v)
     }
 
-    fn check(&self, def: &'static str, value: &Value) -> Result<(), InvalidFrame> {
+    fn check(&'static self, def: &'static str, value: &Value) -> Result<(), InvalidFrame> {
         check(&*self.get(def)?, value, def)
     }
 
     /// [`Self::check`] with what [`CHECKED_APART`] left out of `def` checked too: the verdict
     /// of the definition as the SDK publishes it (bar the observed deviations).
-    fn check_whole(&self, def: &'static str, value: &Value) -> Result<(), InvalidFrame> {
+    fn check_whole(&'static self, def: &'static str, value: &Value) -> Result<(), InvalidFrame> {
         self.check(def, value)?;
         match def {
             "SDKControlRequest" => self.check("SDKControlRequestInner", &value["request"]),
@@ -146,7 +153,7 @@ impl Defs {
     }
 
     /// The requests a control response says are still pending, each a whole `SDKControlRequest`.
-    fn pending_requests(&self, response: &Value) -> Result<(), InvalidFrame> {
+    fn pending_requests(&'static self, response: &Value) -> Result<(), InvalidFrame> {
         for key in [
             "pending_permission_requests",
             "pending_user_dialog_requests",
@@ -156,6 +163,12 @@ impl Defs {
             }
         }
         Ok(())
+    }
+}
+
+impl Linker for Defs {
+    fn linked(&'static self, pointer: &str) -> Result<Arc<Validator>, String> {
+        self.at(pointer.strip_prefix('#').unwrap_or(pointer))
     }
 }
 
@@ -315,7 +328,7 @@ mod tests {
         assert!(validate_frame(&error, None).is_err());
         // And the union is compiled into neither.
         for def in ["SDKControlRequest", "SDKControlResponse"] {
-            let doc = closure(&DEFS.root, &format!("#/definitions/{def}"), &[]).unwrap();
+            let doc = closure(&DEFS.root, &format!("#/definitions/{def}"), &[], true).unwrap();
             assert!(
                 doc["definitions"].get("SDKControlRequestInner").is_none(),
                 "{def} still compiles every control request"

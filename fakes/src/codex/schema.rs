@@ -13,6 +13,7 @@
 //! The real server never sends `jsonrpc`, so a frame carrying it fails too.
 
 use crate::bundle::{self, Digest, Lookup, Pieces, check, closure};
+use crate::link::{self, Linker};
 use std::collections::HashMap;
 use std::sync::{Arc, LazyLock, Mutex};
 
@@ -118,19 +119,17 @@ impl Bundle {
         }
     }
 
-    fn validator(&self, pointer: &str) -> Arc<Validator> {
+    fn validator(&'static self, pointer: &str) -> Arc<Validator> {
         // Compiled under the lock: runs judged at once asked for the same subschema together
         // and each compiled it.
         let mut compiled = self.compiled.lock().expect("compiled");
         if let Some(v) = compiled.get(pointer) {
             return v.clone();
         }
-        let doc = closure(&self.root, pointer, &["v2"])
+        let doc = closure(&self.root, pointer, &["v2"], true)
             .unwrap_or_else(|| panic!("the Codex bundle has no subschema {pointer}"));
         let v = Arc::new(
-            jsonschema::options()
-                .with_draft(Draft::Draft7)
-                .build(&doc)
+            link::build(jsonschema::options().with_draft(Draft::Draft7), &doc, self)
                 .unwrap_or_else(|e| {
                     panic!(
                         "Codex {} subschema {pointer} does not compile: {e}",
@@ -142,8 +141,14 @@ impl Bundle {
         v
     }
 
-    fn check(&self, pointer: &str, value: &Value, what: &str) -> Result<(), InvalidFrame> {
+    fn check(&'static self, pointer: &str, value: &Value, what: &str) -> Result<(), InvalidFrame> {
         check(&self.validator(pointer), value, what)
+    }
+}
+
+impl Linker for Bundle {
+    fn linked(&'static self, pointer: &str) -> Result<Arc<Validator>, String> {
+        Ok(self.validator(pointer))
     }
 }
 
@@ -353,6 +358,84 @@ mod tests {
                 None,
             ),
         ]
+    }
+
+    /// Each value `v` with one member or item anywhere in it replaced by a number, or a
+    /// member taken out.
+    fn variants(v: &Value) -> Vec<Value> {
+        let mut out = vec![v.clone()];
+        let mut at = |path: &str, change: &dyn Fn(&mut Value, &str)| {
+            let mut changed = v.clone();
+            let (parent, last) = path.rsplit_once('/').expect("a path");
+            if let Some(p) = changed.pointer_mut(parent) {
+                change(p, last);
+                out.push(changed);
+            }
+        };
+        let mut paths = Vec::new();
+        let mut stack = vec![(String::new(), v)];
+        while let Some((path, v)) = stack.pop() {
+            match v {
+                Value::Object(m) => stack.extend(m.iter().map(|(k, v)| (format!("{path}/{k}"), v))),
+                Value::Array(a) => {
+                    stack.extend(
+                        a.iter()
+                            .enumerate()
+                            .map(|(i, v)| (format!("{path}/{i}"), v)),
+                    );
+                }
+                _ => {}
+            }
+            if !path.is_empty() {
+                paths.push(path);
+            }
+        }
+        for path in &paths {
+            at(path, &|p, last| match p {
+                Value::Object(m) => {
+                    m.insert(last.to_owned(), json!(42));
+                }
+                Value::Array(a) => a[last.parse::<usize>().unwrap()] = json!(42),
+                _ => {}
+            });
+            at(path, &|p, last| {
+                if let Value::Object(m) = p {
+                    m.remove(last);
+                }
+            });
+        }
+        out
+    }
+
+    /// Linked ([`crate::link`]) or compiled in place with every definition it reaches, a
+    /// subschema says the same of a value: the same verdict, the same errors at the same places.
+    #[test]
+    fn a_linked_subschema_says_what_one_compiled_in_place_says() {
+        let b = bundle("0.169.0").unwrap();
+        let (mut compared, mut failing) = (0, 0);
+        for (frame, _) in real_frames() {
+            let Some(method) = frame["method"].as_str() else {
+                continue;
+            };
+            let pointer = &b.notifications[method];
+            let doc = closure(&b.root, pointer, &["v2"], false).unwrap();
+            let in_place = jsonschema::options()
+                .with_draft(Draft::Draft7)
+                .build(&doc)
+                .unwrap();
+            let linked = b.validator(pointer);
+            for variant in variants(&frame) {
+                let said = check(&linked, &variant, method);
+                assert_eq!(said, check(&in_place, &variant, method), "{variant}");
+                compared += 1;
+                failing += usize::from(said.is_err());
+            }
+        }
+        // Errors found inside linked definitions, not only at the frames' tops.
+        assert!(
+            failing > 40 && compared > failing + 20,
+            "{failing} of {compared}"
+        );
     }
 
     #[test]
