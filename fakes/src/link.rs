@@ -27,7 +27,7 @@ pub(crate) trait Linker: Sync {
     fn linked(&'static self, pointer: &str) -> Result<Arc<Validator>, String>;
 }
 
-/// Compiles `doc` (a linked closure, [`crate::bundle::closure_in`]) with `options`, its linked
+/// Compiles `doc` (a bundle's closure with its references linked) with `options`, its linked
 /// references resolved through `linker`.
 pub(crate) fn build(
     options: ValidationOptions<'_>,

@@ -36,6 +36,8 @@ const FAKES_LAYERS: Layers = &[
     &["process", "wire"],
     // What acts on the subject's stdio in its own time: termination signals, writes to stdout.
     &["signals", "stdout"],
+    // A reference between a bundle's definitions, compiled once for all who refer to it.
+    &["link"],
     // JSON no protocol owns: the digested schema bundles, how `expect` compares params, long payloads.
     &["bundle", "params", "payload"],
     // The seam every protocol's codec is written against (frames, sugar, validation).
