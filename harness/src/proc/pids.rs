@@ -218,7 +218,10 @@ pub fn command_line(pid: i32) -> String {
 /// The first of `links` (`pipe:[…]`, in the order of `pid`'s descriptors) that one of `pid`'s
 /// open descriptors links to and `held` accepts (given the descriptor), read through one handle
 /// on `/proc/<pid>/fd` (a settling scan reads every fd of every process in the tree; a path per
-/// fd would walk `/proc` again for each) into one buffer, up to the first found.
+/// fd would walk `/proc` again for each) into one buffer, up to the first found. The link is
+/// read again once `held` has answered: a child of the subject read between fork and exec, and
+/// asked of after its exec (a scan preempted under load), has another file under that number by
+/// then, which `held` judged — another run's runtime was taken for a holder of this run's pipes.
 pub fn fd_link_among(pid: i32, links: &[String], held: impl Fn(&str) -> bool) -> Option<&String> {
     use nix::dir::Dir;
     use nix::fcntl::OFlag;
@@ -246,6 +249,8 @@ pub fn fd_link_among(pid: i32, links: &[String], held: impl Fn(&str) -> bool) ->
         let found = links.iter().find(|l| l.as_bytes() == link.as_bytes());
         if let Some(l) = found
             && held(&name)
+            && rustix::fs::readlinkat(&dir, name.as_str(), Vec::new())
+                .is_ok_and(|again| again.as_bytes() == l.as_bytes())
         {
             return Some(l);
         }
@@ -357,6 +362,32 @@ mod tests {
         assert!(!close_on_exec(me, &plain.as_raw_fd().to_string()));
         // A descriptor that is gone (closed after it was listed) holds nothing either.
         assert!(close_on_exec(me, "999999"));
+    }
+
+    /// A descriptor that names another file once `held` has judged it (the process exec'd in
+    /// between, and the number was taken again) is no hold of the pipe it named before.
+    #[test]
+    fn a_descriptor_that_changed_while_it_was_judged_holds_nothing() {
+        use std::os::fd::AsRawFd;
+        // One end of each pipe kept: both ends of one pipe name it alike.
+        let (read, _) = nix::unistd::pipe().unwrap();
+        let (other, _) = nix::unistd::pipe().unwrap();
+        let me = std::process::id() as i32;
+        let link = std::fs::read_link(format!("/proc/self/fd/{}", read.as_raw_fd())).unwrap();
+        let links = [link.to_string_lossy().into_owned()];
+        let number = read.as_raw_fd().to_string();
+        // Unchanged, it holds.
+        assert_eq!(fd_link_among(me, &links, |_| true), Some(&links[0]));
+        // Judged while the number changes hands, it does not.
+        let changed = fd_link_among(me, &links, |fd| {
+            if fd == number {
+                // SAFETY: both descriptors are open and owned here; `read` keeps owning its
+                // number, which now names the other pipe.
+                assert!(unsafe { nix::libc::dup2(other.as_raw_fd(), read.as_raw_fd()) } >= 0);
+            }
+            true
+        });
+        assert_eq!(changed, None);
     }
 
     #[tokio::test]

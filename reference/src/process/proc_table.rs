@@ -127,6 +127,14 @@ pub(super) fn has_marker(pid: i32, marker: &str) -> bool {
 /// close-on-exec copy is not holding: a child of this process between fork and exec has a copy
 /// of every run's pipe ends (all close-on-exec), and would otherwise be taken for every run's.
 pub(super) fn holds_any(pid: i32, pipes: &[String]) -> bool {
+    holds_any_kept(pid, pipes, |fd| !close_on_exec(pid, fd))
+}
+
+/// [`holds_any`], with `kept` telling whether a descriptor survives exec. The link is read
+/// again once `kept` has answered: a child read between fork and exec and asked of after its
+/// exec (this thread preempted in between) has another file under that number, which `kept`
+/// judged — another run's runtime was taken for this run's and sent its SIGTERM.
+pub(super) fn holds_any_kept(pid: i32, pipes: &[String], kept: impl Fn(&str) -> bool) -> bool {
     use nix::fcntl::{OFlag, readlinkat};
     // One handle on the folder, each link read relative to it: not a walk of `/proc` per fd.
     let Ok(mut dir) = nix::dir::Dir::open(
@@ -141,10 +149,18 @@ pub(super) fn holds_any(pid: i32, pipes: &[String]) -> bool {
         .flatten()
         .map(|e| e.file_name().to_owned())
         .collect();
+    let link = |fd: &std::ffi::CStr| {
+        readlinkat(&dir, fd).ok().and_then(|target| {
+            pipes
+                .iter()
+                .find(|p| target.as_os_str() == p.as_str())
+                .cloned()
+        })
+    };
     fds.iter().any(|fd| {
-        readlinkat(&dir, fd.as_c_str())
-            .is_ok_and(|target| pipes.iter().any(|p| target.as_os_str() == p.as_str()))
-            && !close_on_exec(pid, &fd.to_string_lossy())
+        link(fd.as_c_str()).is_some_and(|pipe| {
+            kept(&fd.to_string_lossy()) && link(fd.as_c_str()).as_ref() == Some(&pipe)
+        })
     })
 }
 

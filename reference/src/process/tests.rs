@@ -159,3 +159,27 @@ async fn ladder_kills_term_trapping_tree() {
     assert!(!group_alive(pgid));
     assert_eq!(sp.child.exited().unwrap().signal, Some(libc::SIGKILL));
 }
+
+/// A descriptor that names another file once it was judged to survive exec (the process exec'd
+/// in between and the number was taken again) is no hold of the pipe it named before.
+#[test]
+fn a_descriptor_that_changed_while_it_was_judged_holds_nothing() {
+    use std::os::fd::AsRawFd;
+    // One end of each pipe kept: both ends of one pipe name it alike.
+    let (read, _) = nix::unistd::pipe().unwrap();
+    let (other, _) = nix::unistd::pipe().unwrap();
+    let me = std::process::id() as i32;
+    let link = std::fs::read_link(format!("/proc/self/fd/{}", read.as_raw_fd())).unwrap();
+    let pipes = [link.to_string_lossy().into_owned()];
+    let number = read.as_raw_fd().to_string();
+    assert!(holds_any_kept(me, &pipes, |_| true));
+    let changed = holds_any_kept(me, &pipes, |fd| {
+        if fd == number {
+            // SAFETY: both descriptors are open and owned here; `read` keeps owning its
+            // number, which now names the other pipe.
+            assert!(unsafe { libc::dup2(other.as_raw_fd(), read.as_raw_fd()) } >= 0);
+        }
+        true
+    });
+    assert!(!changed);
+}
