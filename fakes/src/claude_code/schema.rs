@@ -44,46 +44,11 @@ const OBSERVED_DEVIATIONS: &[Deviation] = &[
     Deviation::Optional("BetaTextBlock", "citations"),
 ];
 
-/// Members left out of the definition they sit in and checked apart ([`Defs::check_whole`]),
-/// with the same verdict: each is `SDKControlRequestInner`, the union of every control request
-/// (some 110 KB of schema). Compiled whole into `SDKControlRequest`, and again into a control
-/// response's pending requests, it made two thirds of the Claude Code schema the harness held
-/// compiled (it checks every frame a fake sends). A control request the CLI sends is held to
-/// its subtype's own type, a branch of that union ([`request_def`]); a pending request, to the
-/// union itself, compiled only if one is ever sent.
-const CHECKED_APART: &[(&str, &str)] = &[
-    ("SDKControlRequest", "/properties/request"),
-    (
-        "ControlResponse",
-        "/properties/pending_permission_requests/items",
-    ),
-    (
-        "ControlResponse",
-        "/properties/pending_user_dialog_requests/items",
-    ),
-    (
-        "ControlErrorResponse",
-        "/properties/pending_permission_requests/items",
-    ),
-    (
-        "ControlErrorResponse",
-        "/properties/pending_user_dialog_requests/items",
-    ),
-];
-
-/// Widens the definition at `pointer` (a piece of the digested file) where a deviation names
-/// it, and leaves out what is [`CHECKED_APART`].
+/// Widens the definition at `pointer` (a piece of the digested file) where a deviation names it.
 fn widen(pointer: &str, definition: &mut Value) {
     let Some(name) = pointer.strip_prefix("/definitions/") else {
         return;
     };
-    for (def, member) in CHECKED_APART {
-        if *def == name
-            && let Some(m) = definition.pointer_mut(member)
-        {
-            *m = Value::Object(serde_json::Map::new());
-        }
-    }
     for deviation in OBSERVED_DEVIATIONS {
         match *deviation {
             Deviation::Value(def, value) if def == name => {
@@ -139,31 +104,6 @@ impl Defs {
     fn check(&'static self, def: &'static str, value: &Value) -> Result<(), InvalidFrame> {
         check(&*self.get(def)?, value, def)
     }
-
-    /// [`Self::check`] with what [`CHECKED_APART`] left out of `def` checked too: the verdict
-    /// of the definition as the SDK publishes it (bar the observed deviations).
-    fn check_whole(&'static self, def: &'static str, value: &Value) -> Result<(), InvalidFrame> {
-        self.check(def, value)?;
-        match def {
-            "SDKControlRequest" => self.check("SDKControlRequestInner", &value["request"]),
-            "SDKControlResponse" => self.pending_requests(&value["response"]),
-            "ControlResponse" | "ControlErrorResponse" => self.pending_requests(value),
-            _ => Ok(()),
-        }
-    }
-
-    /// The requests a control response says are still pending, each a whole `SDKControlRequest`.
-    fn pending_requests(&'static self, response: &Value) -> Result<(), InvalidFrame> {
-        for key in [
-            "pending_permission_requests",
-            "pending_user_dialog_requests",
-        ] {
-            for request in response[key].as_array().into_iter().flatten() {
-                self.check_whole("SDKControlRequest", request)?;
-            }
-        }
-        Ok(())
-    }
 }
 
 impl Linker for Defs {
@@ -213,8 +153,6 @@ pub fn validate_frame(frame: &Value, answers: Option<&str>) -> Result<(), Invali
             _ => defs.check("SDKResultError", frame),
         },
         kind::CONTROL_REQUEST => {
-            // The envelope; the request is held to its subtype's own type below, a branch of
-            // the union the envelope names (`CHECKED_APART`).
             defs.check("SDKControlRequest", frame)?;
             let subtype = frame.pointer("/request/subtype").and_then(Value::as_str);
             match subtype.and_then(request_def) {
@@ -225,7 +163,7 @@ pub fn validate_frame(frame: &Value, answers: Option<&str>) -> Result<(), Invali
             }
         }
         kind::CONTROL_RESPONSE => {
-            defs.check_whole("SDKControlResponse", frame)?;
+            defs.check("SDKControlResponse", frame)?;
             let response = &frame["response"];
             match (response["subtype"].as_str(), answers.and_then(answer_def)) {
                 (Some("success"), Some(def)) => defs.check(def, &response["response"]),
@@ -276,7 +214,7 @@ mod tests {
             // `citations` (an API error's synthetic message).
             let widened = valid || case == "missing_citations";
             assert_eq!(
-                DEFS.check_whole(def, &sample).is_ok(),
+                DEFS.get(def).unwrap().is_valid(&sample),
                 widened,
                 "{name} (with the observed deviations)"
             );
@@ -293,31 +231,18 @@ mod tests {
         serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap()
     }
 
-    /// What `CHECKED_APART` leaves out of a definition is still checked: a control request
-    /// against its subtype's own type, which must be a branch of the union left out, and a
-    /// control response's pending requests against the whole union.
+    /// A control response's pending requests are judged as control requests, whichever
+    /// request the SDK's union allows (reached through a linked reference, [`crate::link`]).
     #[test]
-    fn what_is_checked_apart_is_still_checked() {
-        let raw: Value = serde_json::from_str(SCHEMA).unwrap();
-        let union = raw["definitions"]["SDKControlRequestInner"]["anyOf"]
-            .as_array()
-            .unwrap();
-        for subtype in [kind::CAN_USE_TOOL, kind::ELICITATION, kind::USER_DIALOG] {
-            let def = request_def(subtype).unwrap();
-            let branch = json!({ "$ref": format!("#/definitions/{def}") });
-            assert!(union.contains(&branch), "{def} is no branch of the union");
-        }
+    fn a_control_responses_pending_requests_are_judged_as_requests() {
         let valid = sample("SDKControlRequest.can_use_tool.valid");
         let invalid = sample("SDKControlRequest.can_use_tool_missing_tool_use_id.invalid");
-        assert_eq!(validate_frame(&valid, None), Ok(()));
-        assert!(validate_frame(&invalid, None).is_err());
         let mut answer = sample("SDKControlResponse.initialize.valid");
         assert_eq!(validate_frame(&answer, None), Ok(()));
         answer["response"]["pending_permission_requests"] = json!([valid]);
         assert_eq!(validate_frame(&answer, None), Ok(()));
         answer["response"]["pending_permission_requests"] = json!([invalid]);
         assert!(validate_frame(&answer, None).is_err());
-        // An error answer's pending requests too, and whatever request the union allows.
         let mut error = sample("SDKControlResponse.error.valid");
         let mut interrupt = valid.clone();
         interrupt["request"] = json!({ "subtype": "interrupt" });
@@ -326,14 +251,6 @@ mod tests {
         interrupt["request"] = json!({ "subtype": "no_such_request" });
         error["response"]["pending_user_dialog_requests"] = json!([interrupt]);
         assert!(validate_frame(&error, None).is_err());
-        // And the union is compiled into neither.
-        for def in ["SDKControlRequest", "SDKControlResponse"] {
-            let doc = closure(&DEFS.root, &format!("#/definitions/{def}"), &[], true).unwrap();
-            assert!(
-                doc["definitions"].get("SDKControlRequestInner").is_none(),
-                "{def} still compiles every control request"
-            );
-        }
     }
 
     #[test]
