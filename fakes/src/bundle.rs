@@ -256,6 +256,54 @@ pub(crate) fn assert_reads_as_its_file(digest: Digest, text: &str, key: &str, gr
     assert_eq!(pieces.lookup("/no/such/thing"), None);
 }
 
+/// Each value `v` with one member or item anywhere in it replaced by a number, or a
+/// member taken out.
+#[cfg(test)]
+pub(crate) fn variants(v: &Value) -> Vec<Value> {
+    let mut out = vec![v.clone()];
+    let mut at = |path: &str, change: &dyn Fn(&mut Value, &str)| {
+        let mut changed = v.clone();
+        let (parent, last) = path.rsplit_once('/').expect("a path");
+        if let Some(p) = changed.pointer_mut(parent) {
+            change(p, last);
+            out.push(changed);
+        }
+    };
+    let mut paths = Vec::new();
+    let mut stack = vec![(String::new(), v)];
+    while let Some((path, v)) = stack.pop() {
+        match v {
+            Value::Object(m) => stack.extend(m.iter().map(|(k, v)| (format!("{path}/{k}"), v))),
+            Value::Array(a) => {
+                stack.extend(
+                    a.iter()
+                        .enumerate()
+                        .map(|(i, v)| (format!("{path}/{i}"), v)),
+                );
+            }
+            _ => {}
+        }
+        if !path.is_empty() {
+            paths.push(path);
+        }
+    }
+    for path in &paths {
+        at(path, &|p, last| match p {
+            Value::Object(m) => {
+                m.insert(last.to_owned(), serde_json::json!(42));
+            }
+            Value::Array(a) => a[last.parse::<usize>().unwrap()] = serde_json::json!(42),
+            _ => {}
+        });
+        at(path, &|p, last| {
+            if let Value::Object(m) = p {
+                m.remove(last);
+            }
+        });
+    }
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -260,6 +260,52 @@ mod tests {
         assert_eq!(validate_frame(&err, Some("x/y")), Ok(()));
     }
 
+    /// Linked ([`crate::link`]) or compiled in place with every definition it reaches, an ACP
+    /// subschema (draft 2020-12, where a reference's siblings count too) says the same of a
+    /// value: the same verdict, the same errors at the same places.
+    #[test]
+    fn a_linked_subschema_says_what_one_compiled_in_place_says() {
+        let payloads = [
+            (
+                "SessionNotification",
+                json!({"sessionId":"s","update":{"sessionUpdate":"tool_call","toolCallId":"t1",
+                    "title":"Read","kind":"read","status":"pending",
+                    "content":[{"type":"content","content":{"type":"text","text":"x"}}],
+                    "locations":[{"path":"/a","line":1}]}}),
+            ),
+            (
+                "RequestPermissionRequest",
+                json!({"sessionId":"s","toolCall":{"toolCallId":"t1","title":"Write"},
+                    "options":[{"optionId":"allow","name":"Allow","kind":"allow_once"}]}),
+            ),
+            (
+                "PromptRequest",
+                json!({"sessionId":"s","prompt":[{"type":"text","text":"hi"},
+                    {"type":"resource_link","uri":"file:///a","name":"a"}]}),
+            ),
+        ];
+        let v = &*VALIDATORS;
+        let (mut compared, mut failing) = (0, 0);
+        for (def, payload) in payloads {
+            let pointer = format!("#/$defs/{def}");
+            let mut doc = closure_in(&v.root, &pointer, "$defs", &[], false).unwrap();
+            doc["$schema"] = v.root.lookup("/$schema").unwrap().into_owned();
+            let in_place = jsonschema::draft202012::new(&doc).unwrap();
+            let linked = v.def(def);
+            assert_eq!(check(&linked, &payload, def), Ok(()), "{def}");
+            for variant in bundle::variants(&payload) {
+                let said = check(&linked, &variant, def);
+                assert_eq!(said, check(&in_place, &variant, def), "{variant}");
+                compared += 1;
+                failing += usize::from(said.is_err());
+            }
+        }
+        assert!(
+            failing > 20 && compared > failing + 10,
+            "{failing} of {compared}"
+        );
+    }
+
     #[test]
     fn client_frames_are_checked_against_the_client_side() {
         let prompt = json!({"jsonrpc":"2.0","id":2,"method":"session/prompt","params":{"sessionId":"s","prompt":[{"type":"text","text":"hi"}]}});

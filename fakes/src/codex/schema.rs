@@ -360,53 +360,6 @@ mod tests {
         ]
     }
 
-    /// Each value `v` with one member or item anywhere in it replaced by a number, or a
-    /// member taken out.
-    fn variants(v: &Value) -> Vec<Value> {
-        let mut out = vec![v.clone()];
-        let mut at = |path: &str, change: &dyn Fn(&mut Value, &str)| {
-            let mut changed = v.clone();
-            let (parent, last) = path.rsplit_once('/').expect("a path");
-            if let Some(p) = changed.pointer_mut(parent) {
-                change(p, last);
-                out.push(changed);
-            }
-        };
-        let mut paths = Vec::new();
-        let mut stack = vec![(String::new(), v)];
-        while let Some((path, v)) = stack.pop() {
-            match v {
-                Value::Object(m) => stack.extend(m.iter().map(|(k, v)| (format!("{path}/{k}"), v))),
-                Value::Array(a) => {
-                    stack.extend(
-                        a.iter()
-                            .enumerate()
-                            .map(|(i, v)| (format!("{path}/{i}"), v)),
-                    );
-                }
-                _ => {}
-            }
-            if !path.is_empty() {
-                paths.push(path);
-            }
-        }
-        for path in &paths {
-            at(path, &|p, last| match p {
-                Value::Object(m) => {
-                    m.insert(last.to_owned(), json!(42));
-                }
-                Value::Array(a) => a[last.parse::<usize>().unwrap()] = json!(42),
-                _ => {}
-            });
-            at(path, &|p, last| {
-                if let Value::Object(m) = p {
-                    m.remove(last);
-                }
-            });
-        }
-        out
-    }
-
     /// Linked ([`crate::link`]) or compiled in place with every definition it reaches, a
     /// subschema says the same of a value: the same verdict, the same errors at the same places.
     #[test]
@@ -424,7 +377,7 @@ mod tests {
                 .build(&doc)
                 .unwrap();
             let linked = b.validator(pointer);
-            for variant in variants(&frame) {
+            for variant in bundle::variants(&frame) {
                 let said = check(&linked, &variant, method);
                 assert_eq!(said, check(&in_place, &variant, method), "{variant}");
                 compared += 1;
