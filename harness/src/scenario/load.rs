@@ -3,7 +3,7 @@
 
 use std::path::{Path, PathBuf};
 
-use conform_protocol::script::{Script, Step};
+use conform_protocol::script::Step;
 use serde::Deserialize;
 use toml::Spanned;
 
@@ -135,7 +135,7 @@ pub fn load_in(roots: Roots, path: &Path) -> Result<Scenario, ScenarioError> {
     check_file(path, &text, &file)?;
     let mut steps = Expanded::default();
     expand(roots, path, &text, &file.fake.steps, &mut steps, 0, None)?;
-    let steps = steps.steps;
+    let Expanded { steps, json, .. } = steps;
     check_references(path, &text, &file, &steps)?;
     check_waits(path, &text, &file, &steps)?;
     if let Some(model) = file.peer.as_ref().and_then(|p| p.model.as_ref())
@@ -156,11 +156,9 @@ pub fn load_in(roots: Roots, path: &Path) -> Result<Scenario, ScenarioError> {
             ),
         ));
     }
-    let script = HeldScript::new(Script {
-        protocol: file.provider,
-        product_version: file.product_version.clone(),
-        steps,
-    });
+    // Held as the JSON the bound was counted on: serialising a thousand scenarios' steps
+    // again is most of what loading the catalog costs in a debug build.
+    let script = HeldScript::from_json(file.provider, file.product_version.clone(), json);
     // The steps as written served the expansion; the script is what runs. A step is a wide
     // struct (one optional field per key), and a suite holds every scenario at once.
     let mut file = file;
@@ -178,13 +176,17 @@ pub fn load_in(roots: Roots, path: &Path) -> Result<Scenario, ScenarioError> {
 #[derive(Default)]
 struct Expanded {
     steps: Vec<Step>,
+    /// Each step as JSON, as the fake reads it.
+    json: Vec<Box<str>>,
     bytes: usize,
 }
 
 impl Expanded {
     /// Adds a step; says which bound it breaks, if it does.
     fn push(&mut self, step: Step) -> Result<(), String> {
-        self.bytes += serde_json::to_string(&step).map_or(0, |j| j.len());
+        let json = serde_json::to_string(&step).expect("a step serializes");
+        self.bytes += json.len();
+        self.json.push(json.into_boxed_str());
         self.steps.push(step);
         if self.steps.len() > MAX_STEPS {
             return Err(format!(

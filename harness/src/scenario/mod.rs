@@ -502,6 +502,19 @@ impl HeldScript {
         held
     }
 
+    /// A script whose steps are already JSON (each as [`HeldScript::set_steps`] writes it).
+    pub(crate) fn from_json(
+        protocol: Provider,
+        product_version: Option<String>,
+        steps: Vec<Box<str>>,
+    ) -> HeldScript {
+        HeldScript {
+            protocol,
+            product_version,
+            steps,
+        }
+    }
+
     /// The steps, parsed again.
     pub fn steps(&self) -> Vec<Step> {
         self.steps
