@@ -51,6 +51,10 @@ pub struct Options {
     /// Run each scenario in this mode only (where it has it): the differential reads
     /// foreground wires alone.
     pub only_mode: Option<conform_protocol::subject::Mode>,
+    /// Try each output failure again under the fake's other product versions, for the hint
+    /// ([`skew`]). It never changes a verdict, so a suite that reads verdicts alone (the
+    /// self-test's kill matrix) is spared the serial reruns.
+    pub version_hints: bool,
 }
 
 impl Options {
@@ -70,6 +74,7 @@ impl Options {
             interrupt: crate::proc::interrupt::never(),
             keep_ledgers: false,
             only_mode: None,
+            version_hints: true,
         }
     }
 }

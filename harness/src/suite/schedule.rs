@@ -48,7 +48,10 @@ pub async fn run_scenarios(
     )
     .await;
     let reports = super::rerun::alone(&ctx, &units, reports, || judging(opts)).await;
-    let reports = super::skew::hint(&ctx, &units, reports, || judging(opts)).await;
+    let reports = match opts.version_hints {
+        true => super::skew::hint(&ctx, &units, reports, || judging(opts)).await,
+        false => reports,
+    };
     let mut report = sweep::sweep(&ctx, reports, opts.settings.allow_skips).await;
     report.subject = subject;
     report.fakes_speak = scenarios
