@@ -1,6 +1,6 @@
 // Which order the real Claude Agent SDK writes its first frames in: given a string prompt, does
 // it write the task's `user` message before the CLI answered its `initialize` request? The
-// Claude Code fake must accept whichever the SDK does (fakes/tests/claude_code.rs shows both);
+// Claude Code fake must accept whichever the SDK does (fakes/tests/e2e/claude_code.rs shows both);
 // this says which the pinned SDK does. The CLI here is a stub that answers `initialize` late
 // and records every line, with whether the answer had gone out when it came.
 //
