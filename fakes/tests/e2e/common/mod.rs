@@ -45,6 +45,7 @@ pub struct Fake {
     pub log: Vec<FakeLine>,
     closed: HashSet<i32>,
     grandchildren: Vec<i32>,
+    _turn: Turn,
     writers: Writers,
     exited: Option<ExitStatus>,
 }
@@ -98,6 +99,48 @@ fn binary(protocol: &str) -> &'static str {
     }
 }
 
+/// Tests driving fakes at once: two, as when each protocol's tests were a binary of their own
+/// on two threads. The signal tests race a signal against stdin by design, and with eight
+/// tests' fakes in flight "stdin closed and SIGTERM at once" was read as SIGTERM first (twice in
+/// a dozen runs; not yet explained by the fake's code).
+const TESTS_AT_ONCE: usize = 2;
+
+static DRIVING: std::sync::Mutex<usize> = std::sync::Mutex::new(0);
+static TURN_FREED: std::sync::Condvar = std::sync::Condvar::new();
+
+thread_local! {
+    /// The fakes this test's thread holds: its turn is taken with the first, given back with
+    /// the last.
+    static HELD: std::cell::Cell<usize> = const { std::cell::Cell::new(0) };
+}
+
+/// A test's turn among [`TESTS_AT_ONCE`], held by each of its fakes.
+struct Turn;
+
+impl Turn {
+    fn take() -> Turn {
+        if HELD.get() == 0 {
+            let mut n = DRIVING.lock().unwrap_or_else(|e| e.into_inner());
+            while *n >= TESTS_AT_ONCE {
+                n = TURN_FREED.wait(n).unwrap_or_else(|e| e.into_inner());
+            }
+            *n += 1;
+        }
+        HELD.set(HELD.get() + 1);
+        Turn
+    }
+}
+
+impl Drop for Turn {
+    fn drop(&mut self) {
+        HELD.set(HELD.get().saturating_sub(1));
+        if HELD.get() == 0 {
+            *DRIVING.lock().unwrap_or_else(|e| e.into_inner()) -= 1;
+            TURN_FREED.notify_all();
+        }
+    }
+}
+
 /// Spawns share it; closing a fake's stdin holds it alone ([`Fake::close_stdin`]). `spawn`
 /// returns once the child has exec'd, so no fork holds a copy of a pipe outside it.
 static SPAWNING: std::sync::RwLock<()> = std::sync::RwLock::new(());
@@ -135,6 +178,7 @@ fn fake_full(
     cmd.stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(Stdio::inherit());
+    let turn = Turn::take();
     let mut child = {
         let _spawning = SPAWNING.read().unwrap_or_else(|e| e.into_inner());
         cmd.spawn().unwrap()
@@ -165,6 +209,7 @@ fn fake_full(
         log: Vec::new(),
         closed: HashSet::new(),
         grandchildren: Vec::new(),
+        _turn: turn,
         writers,
         exited: None,
     }
