@@ -2,7 +2,6 @@
 //! such run costs half a minute of both cores in a debug build, and the tests that judge it
 //! (it passes as a host runs it, it leaves nothing behind) ask different questions of one run.
 
-use std::path::Path;
 use std::process::Command;
 use std::sync::OnceLock;
 
@@ -60,7 +59,8 @@ pub fn whole_catalog() -> &'static WholeCatalog {
             code: out.status.code(),
             out: stdout(&out),
             err: stderr(&out),
-            extracted: Path::new(cache.path())
+            extracted: cache
+                .path()
                 .join(format!("conform/catalog-{digest}"))
                 .is_dir(),
             digest,
