@@ -681,7 +681,6 @@ fn a_peers_deadline_cuts_its_runs_off() {
     )
     .unwrap();
     let report = peers.path().join("r.json");
-    let started = std::time::Instant::now();
     let out = {
         let _slot = common::Slot::take();
         conform()
@@ -692,8 +691,9 @@ fn a_peers_deadline_cuts_its_runs_off() {
             .output()
             .unwrap()
     };
+    // Which deadline cut the run off is read from the detail, never from a clock: the suite's
+    // 20 s would name 20000 ms.
     assert_eq!(out.status.code(), Some(1), "{}", stdout(&out));
-    assert!(started.elapsed() < std::time::Duration::from_secs(15));
     let report: Value = serde_json::from_str(&std::fs::read_to_string(&report).unwrap()).unwrap();
     let cases = report["cases"].as_array().unwrap();
     assert_eq!(cases.len(), 2);
