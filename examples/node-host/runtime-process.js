@@ -73,7 +73,8 @@ class RuntimeProcess {
   async waitExit(ms) {
     if (this.exit === null) {
       await new Promise((resolve) => {
-        const timer = setTimeout(resolve, ms);
+        // setImmediate: an exit that arrived while the timer was late is read first.
+        const timer = setTimeout(() => setImmediate(resolve), ms);
         this.exitWaiters.push(() => {
           clearTimeout(timer);
           resolve();
@@ -92,12 +93,22 @@ class RuntimeProcess {
     return this.tree.alive().length === 0;
   }
 
+  /**
+   * A timer that fires late (a loaded machine) runs before the I/O that arrived meanwhile: the
+   * child's exit and its stdout's close would be read only after the deadline was judged. A
+   * setImmediate callback runs after that I/O poll, so the last look sees what already happened.
+   */
+  async treeGoneOnceIoIsRead() {
+    await new Promise((resolve) => setImmediate(resolve));
+    return this.treeGone();
+  }
+
   async waitTreeGone(ms) {
     const deadline = Date.now() + ms;
     for (;;) {
       if (this.treeGone()) return true;
       const left = deadline - Date.now();
-      if (left <= 0) return false;
+      if (left <= 0) return this.treeGoneOnceIoIsRead();
       await sleep(Math.min(POLL_MS, left));
     }
   }

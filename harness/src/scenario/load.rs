@@ -58,14 +58,41 @@ pub fn discover(root: &Path) -> Result<Vec<Scenario>, Vec<ScenarioError>> {
 
 /// [`discover`] with includes found as `roots` says.
 pub fn discover_in(roots: Roots) -> Result<Vec<Scenario>, Vec<ScenarioError>> {
+    discover_wanted(roots, None).map(|found| found.scenarios)
+}
+
+/// What [`discover_wanted`] found: every scenario file with its id, and the scenarios loaded.
+pub struct Found {
+    pub files: Vec<(String, PathBuf)>,
+    pub scenarios: Vec<Scenario>,
+}
+
+/// [`discover_in`], loading only the scenarios whose id `wanted` keeps and the other files of
+/// their folders (an isolation group never spans folders, so a kept member's group is loaded
+/// whole); `None` loads every one. Every file is in [`Found::files`], loaded or not: a
+/// filtered run reads only what it runs, and a file it leaves out is judged when it is run.
+pub fn discover_wanted(
+    roots: Roots,
+    wanted: Option<&dyn Fn(&str) -> bool>,
+) -> Result<Found, Vec<ScenarioError>> {
     let root = roots.own;
     let mut files = Vec::new();
     let mut errors = Vec::new();
     walk(root, root, &mut files, &mut errors);
     files.sort();
+    let ids: Vec<String> = files.iter().map(|p| id_of(root, p)).collect();
+    let folders: std::collections::BTreeSet<&Path> = match wanted {
+        None => files.iter().filter_map(|p| p.parent()).collect(),
+        Some(wanted) => files
+            .iter()
+            .zip(&ids)
+            .filter(|(_, id)| wanted(id))
+            .filter_map(|(p, _)| p.parent())
+            .collect(),
+    };
     let mut scenarios = Vec::new();
-    for path in files {
-        match load_in(roots, &path) {
+    for path in files.iter().filter(|p| p.parent().is_some_and(|f| folders.contains(f))) {
+        match load_in(roots, path) {
             Ok(s) => scenarios.push(s),
             Err(e) => errors.push(e),
         }
@@ -74,10 +101,22 @@ pub fn discover_in(roots: Roots) -> Result<Vec<Scenario>, Vec<ScenarioError>> {
         errors = crate::scenario::group::check(&scenarios);
     }
     if errors.is_empty() {
-        Ok(scenarios)
+        Ok(Found {
+            files: ids.into_iter().zip(files).collect(),
+            scenarios,
+        })
     } else {
         Err(errors)
     }
+}
+
+/// A scenario's id: its path under the root, without `.toml`, with `/` between folders.
+fn id_of(root: &Path, path: &Path) -> String {
+    path.strip_prefix(root)
+        .unwrap_or(path)
+        .with_extension("")
+        .to_string_lossy()
+        .replace('\\', "/")
 }
 
 pub(super) fn walk(
@@ -126,12 +165,7 @@ pub fn load_in(roots: Roots, path: &Path) -> Result<Scenario, ScenarioError> {
     let text = crate::input::read_bounded(path, MAX_FILE_BYTES, "a scenario file")?;
     let file: ScenarioFile = toml::from_str(&text)
         .map_err(|e| invalid(path, &text, e.span(), e.message().to_owned()))?;
-    let id = path
-        .strip_prefix(root)
-        .unwrap_or(path)
-        .with_extension("")
-        .to_string_lossy()
-        .replace('\\', "/");
+    let id = id_of(root, path);
     check_file(path, &text, &file)?;
     let mut steps = Expanded::default();
     expand(roots, path, &text, &file.fake.steps, &mut steps, 0, None)?;

@@ -7,7 +7,7 @@ mod load;
 mod validate;
 pub mod waits;
 
-pub use load::{Roots, discover, discover_in, load};
+pub use load::{Found, Roots, discover, discover_in, discover_wanted, load};
 
 use std::collections::BTreeMap;
 use std::ops::Range;

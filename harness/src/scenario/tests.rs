@@ -402,3 +402,58 @@ fn every_long_wait_of_the_catalog_says_why() {
         "long waits without a reason: {undeclared:#?}"
     );
 }
+
+/// A catalog of `acp/a/ok`, `acp/a/twin` and `acp/b/broken` (a malformed file).
+fn catalog_with_a_broken_folder() -> tempfile::TempDir {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path();
+    std::fs::create_dir_all(root.join("preludes")).unwrap();
+    std::fs::write(
+        root.join("preludes/hs.toml"),
+        "[[steps]]\nexpect = \"initialize\"\n[[steps]]\nreply = { protocolVersion = 1 }\n",
+    )
+    .unwrap();
+    for folder in ["acp/a", "acp/b"] {
+        std::fs::create_dir_all(root.join(folder)).unwrap();
+    }
+    std::fs::write(root.join("acp/a/ok.toml"), OK).unwrap();
+    std::fs::write(root.join("acp/a/twin.toml"), OK).unwrap();
+    std::fs::write(root.join("acp/b/broken.toml"), "title = \n").unwrap();
+    dir
+}
+
+#[test]
+fn a_wanted_scenario_loads_with_its_folder_and_every_file_keeps_its_id() {
+    let dir = catalog_with_a_broken_folder();
+    let roots = Roots {
+        own: dir.path(),
+        shared: None,
+    };
+    let wanted = |id: &str| id == "acp/a/ok";
+    let found = discover_wanted(roots, Some(&wanted)).unwrap_or_else(|e| panic!("{e:?}"));
+    let loaded: Vec<&str> = found.scenarios.iter().map(|s| s.id.as_str()).collect();
+    // The twin shares the folder (a group's members would); the broken file is not read.
+    assert_eq!(loaded, ["acp/a/ok", "acp/a/twin"]);
+    let ids: Vec<&str> = found.files.iter().map(|(id, _)| id.as_str()).collect();
+    assert_eq!(ids, ["acp/a/ok", "acp/a/twin", "acp/b/broken"]);
+    assert_eq!(found.files[2].1, dir.path().join("acp/b/broken.toml"));
+}
+
+#[test]
+fn a_malformed_file_fails_every_load_that_reads_it_at_its_line_and_column() {
+    let dir = catalog_with_a_broken_folder();
+    let roots = Roots {
+        own: dir.path(),
+        shared: None,
+    };
+    let its_own = |id: &str| id.starts_with("acp/b/");
+    for wanted in [None, Some(&its_own as &dyn Fn(&str) -> bool)] {
+        let errors = match discover_wanted(roots, wanted) {
+            Ok(found) => panic!("loaded {} scenarios", found.scenarios.len()),
+            Err(errors) => errors,
+        };
+        assert_eq!(errors.len(), 1, "{errors:?}");
+        let said = errors[0].to_string();
+        assert!(said.contains("acp/b/broken.toml:1:"), "{said}");
+    }
+}

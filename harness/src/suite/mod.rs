@@ -103,7 +103,7 @@ pub enum SuiteError {
 
 /// Loads and filters scenarios.
 pub fn select(dir: &std::path::Path, filters: &[String]) -> Result<Vec<Scenario>, SuiteError> {
-    select_from(load(dir)?, filters)
+    select_with(dir, &[], filters)
 }
 
 /// Loads the catalog in `dir` and each host folder `added` beside it, and filters them.
@@ -112,38 +112,51 @@ pub fn select_with(
     added: &[PathBuf],
     filters: &[String],
 ) -> Result<Vec<Scenario>, SuiteError> {
-    select_from(load_with_added(dir, added)?, filters)
+    select_from(load_with_added(dir, added, filters)?.scenarios, filters)
+}
+
+/// Does a scenario id match the filters (none: every id does)?
+fn matches(filters: &[String], id: &str) -> bool {
+    filters.is_empty() || filters.iter().any(|f| id.contains(f.as_str()))
 }
 
 /// The catalog, then each host folder added beside it (`--add DIR`): the scenarios of its
 /// `scenarios/`, whose includes are found there first and then among the catalog's preludes,
 /// with their snapshots kept in its `snapshots/`. An id the catalog (or an earlier folder)
-/// already has is refused, naming the file.
-fn load_with_added(dir: &std::path::Path, added: &[PathBuf]) -> Result<Vec<Scenario>, SuiteError> {
-    let mut all = load(dir)?;
+/// already has is refused, naming the file. Only what `filters` selects is loaded (with the
+/// rest of its folders, [`scenario::discover_wanted`]); every file's id is in the catalog.
+fn load_with_added(
+    dir: &std::path::Path,
+    added: &[PathBuf],
+    filters: &[String],
+) -> Result<scenario::Found, SuiteError> {
+    let wanted = |id: &str| matches(filters, id);
+    let wanted: Option<&dyn Fn(&str) -> bool> = (!filters.is_empty()).then_some(&wanted);
+    let mut all = load(dir, wanted)?;
     for host in added {
         let root = host.join("scenarios");
         let roots = scenario::Roots {
             own: &root,
             shared: Some(dir),
         };
-        let found = scenario::discover_in(roots).map_err(SuiteError::Scenarios)?;
+        let found = scenario::discover_wanted(roots, wanted).map_err(SuiteError::Scenarios)?;
         let mut errors: Vec<scenario::ScenarioError> =
-            found.iter().filter_map(unknown_check).collect();
-        for s in &found {
-            if let Some(same) = all.iter().find(|c| c.id == s.id) {
+            found.scenarios.iter().filter_map(unknown_check).collect();
+        for (id, path) in &found.files {
+            if let Some((_, same)) = all.files.iter().find(|(taken, _)| taken == id) {
                 errors.push(scenario::ScenarioError::invalid(
-                    &s.path,
+                    path,
                     "",
                     None,
-                    format!("the id `{}` is taken by {}", s.id, same.path.display()),
+                    format!("the id `{id}` is taken by {}", same.display()),
                 ));
             }
         }
         if !errors.is_empty() {
             return Err(SuiteError::Scenarios(errors));
         }
-        all.extend(found.into_iter().map(|mut s| {
+        all.files.extend(found.files);
+        all.scenarios.extend(found.scenarios.into_iter().map(|mut s| {
             s.snapshots = Some(host.join("snapshots"));
             s
         }));
@@ -151,10 +164,19 @@ fn load_with_added(dir: &std::path::Path, added: &[PathBuf]) -> Result<Vec<Scena
     Ok(all)
 }
 
-/// Every scenario under `dir`, each `[requirement]` naming checks that exist.
-fn load(dir: &std::path::Path) -> Result<Vec<Scenario>, SuiteError> {
-    let all = scenario::discover(dir).map_err(SuiteError::Scenarios)?;
-    let errors: Vec<scenario::ScenarioError> = all.iter().filter_map(unknown_check).collect();
+/// The scenarios under `dir` that `wanted` keeps (every one: `None`), each `[requirement]`
+/// naming checks that exist.
+fn load(
+    dir: &std::path::Path,
+    wanted: Option<&dyn Fn(&str) -> bool>,
+) -> Result<scenario::Found, SuiteError> {
+    let roots = scenario::Roots {
+        own: dir,
+        shared: None,
+    };
+    let all = scenario::discover_wanted(roots, wanted).map_err(SuiteError::Scenarios)?;
+    let errors: Vec<scenario::ScenarioError> =
+        all.scenarios.iter().filter_map(unknown_check).collect();
     if errors.is_empty() {
         Ok(all)
     } else {
@@ -183,9 +205,7 @@ fn unknown_check(s: &Scenario) -> Option<scenario::ScenarioError> {
 
 /// Filters loaded scenarios (an isolation group's members come along with any one of them).
 fn select_from(all: Vec<Scenario>, filters: &[String]) -> Result<Vec<Scenario>, SuiteError> {
-    let chosen = crate::scenario::group::complete(all, |s| {
-        filters.is_empty() || filters.iter().any(|f| s.id.contains(f.as_str()))
-    });
+    let chosen = crate::scenario::group::complete(all, |s| matches(filters, &s.id));
     if chosen.is_empty() {
         return Err(SuiteError::NothingSelected);
     }
@@ -194,8 +214,8 @@ fn select_from(all: Vec<Scenario>, filters: &[String]) -> Result<Vec<Scenario>, 
 
 /// Loads, selects and shards the scenarios, then runs them.
 pub async fn run(opts: Options) -> Result<SuiteReport, SuiteError> {
-    let all = load_with_added(&opts.scenarios, &opts.added)?;
-    let catalog = all.iter().map(|s| s.id.clone()).collect();
+    let all = load_with_added(&opts.scenarios, &opts.added, &opts.filters)?;
+    let catalog = all.files.into_iter().map(|(id, _)| id).collect();
     // Named before any run: `--accept` may change the snapshots the suite is judged by. A
     // host's added folders are named too: `<catalog>+<added>…`.
     let mut catalog_digest = crate::catalog::digest_of(&opts.scenarios, &opts.snapshots)?;
@@ -203,7 +223,7 @@ pub async fn run(opts: Options) -> Result<SuiteReport, SuiteError> {
         let added = crate::catalog::digest_of(&host.join("scenarios"), &host.join("snapshots"))?;
         catalog_digest = format!("{catalog_digest}+{added}");
     }
-    let mut chosen = select_from(all, &opts.filters)?;
+    let mut chosen = select_from(all.scenarios, &opts.filters)?;
     let positions = chosen
         .iter()
         .enumerate()
