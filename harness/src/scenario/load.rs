@@ -91,7 +91,10 @@ pub fn discover_wanted(
             .collect(),
     };
     let mut scenarios = Vec::new();
-    for path in files.iter().filter(|p| p.parent().is_some_and(|f| folders.contains(f))) {
+    for path in files
+        .iter()
+        .filter(|p| p.parent().is_some_and(|f| folders.contains(f)))
+    {
         match load_in(roots, path) {
             Ok(s) => scenarios.push(s),
             Err(e) => errors.push(e),

@@ -156,10 +156,11 @@ fn load_with_added(
             return Err(SuiteError::Scenarios(errors));
         }
         all.files.extend(found.files);
-        all.scenarios.extend(found.scenarios.into_iter().map(|mut s| {
-            s.snapshots = Some(host.join("snapshots"));
-            s
-        }));
+        all.scenarios
+            .extend(found.scenarios.into_iter().map(|mut s| {
+                s.snapshots = Some(host.join("snapshots"));
+                s
+            }));
     }
     Ok(all)
 }

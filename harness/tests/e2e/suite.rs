@@ -1322,9 +1322,11 @@ fn a_result_made_up_without_spawning_the_runtime_is_caught() {
 
 #[test]
 fn a_result_held_back_after_the_child_exited_is_caught_by_time() {
+    // One case whose child exits before the result: each late result is read as lateness the
+    // load might explain whenever other runs are in flight, and is then run again alone.
     caught(
         &["late-result-after-exit"],
-        "acp/stage/",
+        "acp/stage/process-exit-zero",
         &[],
         &[
             "[timing.result] `result` came ",
@@ -1767,60 +1769,5 @@ fn failures_are_grouped_by_cause_before_any_detail_and_the_json_agrees() {
             .any(|c| c["patterns"][0]["check"] == "contract.output"
                 && c["providers"] == serde_json::json!(["acp"])),
         "{causes:?}"
-    );
-}
-
-#[test]
-fn hundreds_of_failures_read_as_causes_then_a_line_each() {
-    // A host that throws on a method it has no handler for fails most of the Codex catalog:
-    // the report opens on the causes, each with its requirement and its first run in full,
-    // then names every failed run in one line; each failure's own line came on stderr as it
-    // happened.
-    let subject = defective(&["codex-strict-notifications"]);
-    let (code, out, err) = run(&["--filter", "codex/", "--subject", &subject]);
-    assert_eq!(code, Some(1), "{out}\n{err}");
-    let failed: usize = out
-        .lines()
-        .last()
-        .and_then(|l| l.split(" passed, ").nth(1)?.split(' ').next()?.parse().ok())
-        .expect(&out);
-    assert!(failed > 200, "{out}");
-    let opening = out.lines().next().unwrap_or_default();
-    let (causes, rest) = opening.split_once(' ').expect(&out);
-    assert!(causes.parse::<usize>().is_ok(), "{out}");
-    assert_eq!(
-        rest,
-        format!("cause(s) of {failed} failed run(s), largest first (a run can fail for several):")
-    );
-    assert_eq!(
-        err.lines().filter(|l| l.starts_with("FAIL [")).count(),
-        failed,
-        "{err}"
-    );
-    // The largest cause's first run, in full, under it; no other run's transcript.
-    let first_run = out
-        .find("     its first run:\n       ━━ codex/")
-        .expect(&out);
-    assert!(first_run < out.find("subject: ").expect(&out), "{out}");
-    assert!(out.contains("       requirement ("), "{out}");
-    let pointer = out
-        .find(" failed run(s): each cause above shows its first run in full")
-        .expect(&out);
-    let named = out
-        .find(&format!("\n{failed} case(s) failed:\n"))
-        .expect(&out);
-    assert!(pointer < named, "{out}");
-    assert!(
-        out.contains("\n  ✗ codex/success/final-answer (foreground) [wire.violation]\n"),
-        "{out}"
-    );
-    // On both streams together: two lines a failure (its status line, its name), at most 50 a
-    // cause (patterns, requirements, runs, its first run cut at 40 lines), and the header,
-    // matrix and counts.
-    let causes: usize = causes.parse().unwrap();
-    let lines = out.lines().count() + err.lines().count();
-    assert!(
-        lines < 2 * failed + 50 * causes + 100,
-        "{lines} lines for {failed} failures of {causes} causes"
     );
 }
